@@ -1,0 +1,28 @@
+package fsm
+
+import "errors"
+
+// Domain outcomes returned in Result.Err. Compare with errors.Is.
+var (
+	ErrNotFound    = errors.New("fsm: not found")
+	ErrConflict    = errors.New("fsm: conflict")
+	ErrAlreadyUsed = errors.New("fsm: already used")
+	ErrExpired     = errors.New("fsm: expired")
+	ErrSchema      = errors.New("fsm: unsupported schema version")
+)
+
+// ConflictError says which unique field collided.
+type ConflictError struct{ Field string }
+
+func (e *ConflictError) Error() string { return "fsm: conflict on " + e.Field }
+
+// Unwrap makes errors.Is(err, ErrConflict) hold.
+func (e *ConflictError) Unwrap() error { return ErrConflict }
+
+// NotFoundError says which referenced record is missing.
+type NotFoundError struct{ Field string }
+
+func (e *NotFoundError) Error() string { return "fsm: not found: " + e.Field }
+
+// Unwrap makes errors.Is(err, ErrNotFound) hold.
+func (e *NotFoundError) Unwrap() error { return ErrNotFound }

@@ -1,0 +1,292 @@
+package fsm
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	bolt "go.etcd.io/bbolt"
+)
+
+// handler applies one decoded command inside tx. A handler that returns a
+// domain error must not have written anything: validate first, then write.
+type handler func(tx *bolt.Tx, index uint64, payload []byte) Result
+
+var handlers = map[Type]handler{}
+
+// register fills the dispatch table; called from the per-entity files' init.
+func register(t Type, h handler) {
+	if _, dup := handlers[t]; dup {
+		panic("fsm: duplicate handler for " + t.String())
+	}
+	handlers[t] = h
+}
+
+// FSM is the bbolt-backed raft state machine. It implements raft.FSM and
+// raft.BatchingFSM.
+type FSM struct {
+	path string
+
+	mu sync.RWMutex // guards db against the swap in Restore
+	db *bolt.DB
+
+	appliedMu sync.Mutex
+	applied   uint64
+	appliedCh chan struct{} // closed and replaced on every applied batch
+
+	// OnApply, when set, is called after each committed batch with the
+	// command types it held. It must not block. Used for metrics and for
+	// cache invalidation (JWKS).
+	OnApply func(types []Type)
+}
+
+var (
+	_ raft.FSM         = (*FSM)(nil)
+	_ raft.BatchingFSM = (*FSM)(nil)
+)
+
+// Open opens or creates the state file at path.
+func Open(path string) (*FSM, error) {
+	db, err := openDB(path)
+	if err != nil {
+		return nil, err
+	}
+	f := &FSM{path: path, db: db, appliedCh: make(chan struct{})}
+	f.applied = readApplied(db)
+	return f, nil
+}
+
+func openDB(path string) (*bolt.DB, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("fsm: open %s: %w", path, err)
+	}
+	if err := db.Update(initSchema); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Close closes the database.
+func (f *FSM) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.db.Close()
+}
+
+// Applied is the index of the last raft entry reflected in the state.
+func (f *FSM) Applied() uint64 {
+	f.appliedMu.Lock()
+	defer f.appliedMu.Unlock()
+	return f.applied
+}
+
+// WaitApplied blocks until the state reflects index, or ctx ends.
+func (f *FSM) WaitApplied(ctx context.Context, index uint64) error {
+	for {
+		f.appliedMu.Lock()
+		applied, ch := f.applied, f.appliedCh
+		f.appliedMu.Unlock()
+		if applied >= index {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (f *FSM) setApplied(index uint64) {
+	f.appliedMu.Lock()
+	f.applied = index
+	close(f.appliedCh)
+	f.appliedCh = make(chan struct{})
+	f.appliedMu.Unlock()
+}
+
+// Apply applies one raft log entry.
+func (f *FSM) Apply(l *raft.Log) any {
+	return f.ApplyBatch([]*raft.Log{l})[0]
+}
+
+// ApplyBatch applies committed entries in one bbolt transaction (group
+// commit: one fsync for the batch). Entries at or below the stored applied
+// index were applied before a restart and are skipped.
+func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
+	out := make([]any, len(logs))
+	var types []Type
+	var last uint64
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	err := f.db.Update(func(tx *bolt.Tx) error {
+		done := getApplied(tx)
+		for i, l := range logs {
+			if l.Index <= done {
+				out[i] = Result{}
+				continue
+			}
+			last = l.Index
+			if l.Type != raft.LogCommand {
+				continue
+			}
+			cmd, err := Decode(l.Data)
+			if err != nil {
+				panic(fmt.Sprintf("fsm: entry %d: %v", l.Index, err))
+			}
+			h, ok := handlers[cmd.Type]
+			if !ok {
+				if cmd.Flags&FlagIgnorable != 0 {
+					out[i] = Result{}
+					continue
+				}
+				panic(fmt.Sprintf("fsm: entry %d: unknown command %s", l.Index, cmd.Type))
+			}
+			out[i] = h(tx, l.Index, cmd.Payload)
+			types = append(types, cmd.Type)
+		}
+		if last == 0 {
+			return nil
+		}
+		return putApplied(tx, last)
+	})
+	if err != nil {
+		// A failed bbolt commit (disk full, I/O error) leaves this replica
+		// behind the log; continuing would diverge silently.
+		panic(fmt.Sprintf("fsm: commit: %v", err))
+	}
+	if last != 0 {
+		f.setApplied(last)
+		if f.OnApply != nil && len(types) > 0 {
+			f.OnApply(types)
+		}
+	}
+	return out
+}
+
+// Snapshot starts a read transaction; Persist streams it.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	tx, err := f.db.Begin(false)
+	if err != nil {
+		return nil, err
+	}
+	return &snapshot{tx: tx}, nil
+}
+
+type snapshot struct{ tx *bolt.Tx }
+
+func (s *snapshot) Persist(sink raft.SnapshotSink) error {
+	if _, err := s.tx.WriteTo(sink); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (s *snapshot) Release() { s.tx.Rollback() }
+
+// WriteTo streams a consistent copy of the state file to w (for backups).
+func (f *FSM) WriteTo(w io.Writer) (int64, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	var n int64
+	err := f.db.View(func(tx *bolt.Tx) error {
+		var err error
+		n, err = tx.WriteTo(w)
+		return err
+	})
+	return n, err
+}
+
+// Restore replaces the state with a streamed bbolt file. The stream is
+// written to a temporary file, checked, and renamed over the live file, so a
+// failed restore leaves the old state untouched.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	tmp := f.path + ".restore"
+	if err := writeFile(tmp, rc); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	check, err := openDB(tmp)
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("fsm: restore: %w", err)
+	}
+	check.Close()
+
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.db.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, f.path); err != nil {
+		return err
+	}
+	db, err := openDB(f.path)
+	if err != nil {
+		return err
+	}
+	f.db = db
+	f.setApplied(readApplied(db))
+	if f.OnApply != nil {
+		f.OnApply([]Type{TypeAddKey})
+	}
+	return nil
+}
+
+func writeFile(path string, r io.Reader) error {
+	fh, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(fh, r); err != nil {
+		fh.Close()
+		return err
+	}
+	if err := fh.Sync(); err != nil {
+		fh.Close()
+		return err
+	}
+	return fh.Close()
+}
+
+// view runs fn in a read transaction on the current database.
+func (f *FSM) view(fn func(tx *bolt.Tx) error) error {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.db.View(fn)
+}
+
+func readApplied(db *bolt.DB) uint64 {
+	var n uint64
+	db.View(func(tx *bolt.Tx) error { n = getApplied(tx); return nil })
+	return n
+}
+
+func getApplied(tx *bolt.Tx) uint64 {
+	v := tx.Bucket(bucketMeta).Get(keyApplied)
+	if len(v) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(v)
+}
+
+func putApplied(tx *bolt.Tx, index uint64) error {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], index)
+	return tx.Bucket(bucketMeta).Put(keyApplied, b[:])
+}

@@ -1,0 +1,86 @@
+package fsm
+
+import (
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Organization statuses.
+const (
+	OrgActive  = "active"
+	OrgDeleted = "deleted"
+)
+
+// Org is an organization.
+type Org struct {
+	ID        string    `json:"id"`
+	Slug      string    `json:"slug"`
+	Name      string    `json:"name"`
+	Status    string    `json:"status"`
+	CreatedAt time.Time `json:"created_at"`
+	DeletedAt time.Time `json:"deleted_at,omitzero"`
+}
+
+// CreateOrg creates an organization; the slug is unique for ever (a deleted
+// organization keeps its slug so old memberships stay unambiguous).
+type CreateOrg struct {
+	ID        string    `json:"id"`
+	Slug      string    `json:"slug"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// DeleteOrg marks an organization deleted.
+type DeleteOrg struct {
+	ID string    `json:"id"`
+	At time.Time `json:"at"`
+}
+
+func init() {
+	register(TypeCreateOrg, applyCreateOrg)
+	register(TypeDeleteOrg, applyDeleteOrg)
+}
+
+func applyCreateOrg(tx *bolt.Tx, _ uint64, p []byte) Result {
+	c := decode[CreateOrg](p)
+	if exists(tx, bucketOrgs, c.ID) {
+		return Result{Err: &ConflictError{Field: "id"}}
+	}
+	if exists(tx, bucketOrgSlugs, c.Slug) {
+		return Result{Err: &ConflictError{Field: "slug"}}
+	}
+	o := Org{ID: c.ID, Slug: c.Slug, Name: c.Name, Status: OrgActive, CreatedAt: c.CreatedAt}
+	put(tx, bucketOrgs, o.ID, o)
+	if err := tx.Bucket(bucketOrgSlugs).Put([]byte(c.Slug), []byte(c.ID)); err != nil {
+		panic(err)
+	}
+	return Result{Value: o}
+}
+
+func applyDeleteOrg(tx *bolt.Tx, _ uint64, p []byte) Result {
+	c := decode[DeleteOrg](p)
+	var o Org
+	if !get(tx, bucketOrgs, c.ID, &o) {
+		return Result{Err: ErrNotFound}
+	}
+	if o.Status != OrgDeleted {
+		o.Status, o.DeletedAt = OrgDeleted, c.At
+		put(tx, bucketOrgs, o.ID, o)
+	}
+	return Result{Value: o}
+}
+
+// Org returns one organization.
+func (s *State) Org(id string) (Org, error) {
+	var o Org
+	var ok bool
+	err := s.f.view(func(tx *bolt.Tx) error { ok = get(tx, bucketOrgs, id, &o); return nil })
+	if err == nil && !ok {
+		err = ErrNotFound
+	}
+	return o, err
+}
+
+// Orgs lists organizations in id order.
+func (s *State) Orgs(p Page) ([]Org, int, error) { return listBucket[Org](s, bucketOrgs, p) }

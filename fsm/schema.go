@@ -1,0 +1,98 @@
+package fsm
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// SchemaVersion is the layout of the buckets below. A node refuses a state
+// file of another version rather than misreading it.
+const SchemaVersion = 1
+
+var (
+	bucketMeta       = []byte("meta")
+	bucketOrgs       = []byte("orgs")
+	bucketOrgSlugs   = []byte("org_slugs")
+	bucketUsers      = []byte("users")
+	bucketUserEmails = []byte("user_emails")
+	bucketUserPhones = []byte("user_phones")
+	bucketMembers    = []byte("memberships")
+	bucketMemberByU  = []byte("memberships_by_user") // user_id/membership_id
+	bucketMemberByO  = []byte("memberships_by_org")  // org_id/membership_id
+	bucketMemberPair = []byte("membership_pairs")    // user_id/org_id -> membership_id
+	bucketClients    = []byte("clients")
+	bucketKeys       = []byte("keys")
+
+	keySchema     = []byte("schema_version")
+	keyApplied    = []byte("applied_index")
+	keyAdminToken = []byte("admin_token_hash")
+	keyKeysIndex  = []byte("keys_index")
+)
+
+var allBuckets = [][]byte{
+	bucketMeta, bucketOrgs, bucketOrgSlugs, bucketUsers, bucketUserEmails,
+	bucketUserPhones, bucketMembers, bucketMemberByU, bucketMemberByO,
+	bucketMemberPair, bucketClients, bucketKeys,
+}
+
+func initSchema(tx *bolt.Tx) error {
+	for _, b := range allBuckets {
+		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+			return err
+		}
+	}
+	meta := tx.Bucket(bucketMeta)
+	v := meta.Get(keySchema)
+	if v == nil {
+		return meta.Put(keySchema, []byte(strconv.Itoa(SchemaVersion)))
+	}
+	if string(v) != strconv.Itoa(SchemaVersion) {
+		return fmt.Errorf("%w: file has %s, this build reads %d", ErrSchema, v, SchemaVersion)
+	}
+	return nil
+}
+
+// put stores v as JSON under key. Records are small; JSON keeps the file
+// inspectable with bbolt's own tools.
+func put(tx *bolt.Tx, bucket []byte, key string, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: encode record: %v", err))
+	}
+	if err := tx.Bucket(bucket).Put([]byte(key), b); err != nil {
+		panic(fmt.Sprintf("fsm: put: %v", err))
+	}
+}
+
+// get decodes the record under key into v; false when absent.
+func get(tx *bolt.Tx, bucket []byte, key string, v any) bool {
+	b := tx.Bucket(bucket).Get([]byte(key))
+	if b == nil {
+		return false
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		panic(fmt.Sprintf("fsm: decode record %s/%s: %v", bucket, key, err))
+	}
+	return true
+}
+
+func del(tx *bolt.Tx, bucket []byte, key string) {
+	if err := tx.Bucket(bucket).Delete([]byte(key)); err != nil {
+		panic(fmt.Sprintf("fsm: delete: %v", err))
+	}
+}
+
+func exists(tx *bolt.Tx, bucket []byte, key string) bool {
+	return tx.Bucket(bucket).Get([]byte(key)) != nil
+}
+
+func decode[T any](payload []byte) T {
+	var v T
+	if err := json.Unmarshal(payload, &v); err != nil {
+		panic(fmt.Sprintf("fsm: decode payload: %v", err))
+	}
+	return v
+}

@@ -1,0 +1,168 @@
+package fsm
+
+import (
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// User is a person. ID is the `sub` claim.
+type User struct {
+	ID            string    `json:"id"`
+	Email         string    `json:"email"`
+	EmailVerified bool      `json:"email_verified"`
+	PasswordHash  string    `json:"password_hash,omitempty"` // argon2id PHC string
+	Phone         string    `json:"phone,omitempty"`         // E.164
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
+}
+
+// CreateUser creates a person. Email and phone are unique.
+type CreateUser struct {
+	User User `json:"user"`
+}
+
+// UpdateUser changes the fields that are set.
+type UpdateUser struct {
+	ID            string    `json:"id"`
+	Email         *string   `json:"email,omitempty"`
+	EmailVerified *bool     `json:"email_verified,omitempty"`
+	PasswordHash  *string   `json:"password_hash,omitempty"`
+	Phone         *string   `json:"phone,omitempty"`
+	At            time.Time `json:"at"`
+}
+
+// DeleteUser erases a person and their memberships.
+type DeleteUser struct {
+	ID string    `json:"id"`
+	At time.Time `json:"at"`
+}
+
+func init() {
+	register(TypeCreateUser, applyCreateUser)
+	register(TypeUpdateUser, applyUpdateUser)
+	register(TypeDeleteUser, applyDeleteUser)
+}
+
+// emailKey is the case-insensitive index key of an address.
+func emailKey(email string) string { return strings.ToLower(email) }
+
+func applyCreateUser(tx *bolt.Tx, _ uint64, p []byte) Result {
+	u := decode[CreateUser](p).User
+	if exists(tx, bucketUsers, u.ID) {
+		return Result{Err: &ConflictError{Field: "id"}}
+	}
+	if exists(tx, bucketUserEmails, emailKey(u.Email)) {
+		return Result{Err: &ConflictError{Field: "email"}}
+	}
+	if u.Phone != "" && exists(tx, bucketUserPhones, u.Phone) {
+		return Result{Err: &ConflictError{Field: "phone"}}
+	}
+	put(tx, bucketUsers, u.ID, u)
+	putIndex(tx, bucketUserEmails, emailKey(u.Email), u.ID)
+	if u.Phone != "" {
+		putIndex(tx, bucketUserPhones, u.Phone, u.ID)
+	}
+	return Result{Value: u}
+}
+
+func applyUpdateUser(tx *bolt.Tx, _ uint64, p []byte) Result {
+	c := decode[UpdateUser](p)
+	var u User
+	if !get(tx, bucketUsers, c.ID, &u) {
+		return Result{Err: ErrNotFound}
+	}
+	if c.Email != nil && emailKey(*c.Email) != emailKey(u.Email) && exists(tx, bucketUserEmails, emailKey(*c.Email)) {
+		return Result{Err: &ConflictError{Field: "email"}}
+	}
+	if c.Phone != nil && *c.Phone != "" && *c.Phone != u.Phone && exists(tx, bucketUserPhones, *c.Phone) {
+		return Result{Err: &ConflictError{Field: "phone"}}
+	}
+	if c.Email != nil {
+		del(tx, bucketUserEmails, emailKey(u.Email))
+		u.Email = *c.Email
+		putIndex(tx, bucketUserEmails, emailKey(u.Email), u.ID)
+	}
+	if c.Phone != nil {
+		if u.Phone != "" {
+			del(tx, bucketUserPhones, u.Phone)
+		}
+		u.Phone = *c.Phone
+		if u.Phone != "" {
+			putIndex(tx, bucketUserPhones, u.Phone, u.ID)
+		}
+	}
+	if c.EmailVerified != nil {
+		u.EmailVerified = *c.EmailVerified
+	}
+	if c.PasswordHash != nil {
+		u.PasswordHash = *c.PasswordHash
+	}
+	u.UpdatedAt = c.At
+	put(tx, bucketUsers, u.ID, u)
+	return Result{Value: u}
+}
+
+func applyDeleteUser(tx *bolt.Tx, _ uint64, p []byte) Result {
+	c := decode[DeleteUser](p)
+	var u User
+	if !get(tx, bucketUsers, c.ID, &u) {
+		return Result{Err: ErrNotFound}
+	}
+	for _, mid := range prefixKeys(tx, bucketMemberByU, u.ID) {
+		deleteMembership(tx, mid)
+	}
+	del(tx, bucketUsers, u.ID)
+	del(tx, bucketUserEmails, emailKey(u.Email))
+	if u.Phone != "" {
+		del(tx, bucketUserPhones, u.Phone)
+	}
+	return Result{}
+}
+
+func putIndex(tx *bolt.Tx, bucket []byte, key, id string) {
+	if err := tx.Bucket(bucket).Put([]byte(key), []byte(id)); err != nil {
+		panic(err)
+	}
+}
+
+// User returns one person.
+func (s *State) User(id string) (User, error) {
+	var u User
+	var ok bool
+	err := s.f.view(func(tx *bolt.Tx) error { ok = get(tx, bucketUsers, id, &u); return nil })
+	if err == nil && !ok {
+		err = ErrNotFound
+	}
+	return u, err
+}
+
+// UserByEmail finds a person by address, ignoring case.
+func (s *State) UserByEmail(email string) (User, error) {
+	return s.userByIndex(bucketUserEmails, emailKey(email))
+}
+
+// UserByPhone finds a person by E.164 number.
+func (s *State) UserByPhone(phone string) (User, error) {
+	return s.userByIndex(bucketUserPhones, phone)
+}
+
+func (s *State) userByIndex(bucket []byte, key string) (User, error) {
+	var u User
+	var ok bool
+	err := s.f.view(func(tx *bolt.Tx) error {
+		id := tx.Bucket(bucket).Get([]byte(key))
+		if id != nil {
+			ok = get(tx, bucketUsers, string(id), &u)
+		}
+		return nil
+	})
+	if err == nil && !ok {
+		err = ErrNotFound
+	}
+	return u, err
+}
+
+// Users lists people in id order.
+func (s *State) Users(p Page) ([]User, int, error) { return listBucket[User](s, bucketUsers, p) }

@@ -1,0 +1,50 @@
+// Package fsmtest gives package tests a real bbolt FSM and an Applier that
+// applies commands to it directly, as a one-node raft would, without raft.
+package fsmtest
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/oidcd/oidcd/fsm"
+)
+
+// Applier applies commands straight to an FSM with increasing indexes.
+type Applier struct {
+	FSM *fsm.FSM
+
+	mu    sync.Mutex
+	index uint64
+	// Fail, when set, is returned by Apply instead of applying (to test the
+	// "store unavailable" paths).
+	Fail error
+}
+
+// New opens a fresh FSM in a temporary directory, closed at test end.
+func New(t testing.TB) *Applier {
+	t.Helper()
+	f, err := fsm.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return &Applier{FSM: f, index: f.Applied()}
+}
+
+// Apply applies cmd at the next index.
+func (a *Applier) Apply(_ context.Context, cmd fsm.Command) (fsm.Result, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.Fail != nil {
+		return fsm.Result{}, a.Fail
+	}
+	a.index++
+	return a.FSM.Apply(&raft.Log{Index: a.index, Type: raft.LogCommand, Data: cmd.Encode()}).(fsm.Result), nil
+}
+
+// State is the FSM's read view.
+func (a *Applier) State() *fsm.State { return a.FSM.State() }

@@ -1,0 +1,220 @@
+// Package httpx holds the HTTP plumbing every surface of oidcd shares: the
+// X-Correlation-ID header, the ErrorResponse envelope of SPEC.md 2.11,
+// strict capped JSON bodies and small response writers.
+package httpx
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// MaxCorrelationID is the longest client-sent X-Correlation-ID that is echoed
+// (SPEC.md section 8); a longer one is replaced by a generated id.
+const MaxCorrelationID = 128
+
+// HeaderCorrelationID is the tracing header.
+const HeaderCorrelationID = "X-Correlation-ID"
+
+type ctxKey struct{}
+
+// Correlation is middleware that gives every request a correlation id (the
+// client's, when it is printable and at most 128 bytes, else a fresh one),
+// stores it in the context and sets it on the response before the handler
+// runs.
+func Correlation(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get(HeaderCorrelationID)
+		if !validCorrelationID(id) {
+			id = NewID()
+		}
+		w.Header().Set(HeaderCorrelationID, id)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, id)))
+	})
+}
+
+func validCorrelationID(id string) bool {
+	if id == "" || len(id) > MaxCorrelationID {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// CorrelationID returns the request's correlation id ("" outside Correlation).
+func CorrelationID(ctx context.Context) string {
+	id, _ := ctx.Value(ctxKey{}).(string)
+	return id
+}
+
+// NewID returns 16 random bytes in hex.
+func NewID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Error codes of the envelope (SPEC.md 2.11).
+const (
+	CodeValidation   = "VALIDATION_ERROR"
+	CodeBadRequest   = "BAD_REQUEST"
+	CodeUnauthorized = "UNAUTHORIZED"
+	CodeForbidden    = "FORBIDDEN"
+	CodeNotFound     = "NOT_FOUND"
+	CodeConflict     = "CONFLICT"
+	CodeUnprocessble = "UNPROCESSABLE"
+	CodeRateLimited  = "RATE_LIMITED"
+	CodeInternal     = "INTERNAL_ERROR"
+	CodeUnavailable  = "SERVICE_UNAVAILABLE" // not in 2.11's list; only used by the admin API on 503
+)
+
+// Detail is one field problem of a VALIDATION_ERROR.
+type Detail struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+	Code    string `json:"code"`
+}
+
+// Envelope is the ErrorResponse of SPEC.md 2.11.
+type Envelope struct {
+	Error EnvelopeError `json:"error"`
+}
+
+// EnvelopeError is the body of Envelope.
+type EnvelopeError struct {
+	Code          string   `json:"code"`
+	Message       string   `json:"message"`
+	CorrelationID string   `json:"correlation_id"`
+	Timestamp     string   `json:"timestamp"`
+	Details       []Detail `json:"details,omitempty"`
+}
+
+// WriteError answers with the envelope.
+func WriteError(w http.ResponseWriter, r *http.Request, status int, code, message string, details ...Detail) {
+	WriteJSON(w, status, Envelope{Error: EnvelopeError{
+		Code:          code,
+		Message:       message,
+		CorrelationID: CorrelationID(r.Context()),
+		Timestamp:     time.Now().UTC().Format(time.RFC3339),
+		Details:       details,
+	}})
+}
+
+// WriteJSON answers with v as JSON.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, `{"error":"server_error"}`, http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// MaxJSONBody caps request bodies of the JSON APIs.
+const MaxJSONBody = 64 << 10
+
+// BodyError is a request body that cannot be used; Code is the envelope code
+// and Details name the fields.
+type BodyError struct {
+	Status  int
+	Code    string
+	Message string
+	Details []Detail
+}
+
+func (e *BodyError) Error() string { return e.Message }
+
+// DecodeJSON reads a JSON object of at most MaxJSONBody bytes into v,
+// rejecting other content types, unknown fields, trailing data and
+// mistyped fields with a *BodyError.
+func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return &BodyError{Status: http.StatusUnsupportedMediaType, Code: CodeBadRequest, Message: "Content-Type must be application/json"}
+		}
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxJSONBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err)
+	}
+	if dec.More() {
+		return &BodyError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: "body must hold one JSON object"}
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return &BodyError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: "body must hold one JSON object"}
+	}
+	return nil
+}
+
+func jsonError(err error) error {
+	var maxErr *http.MaxBytesError
+	var typeErr *json.UnmarshalTypeError
+	var synErr *json.SyntaxError
+	switch {
+	case errors.As(err, &maxErr):
+		return &BodyError{Status: http.StatusRequestEntityTooLarge, Code: CodeBadRequest, Message: fmt.Sprintf("body larger than %d bytes", maxErr.Limit)}
+	case errors.Is(err, io.EOF):
+		return &BodyError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: "body is empty"}
+	case errors.As(err, &typeErr) && typeErr.Field == "":
+		return &BodyError{Status: http.StatusBadRequest, Code: CodeValidation, Message: "invalid request body",
+			Details: []Detail{{Field: "body", Message: "must be a JSON object", Code: "invalid_type"}}}
+	case errors.As(err, &typeErr):
+		field := typeErr.Field
+		return &BodyError{Status: http.StatusBadRequest, Code: CodeValidation, Message: "invalid request body",
+			Details: []Detail{{Field: field, Message: "must be of type " + typeErr.Type.String(), Code: "invalid_type"}}}
+	case errors.As(err, &synErr), errors.Is(err, io.ErrUnexpectedEOF):
+		return &BodyError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: "body is not valid JSON"}
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return &BodyError{Status: http.StatusBadRequest, Code: CodeValidation, Message: "invalid request body",
+			Details: []Detail{{Field: field, Message: "unknown field", Code: "unknown_field"}}}
+	default:
+		return &BodyError{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: "body is not valid JSON"}
+	}
+}
+
+// WriteBodyError answers for an error from DecodeJSON.
+func WriteBodyError(w http.ResponseWriter, r *http.Request, err error) {
+	var be *BodyError
+	if errors.As(err, &be) {
+		WriteError(w, r, be.Status, be.Code, be.Message, be.Details...)
+		return
+	}
+	WriteError(w, r, http.StatusBadRequest, CodeBadRequest, "invalid request body")
+}
+
+// Recover is middleware that turns a handler panic into a 500 envelope and a
+// log line, so no input can kill the connection without an answer.
+func Recover(log *slog.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			defer func() {
+				if v := recover(); v != nil {
+					if v == http.ErrAbortHandler {
+						panic(v)
+					}
+					log.Error("handler panic", "panic", fmt.Sprint(v), "path", r.URL.Path, "correlation_id", CorrelationID(r.Context()))
+					WriteError(w, r, http.StatusInternalServerError, CodeInternal, "internal error")
+				}
+			}()
+			next.ServeHTTP(w, r)
+		})
+	}
+}

@@ -1,0 +1,111 @@
+package httpx
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDecodeJSON(t *testing.T) {
+	type body struct {
+		Name string `json:"name"`
+		N    int    `json:"n"`
+	}
+	cases := []struct {
+		name, ct, body string
+		wantStatus     int
+		wantCode       string
+		wantField      string
+	}{
+		{"ok", "application/json", `{"name":"a","n":1}`, 0, "", ""},
+		{"ok no content type", "", `{"name":"a"}`, 0, "", ""},
+		{"charset ok", "application/json; charset=utf-8", `{}`, 0, "", ""},
+		{"wrong content type", "text/plain", `{}`, 415, CodeBadRequest, ""},
+		{"empty", "application/json", ``, 400, CodeBadRequest, ""},
+		{"syntax", "application/json", `{"name":`, 400, CodeBadRequest, ""},
+		{"unknown field", "application/json", `{"nope":1}`, 400, CodeValidation, "nope"},
+		{"wrong type", "application/json", `{"n":"x"}`, 400, CodeValidation, "n"},
+		{"not an object", "application/json", `[1,2]`, 400, CodeValidation, "body"},
+		{"trailing data", "application/json", `{} {}`, 400, CodeBadRequest, ""},
+		{"too large", "application/json", `{"name":"` + strings.Repeat("a", MaxJSONBody) + `"}`, 413, CodeBadRequest, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := httptest.NewRequest("POST", "/", strings.NewReader(c.body))
+			if c.ct != "" {
+				r.Header.Set("Content-Type", c.ct)
+			}
+			var v body
+			err := DecodeJSON(httptest.NewRecorder(), r, &v)
+			if c.wantStatus == 0 {
+				if err != nil {
+					t.Fatalf("got %v, want nil", err)
+				}
+				return
+			}
+			be, ok := err.(*BodyError)
+			if !ok {
+				t.Fatalf("got %T %v, want *BodyError", err, err)
+			}
+			if be.Status != c.wantStatus || be.Code != c.wantCode {
+				t.Fatalf("got %d %s, want %d %s", be.Status, be.Code, c.wantStatus, c.wantCode)
+			}
+			if c.wantField != "" && (len(be.Details) != 1 || be.Details[0].Field != c.wantField) {
+				t.Fatalf("details: got %+v, want field %q", be.Details, c.wantField)
+			}
+			if strings.Contains(be.Error()+func() string { b, _ := json.Marshal(be.Details); return string(b) }(), "httpx.") {
+				t.Fatalf("error leaks a Go type name: %v %+v", be, be.Details)
+			}
+		})
+	}
+}
+
+func TestCorrelationAndEnvelope(t *testing.T) {
+	h := Correlation(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		WriteError(w, r, 404, CodeNotFound, "nothing here")
+	}))
+	cases := []struct {
+		sent     string
+		wantEcho bool
+	}{
+		{"abc-123", true},
+		{strings.Repeat("x", 128), true},
+		{strings.Repeat("x", 129), false},
+		{"has space", false},
+		{"", false},
+	}
+	for _, c := range cases {
+		r := httptest.NewRequest("GET", "/", nil)
+		if c.sent != "" {
+			r.Header.Set(HeaderCorrelationID, c.sent)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		got := w.Header().Get(HeaderCorrelationID)
+		if (got == c.sent) != c.wantEcho || got == "" {
+			t.Errorf("sent %q: got %q, echo want %v", c.sent, got, c.wantEcho)
+		}
+		var env Envelope
+		if err := json.Unmarshal(w.Body.Bytes(), &env); err != nil {
+			t.Fatal(err)
+		}
+		if env.Error.CorrelationID != got || env.Error.Code != CodeNotFound || env.Error.Message == "" {
+			t.Errorf("envelope: got %+v, want correlation %q", env.Error, got)
+		}
+		if _, err := time.Parse(time.RFC3339, env.Error.Timestamp); err != nil {
+			t.Errorf("timestamp %q: %v", env.Error.Timestamp, err)
+		}
+	}
+}
+
+func TestRecoverAnswers500(t *testing.T) {
+	h := Correlation(Recover(discard())(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") })))
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
+	if w.Code != 500 || !strings.Contains(w.Body.String(), CodeInternal) {
+		t.Fatalf("got %d %s, want 500 %s", w.Code, w.Body, CodeInternal)
+	}
+}

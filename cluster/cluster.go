@@ -1,0 +1,277 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/oidcd/oidcd/fsm"
+)
+
+// Sentinel errors of Apply. Callers test with errors.Is.
+var (
+	// ErrNoLeader: no leader is known (election under way, or no quorum).
+	ErrNoLeader = errors.New("cluster: no leader")
+	// ErrNotLeader: this node is not the leader and cannot forward.
+	ErrNotLeader = errors.New("cluster: not the leader")
+	// ErrShutdown: the node is stopping.
+	ErrShutdown = errors.New("cluster: shutting down")
+)
+
+// Config configures one node's raft.
+type Config struct {
+	NodeID   string
+	DataDir  string // raft files go under DataDir/raft
+	RaftAddr string // listen and advertise address
+	// RaftListener, when set, is used instead of listening on RaftAddr;
+	// its address is advertised.
+	RaftListener net.Listener
+	// Dial, when set, replaces the plain TCP dialer for raft connections.
+	Dial            Dialer
+	BootstrapExpect int
+	FSM             *fsm.FSM
+	Logger          *slog.Logger
+	Registerer      prometheus.Registerer
+
+	// ApplyTimeout bounds one Apply when the caller's context has no
+	// deadline. Default 10s.
+	ApplyTimeout time.Duration
+	// Timing, for tests. Zero values take raft's defaults.
+	HeartbeatTimeout time.Duration
+	ElectionTimeout  time.Duration
+	LeaderLease      time.Duration
+	// SnapshotThreshold and SnapshotInterval govern compaction; defaults
+	// 8192 entries and 2 minutes. TrailingLogs defaults to 10240.
+	SnapshotThreshold uint64
+	SnapshotInterval  time.Duration
+	TrailingLogs      uint64
+}
+
+// Cluster is one node's membership in the raft group.
+type Cluster struct {
+	cfg       Config
+	log       *slog.Logger
+	raft      *raft.Raft
+	fsm       *fsm.FSM
+	store     *raftboltdb.BoltStore
+	transport *raft.NetworkTransport
+	metrics   *metrics
+
+	mu          sync.Mutex
+	loops       []func(ctx context.Context)
+	cancel      context.CancelFunc
+	loopContext context.Context
+	loopsReady  bool // the current term's barrier passed and loops run
+	loopsWG     sync.WaitGroup
+	stopped     chan struct{}
+	observer    sync.WaitGroup
+}
+
+// New opens raft on cfg.DataDir and starts it. With BootstrapExpect 1 and no
+// existing raft state, it bootstraps a single-voter configuration.
+func New(cfg Config) (*Cluster, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ApplyTimeout == 0 {
+		cfg.ApplyTimeout = 10 * time.Second
+	}
+	dir := filepath.Join(cfg.DataDir, "raft")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.NodeID)
+	rc.Logger = newHCLog(cfg.Logger, "raft")
+	// The FSM is a durable bbolt file that records its applied index, so
+	// raft need not restore the last snapshot on start: it replays only the
+	// log tail and the FSM skips entries it already holds.
+	rc.NoSnapshotRestoreOnStart = true
+	rc.SnapshotThreshold = orDefault(cfg.SnapshotThreshold, 8192)
+	rc.TrailingLogs = orDefault(cfg.TrailingLogs, 10240)
+	if cfg.SnapshotInterval > 0 {
+		rc.SnapshotInterval = cfg.SnapshotInterval
+	}
+	if cfg.HeartbeatTimeout > 0 {
+		rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	}
+	if cfg.ElectionTimeout > 0 {
+		rc.ElectionTimeout = cfg.ElectionTimeout
+	}
+	if cfg.LeaderLease > 0 {
+		rc.LeaderLeaseTimeout = cfg.LeaderLease
+	}
+
+	store, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: log store: %w", err)
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, newHCLog(cfg.Logger, "snapshot"))
+	if err != nil {
+		store.Close()
+		return nil, fmt.Errorf("cluster: snapshot store: %w", err)
+	}
+	ln := cfg.RaftListener
+	if ln == nil {
+		if ln, err = net.Listen("tcp", cfg.RaftAddr); err != nil {
+			store.Close()
+			return nil, fmt.Errorf("cluster: raft listener: %w", err)
+		}
+	}
+	dial := cfg.Dial
+	if dial == nil {
+		dial = defaultDialer
+	}
+	transport := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  &streamLayer{Listener: ln, advertise: ln.Addr(), dial: dial},
+		MaxPool: 3,
+		Timeout: 10 * time.Second,
+		Logger:  newHCLog(cfg.Logger, "transport"),
+	})
+	existing, err := raft.HasExistingState(store, store, snaps)
+	if err != nil {
+		transport.Close()
+		store.Close()
+		return nil, err
+	}
+	r, err := raft.NewRaft(rc, cfg.FSM, store, store, snaps, transport)
+	if err != nil {
+		transport.Close()
+		store.Close()
+		return nil, fmt.Errorf("cluster: raft: %w", err)
+	}
+	c := &Cluster{cfg: cfg, log: cfg.Logger, raft: r, fsm: cfg.FSM, store: store, transport: transport, stopped: make(chan struct{})}
+	c.metrics = newMetrics(c, cfg.Registerer)
+	if !existing && cfg.BootstrapExpect <= 1 {
+		f := r.BootstrapCluster(raft.Configuration{Servers: []raft.Server{{
+			Suffrage: raft.Voter, ID: rc.LocalID, Address: transport.LocalAddr(),
+		}}})
+		if err := f.Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+			c.Shutdown()
+			return nil, fmt.Errorf("cluster: bootstrap: %w", err)
+		}
+		c.log.Info("bootstrapped single-voter cluster", "node_id", cfg.NodeID)
+	}
+	c.observer.Add(1)
+	go c.watchLeadership()
+	return c, nil
+}
+
+func orDefault(v, d uint64) uint64 {
+	if v == 0 {
+		return d
+	}
+	return v
+}
+
+// Apply replicates cmd and waits until this node's FSM has applied it. The
+// Result carries the command's domain outcome.
+func (c *Cluster) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
+	timeout := c.cfg.ApplyTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+		if timeout <= 0 {
+			return fsm.Result{}, ctx.Err()
+		}
+	}
+	start := time.Now()
+	f := c.raft.Apply(cmd.Encode(), timeout)
+	if err := f.Error(); err != nil {
+		c.metrics.applyErrors.Inc()
+		return fsm.Result{}, mapRaftError(err)
+	}
+	c.metrics.applyLatency.Observe(time.Since(start).Seconds())
+	res, _ := f.Response().(fsm.Result)
+	return res, nil
+}
+
+func mapRaftError(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return fmt.Errorf("%w: %v", ErrNotLeader, err)
+	case errors.Is(err, raft.ErrRaftShutdown):
+		return fmt.Errorf("%w: %v", ErrShutdown, err)
+	case errors.Is(err, raft.ErrEnqueueTimeout):
+		return fmt.Errorf("%w: %v", ErrNoLeader, err)
+	}
+	return err
+}
+
+// IsLeader reports whether this node leads.
+func (c *Cluster) IsLeader() bool { return c.raft.State() == raft.Leader }
+
+// Leader returns the leader's raft address and id ("" when none is known).
+func (c *Cluster) Leader() (addr, id string) {
+	a, i := c.raft.LeaderWithID()
+	return string(a), string(i)
+}
+
+// Ready reports whether the node is in a cluster with a known leader.
+func (c *Cluster) Ready() bool {
+	addr, _ := c.raft.LeaderWithID()
+	return addr != ""
+}
+
+// WaitLeader blocks until a leader is known or ctx ends.
+func (c *Cluster) WaitLeader(ctx context.Context) error {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for !c.Ready() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// ID is this node's raft server id.
+func (c *Cluster) ID() string { return c.cfg.NodeID }
+
+// RaftAddr is the transport's advertised address.
+func (c *Cluster) RaftAddr() string { return string(c.transport.LocalAddr()) }
+
+// Members lists the raft configuration.
+func (c *Cluster) Members() ([]raft.Server, error) {
+	f := c.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, err
+	}
+	return f.Configuration().Servers, nil
+}
+
+// Snapshot forces a raft snapshot and log compaction now.
+func (c *Cluster) Snapshot() error { return c.raft.Snapshot().Error() }
+
+// Stats returns raft's own counters (state, term, indexes).
+func (c *Cluster) Stats() map[string]string { return c.raft.Stats() }
+
+// Shutdown stops leader loops and raft and closes the stores. The FSM is
+// the caller's to close.
+func (c *Cluster) Shutdown() error {
+	select {
+	case <-c.stopped:
+		return nil
+	default:
+	}
+	close(c.stopped)
+	err := c.raft.Shutdown().Error()
+	c.observer.Wait()
+	c.stopLoops()
+	c.transport.Close()
+	if cerr := c.store.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

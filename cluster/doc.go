@@ -1,0 +1,12 @@
+// Package cluster runs raft for one node: raft-boltdb/v2 as log and stable
+// store, file snapshots, a TCP transport, and the single write path Apply.
+//
+// Invariants:
+//   - Every replicated write goes through Cluster.Apply. It returns once the
+//     entry is committed and applied by this node's FSM, so the answer the
+//     caller gives afterwards is the truth on this node.
+//   - A nil error from Apply means committed; any error means the write may
+//     not have happened and the caller answers "temporarily unavailable".
+//   - Loops that only the leader runs are registered with OnLeader and are
+//     started and stopped in one place, on leadership changes.
+package cluster

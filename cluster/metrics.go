@@ -1,0 +1,62 @@
+package cluster
+
+import (
+	"strconv"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+type metrics struct {
+	applyLatency  prometheus.Histogram
+	applyErrors   prometheus.Counter
+	leaderChanges prometheus.Counter
+}
+
+func newMetrics(c *Cluster, reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		applyLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "oidcd_raft_apply_duration_seconds",
+			Help:    "Time from proposing a write to its being applied on this node.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}),
+		applyErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "oidcd_raft_apply_errors_total",
+			Help: "Writes that could not be committed (no leader, shutdown, timeout).",
+		}),
+		leaderChanges: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "oidcd_raft_leadership_acquired_total",
+			Help: "Times this node became leader.",
+		}),
+	}
+	if reg == nil {
+		return m
+	}
+	stat := func(key string) func() float64 {
+		return func() float64 {
+			v, _ := strconv.ParseFloat(c.raft.Stats()[key], 64)
+			return v
+		}
+	}
+	reg.MustRegister(m.applyLatency, m.applyErrors, m.leaderChanges,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "oidcd_raft_state",
+			Help: "Raft state of this node: 0 follower, 1 candidate, 2 leader, 3 shutdown.",
+		}, func() float64 { return float64(c.raft.State()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "oidcd_raft_is_leader", Help: "1 while this node leads.",
+		}, func() float64 {
+			if c.raft.State() == raft.Leader {
+				return 1
+			}
+			return 0
+		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "oidcd_raft_term", Help: "Current raft term."}, stat("term")),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "oidcd_raft_commit_index", Help: "Last committed raft index."},
+			func() float64 { return float64(c.raft.CommitIndex()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "oidcd_raft_applied_index", Help: "Last raft index applied to the state file."},
+			func() float64 { return float64(c.fsm.Applied()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "oidcd_raft_last_snapshot_index", Help: "Index of the last raft snapshot."}, stat("last_snapshot_index")),
+	)
+	return m
+}

@@ -1,0 +1,312 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/httpx"
+	"github.com/oidcd/oidcd/internal/password"
+)
+
+// Prefix is where the API lives; New's routes are full paths under it.
+const Prefix = "/admin/v1"
+
+// Applier proposes a command to the cluster and returns its outcome once the
+// local state reflects it. A non-nil error means it was not committed (or
+// its fate is unknown).
+type Applier interface {
+	Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error)
+}
+
+// Keys manages the signing keys (implemented by package keys, adapted by
+// package node).
+type Keys interface {
+	// Rotate adds a new key: signing once the JWKS cache lifetime has passed
+	// (state "next"), or at once when immediate (state "active").
+	Rotate(ctx context.Context, immediate bool) (KeyInfo, error)
+	// List returns every published key.
+	List() ([]KeyInfo, error)
+}
+
+// KeyInfo describes a signing key; State is "next", "active" or "retired".
+type KeyInfo struct {
+	Kid         string     `json:"kid"`
+	State       string     `json:"state"`
+	CreatedAt   time.Time  `json:"created_at"`
+	ActivatesAt *time.Time `json:"activates_at,omitempty"`
+	RetiredAt   *time.Time `json:"retired_at,omitempty"`
+}
+
+// Cluster reports the cluster's membership (implemented by package cluster,
+// adapted by package node).
+type Cluster interface {
+	Status(ctx context.Context) (ClusterStatus, error)
+}
+
+// ClusterStatus is the answer of GET /cluster.
+type ClusterStatus struct {
+	Leader  string          `json:"leader"`
+	Members []ClusterMember `json:"members"`
+}
+
+// ClusterMember is one node of ClusterStatus.
+type ClusterMember struct {
+	ID         string `json:"id"`
+	RaftAddr   string `json:"raft_addr"`
+	GossipAddr string `json:"gossip_addr"`
+	HTTPAddr   string `json:"http_addr"`
+	State      string `json:"state"`
+	Voter      bool   `json:"voter"`
+}
+
+// Config wires the API to one node.
+type Config struct {
+	State   *fsm.State       // local read view (required)
+	Applier Applier          // replicated writes (required)
+	Keys    Keys             // nil: the key routes answer 503
+	Cluster Cluster          // nil: GET /cluster answers 503
+	Hasher  *password.Hasher // default DefaultParams, GOMAXPROCS at once
+	Now     func() time.Time // default time.Now
+	Logger  *slog.Logger     // default discards
+	NewID   func() string    // default a random (v4) UUID
+	// TokenHash returns HashToken of the admin token; default reads the
+	// replicated hash from State. An empty hash lets no request in.
+	TokenHash func() string
+}
+
+type api struct {
+	Config
+}
+
+// New returns the admin API. Its routes are full paths under Prefix, so the
+// caller mounts it as mux.Handle(admin.Prefix+"/", h). The caller adds
+// httpx.Correlation around it; panics are turned into 500 envelopes here.
+func New(cfg Config) http.Handler {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.NewID == nil {
+		cfg.NewID = uuid.NewString
+	}
+	if cfg.Hasher == nil {
+		cfg.Hasher = password.New(password.DefaultParams, runtime.GOMAXPROCS(0))
+	}
+	if cfg.TokenHash == nil {
+		st := cfg.State
+		cfg.TokenHash = func() string {
+			h, _ := st.AdminTokenHash() // a read error lets nobody in
+			return h
+		}
+	}
+	a := &api{Config: cfg}
+	mux := http.NewServeMux()
+	a.routes(mux)
+	return httpx.Recover(cfg.Logger)(a.authenticate(mux))
+}
+
+// route is one path and its handlers by method.
+type route struct {
+	path    string
+	methods map[string]http.HandlerFunc
+}
+
+func (a *api) routes(mux *http.ServeMux) {
+	table := []route{
+		{"/organizations", map[string]http.HandlerFunc{"GET": a.listOrgs, "POST": a.createOrg}},
+		{"/organizations/{id}", map[string]http.HandlerFunc{"GET": a.getOrg, "DELETE": a.deleteOrg}},
+		{"/users", map[string]http.HandlerFunc{"GET": a.listUsers, "POST": a.createUser}},
+		{"/users/{id}", map[string]http.HandlerFunc{"GET": a.getUser, "PATCH": a.updateUser, "DELETE": a.deleteUser}},
+		{"/users/{id}/totp", map[string]http.HandlerFunc{"POST": a.secondFactor}},
+		{"/users/{id}/recovery-codes", map[string]http.HandlerFunc{"POST": a.secondFactor}},
+		{"/memberships", map[string]http.HandlerFunc{"GET": a.listMemberships, "POST": a.createMembership}},
+		{"/memberships/{id}", map[string]http.HandlerFunc{"GET": a.getMembership, "PATCH": a.updateMembership, "DELETE": a.deleteMembership}},
+		{"/clients", map[string]http.HandlerFunc{"GET": a.listClients, "POST": a.createClient}},
+		{"/clients/{id}", map[string]http.HandlerFunc{"GET": a.getClient, "PATCH": a.updateClient, "DELETE": a.deleteClient}},
+		{"/keys", map[string]http.HandlerFunc{"GET": a.listKeys}},
+		{"/keys/rotate", map[string]http.HandlerFunc{"POST": a.rotateKey}},
+		{"/cluster", map[string]http.HandlerFunc{"GET": a.clusterStatus}},
+	}
+	for _, rt := range table {
+		var allow []string
+		for m, h := range rt.methods {
+			mux.HandleFunc(m+" "+Prefix+rt.path, h)
+			allow = append(allow, m)
+		}
+		if _, ok := rt.methods["GET"]; ok {
+			allow = append(allow, "HEAD")
+		}
+		slices.Sort(allow)
+		// A pattern without a method is less specific than the ones above,
+		// so it only catches the other methods: a 405 envelope instead of
+		// the mux's plain-text one.
+		mux.HandleFunc(Prefix+rt.path, methodNotAllowed(strings.Join(allow, ", ")))
+	}
+	mux.HandleFunc(Prefix+"/", func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteError(w, r, http.StatusNotFound, httpx.CodeNotFound, "no such route")
+	})
+}
+
+func methodNotAllowed(allow string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		httpx.WriteError(w, r, http.StatusMethodNotAllowed, httpx.CodeBadRequest, "method not allowed; allowed: "+allow)
+	}
+}
+
+// authenticate lets through only requests bearing the admin token.
+func (a *api) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, ok := bearer(r.Header.Get("Authorization"))
+		if !ok {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			httpx.WriteError(w, r, http.StatusUnauthorized, httpx.CodeUnauthorized, "admin token required")
+			return
+		}
+		if !tokenMatches(token, a.TokenHash()) {
+			a.Logger.Info("admin: rejected token", "remote", r.RemoteAddr, "path", r.URL.Path,
+				"correlation_id", httpx.CorrelationID(r.Context()))
+			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+			httpx.WriteError(w, r, http.StatusUnauthorized, httpx.CodeUnauthorized, "invalid admin token")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// bearer extracts the token of an "Authorization: Bearer <token>" header;
+// the scheme is case-insensitive (RFC 9110 11.1).
+func bearer(h string) (string, bool) {
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+// now is the clock, in UTC so stamped times read the same everywhere.
+func (a *api) now() time.Time { return a.Now().UTC() }
+
+// apply proposes cmd and answers the failure cases itself; ok reports
+// whether the caller should write the success answer.
+//
+// Mapping: an Applier error is 503 (nothing committed). In Result.Err, a
+// *fsm.NotFoundError names a record that the body refers to (a
+// membership's user_id, a client's organization_id): that is the caller's
+// input pointing nowhere, answered 422 VALIDATION_ERROR with a detail on
+// the field, while the path's own record (DELETE /memberships/{id} of a
+// missing one) is a bare fsm.ErrNotFound answered 404. Conflicts are 409.
+func (a *api) apply(w http.ResponseWriter, r *http.Request, cmd fsm.Command) (fsm.Result, bool) {
+	res, err := a.Applier.Apply(r.Context(), cmd)
+	if err != nil {
+		a.unavailable(w, r, "apply "+cmd.Type.String(), err)
+		return res, false
+	}
+	if res.Err == nil {
+		return res, true
+	}
+	var nf *fsm.NotFoundError
+	var ce *fsm.ConflictError
+	switch {
+	case errors.As(res.Err, &nf):
+		httpx.WriteError(w, r, http.StatusUnprocessableEntity, httpx.CodeValidation, "a referenced record does not exist",
+			httpx.Detail{Field: nf.Field, Message: "no such record", Code: "not_found"})
+	case errors.Is(res.Err, fsm.ErrNotFound):
+		notFound(w, r)
+	case errors.As(res.Err, &ce):
+		httpx.WriteError(w, r, http.StatusConflict, httpx.CodeConflict, conflictMessage(ce.Field),
+			httpx.Detail{Field: ce.Field, Message: "already in use", Code: "conflict"})
+	case errors.Is(res.Err, fsm.ErrConflict):
+		httpx.WriteError(w, r, http.StatusConflict, httpx.CodeConflict, "conflict")
+	default:
+		a.Logger.Error("admin: unexpected apply outcome", "type", cmd.Type.String(), "err", res.Err,
+			"correlation_id", httpx.CorrelationID(r.Context()))
+		httpx.WriteError(w, r, http.StatusInternalServerError, httpx.CodeInternal, "internal error")
+	}
+	return res, false
+}
+
+func conflictMessage(field string) string {
+	switch field {
+	case "updated_at":
+		return "the record changed since it was read; read it again and retry"
+	case "org_id":
+		return "the user is already a member of this organization"
+	default:
+		return field + " is already in use"
+	}
+}
+
+// unavailable answers 503: the cluster could not commit, or the local state
+// could not be read.
+func (a *api) unavailable(w http.ResponseWriter, r *http.Request, what string, err error) {
+	a.Logger.Warn("admin: "+what+" failed", "err", err, "correlation_id", httpx.CorrelationID(r.Context()))
+	w.Header().Set("Retry-After", "1")
+	httpx.WriteError(w, r, http.StatusServiceUnavailable, httpx.CodeUnavailable, "cluster unavailable, try again")
+}
+
+// readFailed answers for an error of a State read of the path's record.
+func (a *api) readFailed(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, fsm.ErrNotFound) {
+		notFound(w, r)
+		return
+	}
+	a.unavailable(w, r, "read state", err)
+}
+
+func notFound(w http.ResponseWriter, r *http.Request) {
+	httpx.WriteError(w, r, http.StatusNotFound, httpx.CodeNotFound, "not found")
+}
+
+// valueOr returns res.Value when the Applier handed back the record itself;
+// otherwise (a forwarded write whose value came back in another shape) it
+// reads the record from the local state, which already reflects the write.
+func valueOr[T any](res fsm.Result, read func() (T, error)) (T, error) {
+	if v, ok := res.Value.(T); ok {
+		return v, nil
+	}
+	return read()
+}
+
+// pathUUID reads the {id} path value, answering 400 when it is not a UUID.
+func pathUUID(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id := r.PathValue("id")
+	if _, err := uuid.Parse(id); err != nil || len(id) != 36 {
+		writeInvalid(w, r, []httpx.Detail{{Field: "id", Message: "must be a UUID", Code: "invalid_uuid"}})
+		return "", false
+	}
+	return strings.ToLower(id), true
+}
+
+// decode reads a JSON body, answering for a body that cannot be used.
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	err := httpx.DecodeJSON(w, r, v)
+	if err == nil {
+		return true
+	}
+	httpx.WriteBodyError(w, r, err)
+	return false
+}
+
+// secondFactor answers the second-factor routes, which a later issue fills.
+func (a *api) secondFactor(w http.ResponseWriter, r *http.Request) {
+	if _, ok := pathUUID(w, r); !ok {
+		return
+	}
+	httpx.WriteError(w, r, http.StatusNotImplemented, httpx.CodeUnprocessble, "second factors arrive with the second-factor issue")
+}
+
+// errNotWired is logged when an optional dependency was not configured.
+var errNotWired = errors.New("admin: not configured")

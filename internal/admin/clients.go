@@ -1,0 +1,321 @@
+package admin
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/httpx"
+)
+
+// Scopes a client may register (SPEC.md 2.6).
+var allowedScopes = []string{"openid", "email", "profile"}
+
+// Client is a registration as the API shows it. ClientSecret is set only in
+// the answer that creates a confidential client; the stored hash never
+// leaves the state.
+type Client struct {
+	ClientID             string    `json:"client_id"`
+	ClientSecret         string    `json:"client_secret,omitempty"`
+	Name                 string    `json:"name"`
+	Type                 string    `json:"type"`
+	RedirectURIs         []string  `json:"redirect_uris"`
+	Scopes               []string  `json:"scopes"`
+	OrganizationID       string    `json:"organization_id"`
+	MultiOrganization    bool      `json:"multi_organization"`
+	Organizations        []string  `json:"organizations"`
+	AccessTokenTTL       int64     `json:"access_token_ttl"`
+	BackchannelLogoutURI string    `json:"backchannel_logout_uri,omitempty"`
+	SkipConsent          bool      `json:"skip_consent"`
+	Suspended            bool      `json:"suspended"`
+	CreatedAt            time.Time `json:"created_at"`
+	UpdatedAt            time.Time `json:"updated_at"`
+}
+
+func clientOut(c fsm.Client) Client {
+	orEmpty := func(s []string) []string {
+		if s == nil {
+			return []string{}
+		}
+		return s
+	}
+	return Client{
+		ClientID:             c.ID,
+		Name:                 c.Name,
+		Type:                 c.Type,
+		RedirectURIs:         orEmpty(c.RedirectURIs),
+		Scopes:               orEmpty(c.Scopes),
+		OrganizationID:       c.OrganizationID,
+		MultiOrganization:    c.MultiOrganization,
+		Organizations:        orEmpty(c.Organizations),
+		AccessTokenTTL:       c.AccessTokenTTL,
+		BackchannelLogoutURI: c.BackchannelLogoutURI,
+		SkipConsent:          c.SkipConsent,
+		Suspended:            c.Suspended,
+		CreatedAt:            c.CreatedAt,
+		UpdatedAt:            c.UpdatedAt,
+	}
+}
+
+// clientBody is the body of POST and PATCH /clients; absent fields are nil.
+// ClientSecret exists only to reject it with a clear detail rather than as
+// an unknown field.
+type clientBody struct {
+	ClientID             *string          `json:"client_id"`
+	ClientSecret         *json.RawMessage `json:"client_secret"`
+	Name                 *string          `json:"name"`
+	Type                 *string          `json:"type"`
+	RedirectURIs         *[]string        `json:"redirect_uris"`
+	Scopes               *[]string        `json:"scopes"`
+	OrganizationID       *string          `json:"organization_id"`
+	MultiOrganization    *bool            `json:"multi_organization"`
+	Organizations        *[]string        `json:"organizations"`
+	AccessTokenTTL       *int64           `json:"access_token_ttl"`
+	BackchannelLogoutURI *string          `json:"backchannel_logout_uri"` // "" removes it
+	SkipConsent          *bool            `json:"skip_consent"`
+	Suspended            *bool            `json:"suspended"`
+}
+
+// mergeInto copies the given mutable fields onto c (client_id and type are
+// the caller's business).
+func (b *clientBody) mergeInto(c *fsm.Client) {
+	set := func(dst *string, src *string) {
+		if src != nil {
+			*dst = *src
+		}
+	}
+	setList := func(dst *[]string, src *[]string) {
+		if src != nil {
+			*dst = slices.Clone(*src)
+		}
+	}
+	setBool := func(dst *bool, src *bool) {
+		if src != nil {
+			*dst = *src
+		}
+	}
+	set(&c.Name, b.Name)
+	setList(&c.RedirectURIs, b.RedirectURIs)
+	setList(&c.Scopes, b.Scopes)
+	set(&c.OrganizationID, b.OrganizationID)
+	setBool(&c.MultiOrganization, b.MultiOrganization)
+	setList(&c.Organizations, b.Organizations)
+	if b.AccessTokenTTL != nil {
+		c.AccessTokenTTL = *b.AccessTokenTTL
+	}
+	set(&c.BackchannelLogoutURI, b.BackchannelLogoutURI)
+	setBool(&c.SkipConsent, b.SkipConsent)
+	setBool(&c.Suspended, b.Suspended)
+}
+
+// checkClient validates a complete registration (a new one with defaults
+// filled in, or a stored one with a patch merged) and normalizes it: UUIDs
+// lowercased, duplicate list entries dropped.
+func checkClient(p *problems, c *fsm.Client) {
+	if !validClientID(c.ID) {
+		if len(c.ID) > maxClientID {
+			p.add("client_id", codeTooLong, "must be at most %d characters", maxClientID)
+		} else {
+			p.add("client_id", codeInvalid, "must be 1 to %d of the characters A-Z a-z 0-9 . _ -", maxClientID)
+		}
+	}
+	p.name("name", c.Name)
+	p.oneOf("type", c.Type, fsm.ClientConfidential, fsm.ClientPublic)
+
+	switch {
+	case len(c.RedirectURIs) == 0:
+		p.add("redirect_uris", codeRequired, "must hold at least one URI")
+	case len(c.RedirectURIs) > maxRedirectURIs:
+		p.add("redirect_uris", codeTooMany, "must hold at most %d URIs", maxRedirectURIs)
+	default:
+		for i, u := range c.RedirectURIs {
+			p.redirectURI(fmt.Sprintf("redirect_uris[%d]", i), u)
+		}
+	}
+	c.RedirectURIs = dedupe(c.RedirectURIs)
+
+	if len(c.Scopes) == 0 {
+		p.add("scopes", codeRequired, "must hold at least one scope")
+	}
+	for i, s := range c.Scopes {
+		if !slices.Contains(allowedScopes, s) {
+			p.add(fmt.Sprintf("scopes[%d]", i), codeInvalid, "must be one of openid, email, profile")
+		}
+	}
+	c.Scopes = dedupe(c.Scopes)
+
+	c.OrganizationID = p.uuid("organization_id", c.OrganizationID)
+	switch {
+	case len(c.Organizations) > 0 && !c.MultiOrganization:
+		p.add("organizations", codeInvalid, "only allowed when multi_organization is true")
+	case len(c.Organizations) > maxOrganizations:
+		p.add("organizations", codeTooMany, "must hold at most %d organizations", maxOrganizations)
+	default:
+		for i := range c.Organizations {
+			c.Organizations[i] = p.uuid(fmt.Sprintf("organizations[%d]", i), c.Organizations[i])
+		}
+	}
+	c.Organizations = dedupe(c.Organizations)
+
+	if c.AccessTokenTTL < minTTL || c.AccessTokenTTL > maxTTL {
+		p.add("access_token_ttl", codeOutOfRange, "must be between %d and %d seconds", minTTL, maxTTL)
+	}
+	if c.BackchannelLogoutURI != "" {
+		p.absURI("backchannel_logout_uri", c.BackchannelLogoutURI)
+	}
+}
+
+// dedupe drops repeated entries, keeping the first of each; nil stays nil
+// and an empty list becomes nil.
+func dedupe(s []string) []string {
+	var out []string
+	for _, v := range s {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func (a *api) createClient(w http.ResponseWriter, r *http.Request) {
+	var b clientBody
+	if !decode(w, r, &b) {
+		return
+	}
+	var p problems
+	if b.ClientSecret != nil {
+		p.add("client_secret", codeImmutable, "is generated for confidential clients and cannot be set")
+	}
+	c := fsm.Client{
+		ID:             deref(b.ClientID),
+		Type:           fsm.ClientConfidential,
+		Scopes:         []string{"openid"},
+		AccessTokenTTL: defaultTTL,
+	}
+	if b.ClientID == nil {
+		c.ID = a.NewID()
+	}
+	if b.Type != nil {
+		c.Type = *b.Type
+	}
+	b.mergeInto(&c)
+	checkClient(&p, &c)
+	if len(p) > 0 {
+		writeInvalid(w, r, p)
+		return
+	}
+	var secret string
+	if c.Type == fsm.ClientConfidential {
+		secret = randomString()
+		var ok bool
+		if c.SecretHash, ok = a.hashPassword(w, r, secret); !ok {
+			return
+		}
+	}
+	c.CreatedAt = a.now()
+	c.UpdatedAt = c.CreatedAt
+	if _, ok := a.apply(w, r, fsm.MustCommand(fsm.TypeCreateClient, fsm.PutClient{Client: c, Create: true})); !ok {
+		return
+	}
+	out := clientOut(c)
+	out.ClientSecret = secret
+	httpx.WriteJSON(w, http.StatusCreated, out)
+}
+
+// pathClientID reads the {id} path value, a client_id.
+func pathClientID(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id := r.PathValue("id")
+	if !validClientID(id) {
+		writeInvalid(w, r, []httpx.Detail{{Field: "id", Code: codeInvalid,
+			Message: fmt.Sprintf("must be a client_id: 1 to %d of A-Z a-z 0-9 . _ -", maxClientID)}})
+		return "", false
+	}
+	return id, true
+}
+
+func (a *api) listClients(w http.ResponseWriter, r *http.Request) {
+	serveList(a, w, r, a.State.Clients, clientOut)
+}
+
+func (a *api) getClient(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathClientID(w, r)
+	if !ok {
+		return
+	}
+	c, err := a.State.Client(id)
+	if err != nil {
+		a.readFailed(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, clientOut(c))
+}
+
+// updateClient merges the given fields into the stored registration. The
+// command carries the updated_at that was read, so a concurrent change in
+// between makes the state machine refuse it (409) instead of being lost.
+func (a *api) updateClient(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathClientID(w, r)
+	if !ok {
+		return
+	}
+	var b clientBody
+	if !decode(w, r, &b) {
+		return
+	}
+	cur, err := a.State.Client(id)
+	if err != nil {
+		a.readFailed(w, r, err)
+		return
+	}
+	var p problems
+	if b.ClientSecret != nil {
+		p.add("client_secret", codeImmutable, "cannot be changed")
+	}
+	if b.ClientID != nil && *b.ClientID != cur.ID {
+		p.add("client_id", codeImmutable, "cannot be changed")
+	}
+	if b.Type != nil && *b.Type != cur.Type {
+		p.add("type", codeImmutable, "cannot be changed")
+	}
+	next := cur
+	next.RedirectURIs = slices.Clone(cur.RedirectURIs)
+	next.Scopes = slices.Clone(cur.Scopes)
+	next.Organizations = slices.Clone(cur.Organizations)
+	b.mergeInto(&next)
+	checkClient(&p, &next)
+	if len(p) > 0 {
+		writeInvalid(w, r, p)
+		return
+	}
+	// updated_at must move even if the clock did not, or the next writer's
+	// expectation could not tell the versions apart.
+	next.UpdatedAt = a.now()
+	if !next.UpdatedAt.After(cur.UpdatedAt) {
+		next.UpdatedAt = cur.UpdatedAt.Add(time.Nanosecond)
+	}
+	cmd := fsm.PutClient{Client: next, ExpectUpdatedAt: cur.UpdatedAt}
+	res, ok := a.apply(w, r, fsm.MustCommand(fsm.TypeUpdateClient, cmd))
+	if !ok {
+		return
+	}
+	c, err := valueOr(res, func() (fsm.Client, error) { return a.State.Client(id) })
+	if err != nil {
+		a.readFailed(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, clientOut(c))
+}
+
+func (a *api) deleteClient(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathClientID(w, r)
+	if !ok {
+		return
+	}
+	if _, ok := a.apply(w, r, fsm.MustCommand(fsm.TypeDeleteClient, fsm.DeleteClient{ID: id})); !ok {
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,22 @@
+// Package admin is the operator API of CONTRACT.md section 2, served under
+// /admin/v1 as one http.Handler: organizations, users, memberships, clients,
+// signing keys and the cluster view.
+//
+// Invariants:
+//   - Every request is authenticated first (Authorization: Bearer <admin
+//     token>, compared in constant time against a SHA-256 hash), so an
+//     unauthenticated caller learns nothing, not even which routes exist.
+//   - Every write is validated completely before anything is proposed; all
+//     problems of a body come back together in one VALIDATION_ERROR. A
+//     request that fails validation proposes nothing, so no half-written
+//     record exists.
+//   - Writes are fsm commands stamped here (ids, times from Config.Now,
+//     argon2id hashes) and sent through Config.Applier; the state machine is
+//     the final judge of uniqueness and references. An Applier error means
+//     the cluster did not commit: 503 SERVICE_UNAVAILABLE.
+//   - Answers never include a password or secret hash; a confidential
+//     client's secret is shown once, in the 201 of its creation.
+//   - Errors use the httpx envelope (SPEC.md 2.11). Client input never
+//     produces a 500.
+//   - The package holds no global state; everything comes through Config.
+package admin

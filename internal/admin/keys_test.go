@@ -1,0 +1,76 @@
+package admin
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/oidcd/oidcd/internal/httpx"
+)
+
+func TestRotateKey(t *testing.T) {
+	e := newEnv(t)
+	const path = "/admin/v1/keys/rotate"
+	e.run(t, []tc{
+		{name: "no body", method: "POST", path: path, status: 201},
+		{name: "empty object", method: "POST", path: path, body: `{}`, status: 201},
+		{name: "immediate", method: "POST", path: path, body: `{"immediate":true}`, status: 201},
+		{name: "immediate string", method: "POST", path: path, body: `{"immediate":"yes"}`, status: 400, code: httpx.CodeValidation, field: "immediate", dcode: "invalid_type"},
+	})
+	if want := []bool{false, false, true}; !reflect.DeepEqual(e.keys.immediate, want) {
+		t.Errorf("got %v, want %v", e.keys.immediate, want)
+	}
+	w := e.must(201, "POST", path, `{"immediate":true}`)
+	got := decodeAs[KeyInfo](t, w)
+	if got.Kid != "kid-new" || got.State != "active" || got.ActivatesAt == nil {
+		t.Errorf("got %+v, want kid-new active with activates_at", got)
+	}
+	if strings.Contains(w.Body.String(), "retired_at") {
+		t.Errorf("got %s, want no retired_at", w.Body)
+	}
+	e.keys.err = errors.New("not leader")
+	checkEnvelope(t, e.do("POST", path, `{}`), 503, httpx.CodeUnavailable)
+}
+
+func TestListKeys(t *testing.T) {
+	e := newEnv(t)
+	w := e.must(200, "GET", "/admin/v1/keys", "")
+	if got := w.Body.String(); got != `{"data":[]}` {
+		t.Errorf("got %s, want %s", got, `{"data":[]}`)
+	}
+	e.must(201, "POST", "/admin/v1/keys/rotate", "")
+	list := decodeAs[struct{ Data []KeyInfo }](t, e.must(200, "GET", "/admin/v1/keys", ""))
+	if len(list.Data) != 1 || list.Data[0].State != "next" {
+		t.Errorf("got %+v, want one next key", list)
+	}
+	e.keys.err = errors.New("boom")
+	checkEnvelope(t, e.do("GET", "/admin/v1/keys", ""), 503, httpx.CodeUnavailable)
+}
+
+func TestCluster(t *testing.T) {
+	e := newEnv(t)
+	e.cluster.status = ClusterStatus{Leader: "n1", Members: []ClusterMember{
+		{ID: "n1", RaftAddr: "127.0.0.1:8300", GossipAddr: "127.0.0.1:8301", HTTPAddr: "127.0.0.1:8080", State: "leader", Voter: true},
+	}}
+	w := e.must(200, "GET", "/admin/v1/cluster", "")
+	want := `{"leader":"n1","members":[{"id":"n1","raft_addr":"127.0.0.1:8300","gossip_addr":"127.0.0.1:8301","http_addr":"127.0.0.1:8080","state":"leader","voter":true}]}`
+	if got := w.Body.String(); got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+	e.cluster.status = ClusterStatus{}
+	if got := e.must(200, "GET", "/admin/v1/cluster", "").Body.String(); got != `{"leader":"","members":[]}` {
+		t.Errorf("got %s, want %s", got, `{"leader":"","members":[]}`)
+	}
+	e.cluster.err = errors.New("no raft")
+	checkEnvelope(t, e.do("GET", "/admin/v1/cluster", ""), 503, httpx.CodeUnavailable)
+}
+
+func TestNotWired(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.Keys, c.Cluster = nil, nil })
+	for _, r := range []struct{ method, path string }{
+		{"GET", "/admin/v1/keys"}, {"POST", "/admin/v1/keys/rotate"}, {"GET", "/admin/v1/cluster"},
+	} {
+		checkEnvelope(t, e.do(r.method, r.path, ""), 503, httpx.CodeUnavailable)
+	}
+}

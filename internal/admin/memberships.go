@@ -1,0 +1,137 @@
+package admin
+
+import (
+	"net/http"
+
+	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/httpx"
+)
+
+// Membership ties a user to an organization.
+type Membership struct {
+	ID     string `json:"id"`
+	UserID string `json:"user_id"`
+	OrgID  string `json:"org_id"`
+	Status string `json:"status"`
+}
+
+func membershipOut(m fsm.Membership) Membership {
+	return Membership{ID: m.ID, UserID: m.UserID, OrgID: m.OrgID, Status: m.Status}
+}
+
+type membershipBody struct {
+	UserID string  `json:"user_id"`
+	OrgID  string  `json:"org_id"`
+	Status *string `json:"status"`
+}
+
+type membershipPatch struct {
+	Status *string `json:"status"`
+}
+
+func (a *api) createMembership(w http.ResponseWriter, r *http.Request) {
+	var b membershipBody
+	if !decode(w, r, &b) {
+		return
+	}
+	var p problems
+	userID := p.uuid("user_id", b.UserID)
+	orgID := p.uuid("org_id", b.OrgID)
+	status := fsm.MembershipActive
+	if b.Status != nil {
+		status = *b.Status
+		p.oneOf("status", status, fsm.MembershipActive, fsm.MembershipSuspended)
+	}
+	if len(p) > 0 {
+		writeInvalid(w, r, p)
+		return
+	}
+	now := a.now()
+	m := fsm.Membership{ID: a.NewID(), UserID: userID, OrgID: orgID, Status: status, CreatedAt: now, UpdatedAt: now}
+	if _, ok := a.apply(w, r, fsm.MustCommand(fsm.TypeCreateMembership, fsm.CreateMembership{Membership: m})); !ok {
+		return
+	}
+	httpx.WriteJSON(w, http.StatusCreated, membershipOut(m))
+}
+
+// listMemberships lists all memberships, or with ?user_id= those of one
+// person.
+func (a *api) listMemberships(w http.ResponseWriter, r *http.Request) {
+	read := a.State.Memberships
+	if q := r.URL.Query(); q.Has("user_id") {
+		var p problems
+		userID := p.uuid("user_id", q.Get("user_id"))
+		if len(p) > 0 {
+			writeInvalid(w, r, p)
+			return
+		}
+		read = func(pg fsm.Page) ([]fsm.Membership, int, error) { return a.membershipsOf(userID, pg) }
+	}
+	serveList(a, w, r, read, membershipOut)
+}
+
+// membershipsOf pages through one person's memberships.
+func (a *api) membershipsOf(userID string, pg fsm.Page) ([]fsm.Membership, int, error) {
+	all, err := a.State.MembershipsOfUser(userID)
+	if err != nil {
+		return nil, 0, err
+	}
+	start := min((pg.Page-1)*pg.PageSize, len(all))
+	end := min(start+pg.PageSize, len(all))
+	return mapSlice(all[start:end], func(m fsm.MembershipWithOrg) fsm.Membership { return m.Membership }), len(all), nil
+}
+
+func (a *api) getMembership(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathUUID(w, r)
+	if !ok {
+		return
+	}
+	m, err := a.State.Membership(id)
+	if err != nil {
+		a.readFailed(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, membershipOut(m))
+}
+
+func (a *api) updateMembership(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathUUID(w, r)
+	if !ok {
+		return
+	}
+	var b membershipPatch
+	if !decode(w, r, &b) {
+		return
+	}
+	var p problems
+	if b.Status == nil {
+		p.add("status", codeRequired, "is required")
+	} else {
+		p.oneOf("status", *b.Status, fsm.MembershipActive, fsm.MembershipSuspended)
+	}
+	if len(p) > 0 {
+		writeInvalid(w, r, p)
+		return
+	}
+	res, ok := a.apply(w, r, fsm.MustCommand(fsm.TypeUpdateMembership, fsm.UpdateMembership{ID: id, Status: *b.Status, At: a.now()}))
+	if !ok {
+		return
+	}
+	m, err := valueOr(res, func() (fsm.Membership, error) { return a.State.Membership(id) })
+	if err != nil {
+		a.readFailed(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, membershipOut(m))
+}
+
+func (a *api) deleteMembership(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathUUID(w, r)
+	if !ok {
+		return
+	}
+	if _, ok := a.apply(w, r, fsm.MustCommand(fsm.TypeDeleteMembership, fsm.DeleteMembership{ID: id})); !ok {
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

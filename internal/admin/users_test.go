@@ -1,0 +1,177 @@
+package admin
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/httpx"
+)
+
+func TestCreateUser(t *testing.T) {
+	e := newEnv(t)
+	const path = "/admin/v1/users"
+	bad := func(name, body, field, code string) tc {
+		return tc{name: name, method: "POST", path: path, body: body, status: 400, code: httpx.CodeValidation, field: field, dcode: code}
+	}
+	e.run(t, []tc{
+		{name: "email only", method: "POST", path: path, body: `{"email":"a@example.com"}`, status: 201},
+		{name: "every field", method: "POST", path: path, body: `{"email":"b@example.com","email_verified":true,"password":"12345678","phone":"+15551234567"}`, status: 201},
+		{name: "password of 1024", method: "POST", path: path, body: `{"email":"c@example.com","password":"` + strings.Repeat("p", 1024) + `"}`, status: 201},
+		{name: "empty phone is none", method: "POST", path: path, body: `{"email":"d@example.com","phone":""}`, status: 201},
+		{name: "duplicate email", method: "POST", path: path, body: `{"email":"a@example.com"}`, status: 409, code: httpx.CodeConflict, field: "email", dcode: "conflict"},
+		{name: "duplicate email other case", method: "POST", path: path, body: `{"email":"A@Example.COM"}`, status: 409, code: httpx.CodeConflict, field: "email"},
+		{name: "duplicate phone", method: "POST", path: path, body: `{"email":"e@example.com","phone":"+15551234567"}`, status: 409, code: httpx.CodeConflict, field: "phone"},
+		bad("missing email", `{"password":"12345678"}`, "email", codeRequired),
+		bad("empty email", `{"email":""}`, "email", codeRequired),
+		bad("not an email", `{"email":"not-an-email"}`, "email", codeInvalid),
+		bad("display name", `{"email":"Bob <bob@example.com>"}`, "email", codeInvalid),
+		bad("spaces around", `{"email":" bob@example.com"}`, "email", codeInvalid),
+		bad("email too long", `{"email":"`+strings.Repeat("a", 64)+"@"+strings.Repeat("b", 190)+`.com"}`, "email", codeTooLong),
+		bad("password short", `{"email":"f@example.com","password":"1234567"}`, "password", codeTooShort),
+		bad("password long", `{"email":"f@example.com","password":"`+strings.Repeat("p", 1025)+`"}`, "password", codeTooLong),
+		bad("phone without plus", `{"email":"f@example.com","phone":"15551234567"}`, "phone", codeInvalid),
+		bad("phone short", `{"email":"f@example.com","phone":"+1234567"}`, "phone", codeInvalid),
+		bad("phone long", `{"email":"f@example.com","phone":"+1234567890123456"}`, "phone", codeInvalid),
+		bad("phone leading zero", `{"email":"f@example.com","phone":"+0155512345"}`, "phone", codeInvalid),
+		bad("phone spaces", `{"email":"f@example.com","phone":"+1 555 123 4567"}`, "phone", codeInvalid),
+		bad("email_verified string", `{"email":"f@example.com","email_verified":"yes"}`, "email_verified", "invalid_type"),
+		bad("password number", `{"email":"f@example.com","password":12345678}`, "password", "invalid_type"),
+	})
+
+	t.Run("answer and stored hash", func(t *testing.T) {
+		u := e.createUser(`{"email":"g@example.com","password":"correct horse","phone":"+442071234567"}`)
+		want := User{ID: u.ID, Email: "g@example.com", Phone: "+442071234567"}
+		if u != want || !isUUID(u.ID) {
+			t.Errorf("got %+v, want %+v with a UUID", u, want)
+		}
+		stored, err := e.state.User(u.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := e.hasher.Verify(context.Background(), "correct horse", stored.PasswordHash); !ok || err != nil {
+			t.Errorf("stored hash %q: got %v, %v, want true, nil", stored.PasswordHash, ok, err)
+		}
+		if body := e.must(200, "GET", "/admin/v1/users/"+u.ID, "").Body.String(); !strings.Contains(body, `"phone":"+442071234567"`) {
+			t.Errorf("got %s, want the phone", body)
+		}
+	})
+	t.Run("no password, no hash", func(t *testing.T) {
+		u := e.createUser(`{"email":"h@example.com"}`)
+		stored, _ := e.state.User(u.ID)
+		if stored.PasswordHash != "" {
+			t.Errorf("got %q, want no hash", stored.PasswordHash)
+		}
+		if body := e.must(200, "GET", "/admin/v1/users/"+u.ID, "").Body.String(); !strings.Contains(body, `"phone":""`) {
+			t.Errorf("got %s, want \"phone\":\"\"", body)
+		}
+	})
+	t.Run("failed validation wrote nothing", func(t *testing.T) {
+		_, before, _ := e.state.Users(fsm.Page{Page: 1, PageSize: 100})
+		e.do("POST", path, `{"email":"new@example.com","password":"short"}`)
+		if _, err := e.state.UserByEmail("new@example.com"); err == nil {
+			t.Errorf("got a user, want none")
+		}
+		_, after, _ := e.state.Users(fsm.Page{Page: 1, PageSize: 100})
+		if after != before {
+			t.Errorf("got %d users, want %d", after, before)
+		}
+	})
+}
+
+func TestUpdateUser(t *testing.T) {
+	e := newEnv(t)
+	u := e.createUser(`{"email":"a@example.com","email_verified":true,"password":"first password"}`)
+	e.createUser(`{"email":"taken@example.com","phone":"+15550000000"}`)
+	path := "/admin/v1/users/" + u.ID
+	bad := func(name, body, field, code string) tc {
+		return tc{name: name, method: "PATCH", path: path, body: body, status: 400, code: httpx.CodeValidation, field: field, dcode: code}
+	}
+	e.run(t, []tc{
+		{name: "unknown", method: "PATCH", path: "/admin/v1/users/" + unknownID, body: `{"email_verified":true}`, status: 404, code: httpx.CodeNotFound},
+		{name: "not a uuid", method: "PATCH", path: "/admin/v1/users/me", body: `{}`, status: 400, code: httpx.CodeValidation, field: "id", dcode: codeInvalidUUID},
+		{name: "duplicate email", method: "PATCH", path: path, body: `{"email":"TAKEN@example.com"}`, status: 409, code: httpx.CodeConflict, field: "email"},
+		{name: "duplicate phone", method: "PATCH", path: path, body: `{"phone":"+15550000000"}`, status: 409, code: httpx.CodeConflict, field: "phone"},
+		bad("empty email", `{"email":""}`, "email", codeRequired),
+		bad("bad email", `{"email":"nope"}`, "email", codeInvalid),
+		bad("bad phone", `{"phone":"555"}`, "phone", codeInvalid),
+		bad("short password", `{"password":"x"}`, "password", codeTooShort),
+		bad("wrong type", `{"email_verified":1}`, "email_verified", "invalid_type"),
+	})
+
+	steps := []struct {
+		name string
+		body string
+		want User
+	}{
+		{"nothing", `{}`, User{Email: "a@example.com", EmailVerified: true}},
+		{"case of email keeps verified", `{"email":"A@example.com"}`, User{Email: "A@example.com", EmailVerified: true}},
+		{"new email is unverified", `{"email":"b@example.com"}`, User{Email: "b@example.com"}},
+		{"new email verified", `{"email":"c@example.com","email_verified":true}`, User{Email: "c@example.com", EmailVerified: true}},
+		{"set phone", `{"phone":"+15551112222"}`, User{Email: "c@example.com", EmailVerified: true, Phone: "+15551112222"}},
+		{"clear phone", `{"phone":""}`, User{Email: "c@example.com", EmailVerified: true}},
+		{"unverify", `{"email_verified":false}`, User{Email: "c@example.com"}},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			got := decodeAs[User](t, e.must(200, "PATCH", path, s.body))
+			s.want.ID = u.ID
+			if got != s.want {
+				t.Errorf("got %+v, want %+v", got, s.want)
+			}
+			if stored := decodeAs[User](t, e.must(200, "GET", path, "")); stored != s.want {
+				t.Errorf("stored: got %+v, want %+v", stored, s.want)
+			}
+		})
+	}
+	t.Run("old email freed", func(t *testing.T) {
+		e.createUser(`{"email":"a@example.com"}`)
+	})
+	t.Run("password", func(t *testing.T) {
+		e.must(200, "PATCH", path, `{"password":"second password"}`)
+		stored, _ := e.state.User(u.ID)
+		for pw, want := range map[string]bool{"second password": true, "first password": false} {
+			if ok, err := e.hasher.Verify(context.Background(), pw, stored.PasswordHash); ok != want || err != nil {
+				t.Errorf("%q: got %v, %v, want %v, nil", pw, ok, err, want)
+			}
+		}
+	})
+}
+
+func TestGetListDeleteUser(t *testing.T) {
+	e := newEnv(t)
+	o := e.createOrg("acme")
+	u := e.createUser(`{"email":"a@example.com"}`)
+	m := e.createMembership(u.ID, o.ID)
+	e.createUser(`{"email":"b@example.com"}`)
+	list := decodeAs[List[User]](t, e.must(200, "GET", "/admin/v1/users", ""))
+	if len(list.Data) != 2 || list.Pagination.TotalItems != 2 {
+		t.Errorf("got %+v, want 2 users", list)
+	}
+	e.run(t, append(paginationErrors("/admin/v1/users"), []tc{
+		{name: "get", method: "GET", path: "/admin/v1/users/" + u.ID, status: 200},
+		{name: "get unknown", method: "GET", path: "/admin/v1/users/" + unknownID, status: 404, code: httpx.CodeNotFound},
+		{name: "get bad id", method: "GET", path: "/admin/v1/users/123", status: 400, code: httpx.CodeValidation, field: "id", dcode: codeInvalidUUID},
+		{name: "delete bad id", method: "DELETE", path: "/admin/v1/users/123", status: 400, code: httpx.CodeValidation, field: "id", dcode: codeInvalidUUID},
+		{name: "delete", method: "DELETE", path: "/admin/v1/users/" + u.ID, status: 204},
+		{name: "get deleted", method: "GET", path: "/admin/v1/users/" + u.ID, status: 404, code: httpx.CodeNotFound},
+		{name: "delete again", method: "DELETE", path: "/admin/v1/users/" + u.ID, status: 404, code: httpx.CodeNotFound},
+		{name: "membership gone", method: "GET", path: "/admin/v1/memberships/" + m.ID, status: 404, code: httpx.CodeNotFound},
+		{name: "email free again", method: "POST", path: "/admin/v1/users", body: `{"email":"a@example.com"}`, status: 201},
+	}...))
+}
+
+func TestSecondFactorRoutes(t *testing.T) {
+	e := newEnv(t)
+	u := e.createUser(`{"email":"a@example.com"}`)
+	e.run(t, []tc{
+		{name: "totp", method: "POST", path: "/admin/v1/users/" + u.ID + "/totp", status: 501, code: httpx.CodeUnprocessble},
+		{name: "recovery codes", method: "POST", path: "/admin/v1/users/" + u.ID + "/recovery-codes", body: `{}`, status: 501, code: httpx.CodeUnprocessble},
+		{name: "totp bad id", method: "POST", path: "/admin/v1/users/x/totp", status: 400, code: httpx.CodeValidation, field: "id"},
+	})
+	env := checkEnvelope(t, e.do("POST", "/admin/v1/users/"+u.ID+"/totp", ""), 501, httpx.CodeUnprocessble)
+	if want := "second factors arrive with the second-factor issue"; env.Message != want {
+		t.Errorf("got %q, want %q", env.Message, want)
+	}
+}

@@ -1,0 +1,148 @@
+package keys
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/lestrrat-go/jwx/v2/jwa"
+	"github.com/lestrrat-go/jwx/v2/jwk"
+	"github.com/lestrrat-go/jwx/v2/jws"
+	"github.com/lestrrat-go/jwx/v2/jwt"
+)
+
+// Sign returns a compact JWS (RS256) of claims made with the key active now.
+// claims must encode to a JSON object: a map[string]any, a struct, a
+// jwt.Token or a json.RawMessage. The protected header always carries kid,
+// and typ when typ is not empty (TypJWT for ID and access tokens, TypLogout
+// for logout tokens). It fails with ErrNoKey when no key is active.
+func (m *Manager) Sign(claims any, typ string) ([]byte, error) {
+	ks, err := m.current()
+	if err != nil {
+		return nil, err
+	}
+	i := activeAt(ks.entries, m.now())
+	if i < 0 {
+		return nil, ErrNoKey
+	}
+	payload, err := json.Marshal(claims)
+	if err != nil {
+		return nil, fmt.Errorf("keys: encode claims: %w", err)
+	}
+	if len(payload) == 0 || payload[0] != '{' {
+		return nil, fmt.Errorf("keys: claims must encode to a JSON object, got %T", claims)
+	}
+	hdr := jws.NewHeaders()
+	if err := hdr.Set(jws.KeyIDKey, ks.entries[i].kid); err != nil {
+		return nil, fmt.Errorf("keys: kid header: %w", err)
+	}
+	if typ != "" {
+		if err := hdr.Set(jws.TypeKey, typ); err != nil {
+			return nil, fmt.Errorf("keys: typ header: %w", err)
+		}
+	}
+	tok, err := jws.Sign(payload, jws.WithKey(jwa.RS256, ks.priv[i], jws.WithProtectedHeaders(hdr)))
+	if err != nil {
+		return nil, fmt.Errorf("keys: sign: %w", err)
+	}
+	return tok, nil
+}
+
+// Verify checks that token is a compact JWS signed with RS256 by a key that
+// is published now, chosen by the kid header, and returns its claims. It
+// rejects alg none, any other algorithm and unknown or unpublished kids,
+// all wrapped in ErrInvalidToken. It does not validate exp, iat, iss or
+// aud: callers decide (an expired id_token_hint is still ours).
+func (m *Manager) Verify(token []byte) (jwt.Token, error) {
+	if len(token) > MaxTokenSize {
+		return nil, fmt.Errorf("%w: larger than %d bytes", ErrInvalidToken, MaxTokenSize)
+	}
+	if bytes.Count(token, []byte{'.'}) != 2 {
+		return nil, fmt.Errorf("%w: not a compact JWS", ErrInvalidToken)
+	}
+	ks, err := m.current()
+	if err != nil {
+		return nil, err
+	}
+	now, retention := m.now(), m.cfg.Retention
+	provider := jws.KeyProviderFunc(func(_ context.Context, sink jws.KeySink, sig *jws.Signature, _ *jws.Message) error {
+		h := sig.ProtectedHeaders()
+		if h.Algorithm() != jwa.RS256 {
+			return fmt.Errorf("alg %q not accepted", h.Algorithm())
+		}
+		i := ks.publishedKey(h.KeyID(), now, retention)
+		if i < 0 {
+			return fmt.Errorf("kid %q not published", h.KeyID())
+		}
+		sink.Key(jwa.RS256, &ks.priv[i].PublicKey)
+		return nil
+	})
+	t, err := jwt.Parse(token, jwt.WithKeyProvider(provider), jwt.WithValidate(false))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidToken, err)
+	}
+	return t, nil
+}
+
+// JWKS returns the encoded key set of the keys published now:
+// {"keys":[{alg,e,kid,kty,n,use}]}, public parts only. The bytes are shared
+// and must not be modified; they are re-encoded only when the stored set
+// changes or a retired key's retention ends. ErrNoKey when nothing is
+// published.
+func (m *Manager) JWKS() ([]byte, error) {
+	enc, err := m.publishedNow()
+	if err != nil {
+		return nil, err
+	}
+	return enc.json, nil
+}
+
+// PublicSet returns the keys published now, for verifying our own tokens
+// with jwx (including tokens of a retired key that is still published).
+// The set is a fresh container; its keys are shared and must not be
+// modified. ErrNoKey when nothing is published.
+func (m *Manager) PublicSet() (jwk.Set, error) {
+	enc, err := m.publishedNow()
+	if err != nil {
+		return nil, err
+	}
+	set, err := enc.set.Clone()
+	if err != nil {
+		return nil, fmt.Errorf("keys: clone key set: %w", err)
+	}
+	return set, nil
+}
+
+func (m *Manager) publishedNow() (*encoded, error) {
+	ks, err := m.current()
+	if err != nil {
+		return nil, err
+	}
+	enc, err := ks.published(m.now(), m.cfg.Retention)
+	if err != nil {
+		return nil, err
+	}
+	if enc.empty {
+		return nil, ErrNoKey
+	}
+	return enc, nil
+}
+
+// List describes the keys published now, in activation order (oldest
+// first).
+func (m *Manager) List() ([]Info, error) {
+	ks, err := m.current()
+	if err != nil {
+		return nil, err
+	}
+	now := m.now()
+	active := activeAt(ks.entries, now)
+	out := make([]Info, 0, len(ks.entries))
+	for i, e := range ks.entries {
+		if e.publishedAt(now, m.cfg.Retention) {
+			out = append(out, info(ks.entries, i, active, now))
+		}
+	}
+	return out, nil
+}

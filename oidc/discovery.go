@@ -1,0 +1,133 @@
+package oidc
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/oidcd/oidcd/internal/httpx"
+	"github.com/oidcd/oidcd/keys"
+)
+
+// Paths of the protocol endpoints, relative to the issuer (SPEC.md 4).
+const (
+	PathDiscovery  = "/.well-known/openid-configuration"
+	PathJWKS       = "/.well-known/jwks.json"
+	PathAuthorize  = "/authorize"
+	PathToken      = "/oauth2/token"
+	PathUserinfo   = "/userinfo"
+	PathRevoke     = "/oauth2/revoke"
+	PathIntrospect = "/oauth2/introspect"
+	PathEndSession = "/logout"
+)
+
+// JWKSMaxAge is the max-age of the key set (SPEC.md 2.2 rule 1); package
+// keys publishes a key longer than this before it signs.
+const JWKSMaxAge = 300
+
+// Values advertised in the discovery document (SPEC.md 2.1). Read-only;
+// the authorize validators check against the same lists.
+var (
+	acrValuesSupported    = []string{"urn:service:sso:acr:pwd", "urn:service:sso:acr:mfa", "urn:service:sso:acr:phone"}
+	promptValuesSupported = []string{"none", "login", "select_account"}
+	claimsSupported       = []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "amr", "acr", "sid", "organization_id", "email", "email_verified"}
+)
+
+// discovery is the DiscoveryDocument of SPEC.md 2.1, fields in its order.
+type discovery struct {
+	Issuer                            string   `json:"issuer"`
+	AuthorizationEndpoint             string   `json:"authorization_endpoint"`
+	TokenEndpoint                     string   `json:"token_endpoint"`
+	UserinfoEndpoint                  string   `json:"userinfo_endpoint"`
+	JWKSURI                           string   `json:"jwks_uri"`
+	RevocationEndpoint                string   `json:"revocation_endpoint"`
+	IntrospectionEndpoint             string   `json:"introspection_endpoint"`
+	EndSessionEndpoint                string   `json:"end_session_endpoint"`
+	BackchannelLogoutSupported        bool     `json:"backchannel_logout_supported"`
+	BackchannelLogoutSessionSupported bool     `json:"backchannel_logout_session_supported"`
+	GrantTypesSupported               []string `json:"grant_types_supported"`
+	ResponseTypesSupported            []string `json:"response_types_supported"`
+	CodeChallengeMethodsSupported     []string `json:"code_challenge_methods_supported"`
+	SubjectTypesSupported             []string `json:"subject_types_supported"`
+	IDTokenSigningAlgValuesSupported  []string `json:"id_token_signing_alg_values_supported"`
+	ACRValuesSupported                []string `json:"acr_values_supported"`
+	PromptValuesSupported             []string `json:"prompt_values_supported"`
+	ClaimsSupported                   []string `json:"claims_supported"`
+}
+
+func newDiscovery(issuer string) discovery {
+	base := strings.TrimSuffix(issuer, "/")
+	return discovery{
+		Issuer:                            issuer,
+		AuthorizationEndpoint:             base + PathAuthorize,
+		TokenEndpoint:                     base + PathToken,
+		UserinfoEndpoint:                  base + PathUserinfo,
+		JWKSURI:                           base + PathJWKS,
+		RevocationEndpoint:                base + PathRevoke,
+		IntrospectionEndpoint:             base + PathIntrospect,
+		EndSessionEndpoint:                base + PathEndSession,
+		BackchannelLogoutSupported:        true,
+		BackchannelLogoutSessionSupported: true,
+		GrantTypesSupported:               []string{"authorization_code"},
+		ResponseTypesSupported:            []string{"code"},
+		CodeChallengeMethodsSupported:     []string{"S256"},
+		SubjectTypesSupported:             []string{"public"},
+		IDTokenSigningAlgValuesSupported:  []string{"RS256"},
+		ACRValuesSupported:                acrValuesSupported,
+		PromptValuesSupported:             promptValuesSupported,
+		ClaimsSupported:                   claimsSupported,
+	}
+}
+
+// DiscoveryHandler serves the discovery document of issuer (SPEC.md 4.1).
+// Endpoints are issuer, less one trailing slash, plus their paths; the
+// issuer field is issuer exactly as given, which must be the iss of every
+// token. The document is encoded once, here.
+func DiscoveryHandler(issuer string) http.Handler {
+	body, err := json.Marshal(newDiscovery(issuer))
+	if err != nil {
+		// Unreachable for a struct of strings and bools; answer as the
+		// SPEC allows rather than panic.
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			httpx.WriteError(w, r, http.StatusServiceUnavailable, httpx.CodeUnavailable, "discovery document unavailable")
+		})
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(body)
+	})
+}
+
+// KeySource yields the encoded key set; *keys.Manager is one. The bytes
+// are not modified.
+type KeySource interface {
+	JWKS() ([]byte, error)
+}
+
+var _ KeySource = (*keys.Manager)(nil)
+
+// JWKSHandler serves the key set (SPEC.md 4.2) with
+// Cache-Control: public, max-age=300. When the source fails (no key yet,
+// state unreadable) it answers 503 with no body, not cacheable, and logs
+// the cause.
+func JWKSHandler(ks KeySource, log *slog.Logger) http.Handler {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cacheControl := "public, max-age=" + strconv.Itoa(JWKSMaxAge)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := ks.JWKS()
+		if err != nil {
+			log.Warn("key set unavailable", "err", err, "correlation_id", httpx.CorrelationID(r.Context()))
+			w.Header().Set("Cache-Control", "no-store")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		h := w.Header()
+		h.Set("Content-Type", "application/json")
+		h.Set("Cache-Control", cacheControl)
+		w.Write(body)
+	})
+}

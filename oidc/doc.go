@@ -1,0 +1,17 @@
+// Package oidc serves the OpenID Connect protocol surface of SPEC.md
+// section 4: discovery, the key set, and (in later files) authorize,
+// token, userinfo, introspection, revocation and memberships.
+//
+// Invariants:
+//   - The discovery document is a function of the issuer alone: it is
+//     encoded once, at construction, and served from those bytes. Every
+//     endpoint in it is the issuer (without a trailing slash) plus a fixed
+//     path, so all nodes of a cluster publish the same document.
+//   - The key set comes from a KeySource (package keys) that caches its
+//     encoding; the handler adds only headers. It is served with
+//     Cache-Control: public, max-age=300, which is why a new key is
+//     published longer than that before it signs. When no key set can be
+//     read the answer is 503 with no body (SPEC.md 4.2) and is not cached.
+//   - oidc imports fsm, keys and webui, never cluster or logout; writes
+//     go through a narrow Applier interface.
+package oidc

@@ -1,0 +1,630 @@
+package admincli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// noun is a group of verbs: `org`, `user`, ...
+type noun struct {
+	name    string
+	aliases []string
+	summary string
+	verbs   []verb
+}
+
+// verb is one subcommand; it maps to exactly one admin API call.
+type verb struct {
+	name     string
+	args     []string // positional arguments, by name
+	synopsis string   // flags, for usage lines
+	summary  string   // one line
+	details  string   // more help, shown by -h
+	// setup registers the verb's flags on fs and returns the function that
+	// turns the parsed command line into a request, or a usage error.
+	setup func(fs *flag.FlagSet) func(in *inv) (*request, error)
+}
+
+// inv is one parsed invocation of a verb.
+type inv struct {
+	args  []string
+	set   map[string]bool // flags given on the command line, by name
+	stdin io.Reader
+}
+
+func (in *inv) given(name string) bool { return in.set[name] }
+
+// request is the single admin API call of an invocation and how to show
+// its answer.
+type request struct {
+	method string
+	path   string // under APIPrefix, already escaped
+	query  url.Values
+	body   any // marshalled to JSON; nil sends no body
+	// show prints a successful answer as text. body may be empty (204).
+	show func(w io.Writer, body []byte) error
+	// note, when set, returns a remark printed to stderr after a successful
+	// answer in both output modes (secrets shown only once).
+	note func(body []byte) string
+}
+
+func findNoun(name string) *noun {
+	for _, n := range commands() {
+		if n.name == name {
+			return &n
+		}
+		for _, a := range n.aliases {
+			if a == name {
+				return &n
+			}
+		}
+	}
+	return nil
+}
+
+func (n *noun) findVerb(name string) *verb {
+	for i := range n.verbs {
+		if n.verbs[i].name == name {
+			return &n.verbs[i]
+		}
+	}
+	return nil
+}
+
+// commands is the whole command tree, in the order of the usage text.
+func commands() []noun {
+	return []noun{
+		{name: "org", aliases: []string{"orgs", "organization", "organizations"}, summary: "organizations (tenants) that own clients and have members", verbs: []verb{
+			{name: "create", synopsis: "--slug S --name N", summary: "create an organization", setup: orgCreate},
+			{name: "list", synopsis: "[--page N] [--page-size N]", summary: "list organizations", setup: listOf("/organizations", orgTable)},
+			{name: "get", args: []string{"ID"}, summary: "show one organization", setup: getOne("/organizations", orgTable)},
+			{name: "delete", args: []string{"ID"}, summary: "delete an organization",
+				details: "The organization becomes \"deleted\": its app sessions end and back-channel\nlogout tokens go out to its clients.",
+				setup:   deleteOne("/organizations", "organization")},
+		}},
+		{name: "user", aliases: []string{"users"}, summary: "people who sign in; a user's ID is the `sub` of its tokens", verbs: []verb{
+			{name: "create", synopsis: "--email E [--email-verified] [--password-stdin | --password P] [--phone P]", summary: "create a user", setup: userCreate,
+				details: "Prefer --password-stdin: a --password value is visible to other local users\nin the process list and lands in shell history. With --password-stdin the\npassword is read from standard input, up to the end or a trailing newline."},
+			{name: "list", synopsis: "[--page N] [--page-size N]", summary: "list users", setup: listOf("/users", userTable)},
+			{name: "get", args: []string{"ID"}, summary: "show one user", setup: getOne("/users", userTable)},
+			{name: "update", args: []string{"ID"}, synopsis: "[--email E] [--email-verified=true|false] [--password-stdin | --password P] [--phone P]", summary: "change a user",
+				details: "Only the flags given are sent; the other fields keep their values.",
+				setup:   userUpdate},
+			{name: "delete", args: []string{"ID"}, summary: "erase a user",
+				details: "Account erasure: every session of the person ends and sub-only back-channel\nlogout tokens go out.",
+				setup:   deleteOne("/users", "user")},
+			{name: "totp", args: []string{"ID"}, summary: "enrol an authenticator app; prints the secret and its otpauth:// URI",
+				details: "The secret is base32, SHA1, 6 digits, 30 s. It is shown only this once.",
+				setup:   userTOTP},
+			{name: "recovery-codes", args: []string{"ID"}, summary: "issue 10 single-use recovery codes, replacing earlier ones",
+				details: "The codes are shown only this once; each works once; earlier codes stop working.",
+				setup:   userRecoveryCodes},
+		}},
+		{name: "membership", aliases: []string{"memberships"}, summary: "links between a user and an organization", verbs: []verb{
+			{name: "create", synopsis: "--user U --org O [--status active|suspended]", summary: "add a user to an organization", setup: membershipCreate},
+			{name: "list", synopsis: "[--user U] [--page N] [--page-size N]", summary: "list memberships, all or one user's", setup: membershipList},
+			{name: "get", args: []string{"ID"}, summary: "show one membership", setup: getOne("/memberships", membershipTable)},
+			{name: "update", args: []string{"ID"}, synopsis: "--status active|suspended", summary: "suspend or reactivate a membership", setup: membershipUpdate},
+			{name: "delete", args: []string{"ID"}, summary: "remove a membership", setup: deleteOne("/memberships", "membership")},
+		}},
+		{name: "client", aliases: []string{"clients", "app", "apps"}, summary: "relying-party applications", verbs: []verb{
+			{name: "create", synopsis: "--name N --org O --redirect-uri U... [--type public|confidential] [--scope S...] [--multi-org] [--serve-org O...] [--access-token-ttl N] [--backchannel-logout-uri U] [--skip-consent] [--suspended] [--client-id ID]",
+				summary: "register a client",
+				details: "--redirect-uri, --scope and --serve-org may be repeated; --scope and\n--serve-org also take comma-separated lists. A confidential client (the\ndefault) gets a generated client_secret, shown only this once.",
+				setup:   clientCreate},
+			{name: "get", args: []string{"ID"}, summary: "show one client", setup: getOne("/clients", clientView)},
+			{name: "list", synopsis: "[--page N] [--page-size N]", summary: "list clients", setup: listOf("/clients", clientTable)},
+			{name: "update", args: []string{"ID"}, synopsis: "[flags of create, except --client-id and --type]", summary: "change a client",
+				details: "Only the flags given are sent. A list flag replaces the whole list;\ngive it empty (--serve-org=) to send an empty list. The client ID and the\ntype cannot change.",
+				setup:   clientUpdate},
+			{name: "delete", args: []string{"ID"}, summary: "delete a client", setup: deleteOne("/clients", "client")},
+		}},
+		{name: "keys", aliases: []string{"key"}, summary: "token signing keys", verbs: []verb{
+			{name: "list", summary: "list signing keys and their states (next, active, retired)", setup: keysList},
+			{name: "rotate", synopsis: "[--immediate]", summary: "make a new signing key",
+				details: "Without --immediate the new key is published at once and signs once the\nJWKS cache lifetime has passed (state \"next\"). With --immediate (an\nemergency, e.g. a leaked key) it signs at once (state \"active\").",
+				setup:   keysRotate},
+		}},
+		{name: "cluster", summary: "the raft cluster", verbs: []verb{
+			{name: "status", summary: "show the leader and the members", setup: clusterStatus},
+		}},
+	}
+}
+
+// errUsage builds the usage errors returned by the setup functions.
+func errUsage(format string, a ...any) error { return fmt.Errorf(format, a...) }
+
+// required reports the first empty value among name/value pairs.
+func required(pairs ...string) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if strings.TrimSpace(pairs[i+1]) == "" {
+			return errUsage("--%s is required", pairs[i])
+		}
+	}
+	return nil
+}
+
+func idPath(prefix, id string) string { return prefix + "/" + url.PathEscape(id) }
+
+// ---- generic verbs
+
+func pageFlags(fs *flag.FlagSet) func(in *inv) (url.Values, error) {
+	page := fs.Int("page", 0, "page `number`, from 1 (default: the server's)")
+	size := fs.Int("page-size", 0, "items per page, `N` (default: the server's)")
+	return func(in *inv) (url.Values, error) {
+		q := url.Values{}
+		if in.given("page") {
+			if *page < 1 {
+				return nil, errUsage("--page must be 1 or more")
+			}
+			q.Set("page", strconv.Itoa(*page))
+		}
+		if in.given("page-size") {
+			if *size < 1 {
+				return nil, errUsage("--page-size must be 1 or more")
+			}
+			q.Set("page_size", strconv.Itoa(*size))
+		}
+		return q, nil
+	}
+}
+
+func listOf(path string, v view) func(fs *flag.FlagSet) func(in *inv) (*request, error) {
+	return func(fs *flag.FlagSet) func(in *inv) (*request, error) {
+		pages := pageFlags(fs)
+		return func(in *inv) (*request, error) {
+			q, err := pages(in)
+			if err != nil {
+				return nil, err
+			}
+			return &request{method: http.MethodGet, path: path, query: q, show: v.list}, nil
+		}
+	}
+}
+
+func getOne(path string, v view) func(fs *flag.FlagSet) func(in *inv) (*request, error) {
+	return func(fs *flag.FlagSet) func(in *inv) (*request, error) {
+		return func(in *inv) (*request, error) {
+			return &request{method: http.MethodGet, path: idPath(path, in.args[0]), show: v.one}, nil
+		}
+	}
+}
+
+func deleteOne(path, what string) func(fs *flag.FlagSet) func(in *inv) (*request, error) {
+	return func(fs *flag.FlagSet) func(in *inv) (*request, error) {
+		return func(in *inv) (*request, error) {
+			id := in.args[0]
+			return &request{method: http.MethodDelete, path: idPath(path, id), show: func(w io.Writer, _ []byte) error {
+				_, err := fmt.Fprintf(w, "deleted %s %s\n", what, clean(id))
+				return err
+			}}, nil
+		}
+	}
+}
+
+// ---- organizations
+
+func orgCreate(fs *flag.FlagSet) func(in *inv) (*request, error) {
+	slug := fs.String("slug", "", "short unique `name` used in URLs (required)")
+	name := fs.String("name", "", "display `name` (required)")
+	return func(in *inv) (*request, error) {
+		if err := required("slug", *slug, "name", *name); err != nil {
+			return nil, err
+		}
+		return &request{method: http.MethodPost, path: "/organizations",
+			body: map[string]any{"slug": *slug, "name": *name}, show: orgTable.one}, nil
+	}
+}
+
+// ---- users
+
+// userFlags are the flags of user create and update.
+type userFlags struct {
+	email, password, phone string
+	verified, pwStdin      bool
+}
+
+func (u *userFlags) register(fs *flag.FlagSet, create bool) {
+	req := ""
+	if create {
+		req = " (required)"
+	}
+	fs.StringVar(&u.email, "email", "", "email `address`"+req)
+	fs.BoolVar(&u.verified, "email-verified", false, "mark the email address as verified (=false to unmark)")
+	fs.StringVar(&u.password, "password", "", "`password` (visible in the process list; prefer --password-stdin)")
+	fs.BoolVar(&u.pwStdin, "password-stdin", false, "read the password from standard input")
+	fs.StringVar(&u.phone, "phone", "", "phone `number` in E.164 form, e.g. +15551234567, for text-message sign-in")
+}
+
+// body returns the fields whose flags were given.
+func (u *userFlags) body(in *inv) (map[string]any, error) {
+	b := map[string]any{}
+	if in.given("email") {
+		b["email"] = u.email
+	}
+	if in.given("email-verified") {
+		b["email_verified"] = u.verified
+	}
+	if in.given("phone") {
+		b["phone"] = u.phone
+	}
+	switch {
+	case in.given("password") && u.pwStdin:
+		return nil, errUsage("give --password or --password-stdin, not both")
+	case in.given("password"):
+		if u.password == "" {
+			return nil, errUsage("--password is empty")
+		}
+		b["password"] = u.password
+	case u.pwStdin:
+		pw, err := readPassword(in.stdin)
+		if err != nil {
+			return nil, err
+		}
+		b["password"] = pw
+	}
+	return b, nil
+}
+
+// readPassword reads the whole of r, without its trailing line break.
+func readPassword(r io.Reader) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(r, 64<<10))
+	if err != nil {
+		return "", errUsage("--password-stdin: %v", err)
+	}
+	pw := strings.TrimSuffix(string(b), "\n")
+	pw = strings.TrimSuffix(pw, "\r")
+	if pw == "" {
+		return "", errUsage("--password-stdin: standard input is empty")
+	}
+	return pw, nil
+}
+
+func userCreate(fs *flag.FlagSet) func(in *inv) (*request, error) {
+	var u userFlags
+	u.register(fs, true)
+	return func(in *inv) (*request, error) {
+		if err := required("email", u.email); err != nil {
+			return nil, err
+		}
+		b, err := u.body(in)
+		if err != nil {
+			return nil, err
+		}
+		return &request{method: http.MethodPost, path: "/users", body: b, show: userTable.one}, nil
+	}
+}
+
+func userUpdate(fs *flag.FlagSet) func(in *inv) (*request, error) {
+	var u userFlags
+	u.register(fs, false)
+	return func(in *inv) (*request, error) {
+		b, err := u.body(in)
+		if err != nil {
+			return nil, err
+		}
+		if len(b) == 0 {
+			return nil, errUsage("nothing to update: give at least one of --email, --email-verified, --password, --password-stdin, --phone")
+		}
+		return &request{method: http.MethodPatch, path: idPath("/users", in.args[0]), body: b, show: userTable.one}, nil
+	}
+}
+
+func userTOTP(fs *flag.FlagSet) func(in *inv) (*request, error) {
+	return func(in *inv) (*request, error) {
+		return &request{method: http.MethodPost, path: idPath("/users", in.args[0]) + "/totp", body: struct{}{},
+			show: showTOTP,
+			note: func([]byte) string {
+				return "the TOTP secret is shown only this once: add it to the authenticator app now"
+			}}, nil
+	}
+}
+
+func userRecoveryCodes(fs *flag.FlagSet) func(in *inv) (*request, error) {
+	return func(in *inv) (*request, error) {
+		return &request{method: http.MethodPost, path: idPath("/users", in.args[0]) + "/recovery-codes", body: struct{}{},
+			show: showCodes,
+			note: func([]byte) string {
+				return "these recovery codes are shown only this once and replace any earlier ones; each works once"
+			}}, nil
+	}
+}
+
+// ---- memberships
+
+var membershipStatuses = []string{"active", "suspended"}
+
+func checkEnum(flagName, v string, allowed []string) error {
+	for _, a := range allowed {
+		if v == a {
+			return nil
+		}
+	}
+	return errUsage("--%s must be one of %s, got %q", flagName, strings.Join(allowed, ", "), v)
+}
+
+func membershipCreate(fs *flag.FlagSet) func(in *inv) (*request, error) {
+	user := fs.String("user", "", "user `ID` (required)")
+	org := fs.String("org", "", "organization `ID` (required)")
+	status := fs.String("status", "", "`status`: active or suspended (default: the server's, active)")
+	return func(in *inv) (*request, error) {
+		if err := required("user", *user, "org", *org); err != nil {
+			return nil, err
+		}
+		b := map[string]any{"user_id": *user, "org_id": *org}
+		if in.given("status") {
+			if err := checkEnum("status", *status, membershipStatuses); err != nil {
+				return nil, err
+			}
+			b["status"] = *status
+		}
+		return &request{method: http.MethodPost, path: "/memberships", body: b, show: membershipTable.one}, nil
+	}
+}
+
+func membershipList(fs *flag.FlagSet) func(in *inv) (*request, error) {
+	user := fs.String("user", "", "only the memberships of this user `ID`")
+	pages := pageFlags(fs)
+	return func(in *inv) (*request, error) {
+		q, err := pages(in)
+		if err != nil {
+			return nil, err
+		}
+		if in.given("user") {
+			q.Set("user_id", *user)
+		}
+		return &request{method: http.MethodGet, path: "/memberships", query: q, show: membershipTable.list}, nil
+	}
+}
+
+func membershipUpdate(fs *flag.FlagSet) func(in *inv) (*request, error) {
+	status := fs.String("status", "", "new `status`: active or suspended (required)")
+	return func(in *inv) (*request, error) {
+		if err := required("status", *status); err != nil {
+			return nil, err
+		}
+		if err := checkEnum("status", *status, membershipStatuses); err != nil {
+			return nil, err
+		}
+		return &request{method: http.MethodPatch, path: idPath("/memberships", in.args[0]),
+			body: map[string]any{"status": *status}, show: membershipTable.one}, nil
+	}
+}
+
+// ---- clients
+
+// clientFlags are the flags of client create and update.
+type clientFlags struct {
+	name, org, typ, backchannel, clientID string
+	redirects, scopes, serveOrgs          listFlag
+	multiOrg, skipConsent, suspended      bool
+	ttl                                   secondsFlag
+}
+
+func (c *clientFlags) register(fs *flag.FlagSet, create bool) {
+	req := ""
+	if create {
+		req = " (required)"
+	}
+	c.scopes.split, c.serveOrgs.split = true, true
+	fs.StringVar(&c.name, "name", "", "`name` shown on sign-in and consent pages"+req)
+	fs.StringVar(&c.org, "org", "", "owning organization `ID`"+req)
+	fs.Var(&c.redirects, "redirect-uri", "redirect `URI`, matched exactly; repeat for several"+req)
+	if create {
+		fs.StringVar(&c.typ, "type", "", "client `type`: confidential (gets a secret) or public (default: the server's, confidential)")
+	}
+	fs.Var(&c.scopes, "scope", "allowed `scope`s among openid, email, profile; repeat or comma-separate (default: the server's, openid)")
+	fs.BoolVar(&c.multiOrg, "multi-org", false, "the app serves several organizations")
+	fs.Var(&c.serveOrgs, "serve-org", "for a --multi-org app, an organization `ID` it serves; repeat or comma-separate (none = every organization)")
+	fs.Var(&c.ttl, "access-token-ttl", "access- and ID-token lifetime in `seconds` or as a duration like 15m (default: the server's, 600)")
+	fs.StringVar(&c.backchannel, "backchannel-logout-uri", "", "`URI` to which back-channel logout tokens are POSTed")
+	fs.BoolVar(&c.skipConsent, "skip-consent", false, "first-party app: no consent page")
+	fs.BoolVar(&c.suspended, "suspended", false, "the client is suspended")
+	if create {
+		fs.StringVar(&c.clientID, "client-id", "", "chosen client `ID`, of the characters A-Z a-z 0-9 . _ - (default: a generated UUID)")
+	}
+}
+
+// body returns the fields whose flags were given.
+func (c *clientFlags) body(in *inv) (map[string]any, error) {
+	b := map[string]any{}
+	str := map[string]struct {
+		key string
+		v   string
+	}{
+		"client-id":              {"client_id", c.clientID},
+		"name":                   {"name", c.name},
+		"org":                    {"organization_id", c.org},
+		"type":                   {"type", c.typ},
+		"backchannel-logout-uri": {"backchannel_logout_uri", c.backchannel},
+	}
+	for flagName, f := range str {
+		if in.given(flagName) {
+			b[f.key] = f.v
+		}
+	}
+	if in.given("type") {
+		if err := checkEnum("type", c.typ, []string{"confidential", "public"}); err != nil {
+			return nil, err
+		}
+	}
+	lists := map[string]struct {
+		key string
+		v   *listFlag
+	}{
+		"redirect-uri": {"redirect_uris", &c.redirects},
+		"scope":        {"scopes", &c.scopes},
+		"serve-org":    {"organizations", &c.serveOrgs},
+	}
+	for flagName, f := range lists {
+		if in.given(flagName) {
+			b[f.key] = f.v.list()
+		}
+	}
+	bools := map[string]struct {
+		key string
+		v   bool
+	}{
+		"multi-org":    {"multi_organization", c.multiOrg},
+		"skip-consent": {"skip_consent", c.skipConsent},
+		"suspended":    {"suspended", c.suspended},
+	}
+	for flagName, f := range bools {
+		if in.given(flagName) {
+			b[f.key] = f.v
+		}
+	}
+	if in.given("access-token-ttl") {
+		b["access_token_ttl"] = c.ttl.n
+	}
+	return b, nil
+}
+
+func clientCreate(fs *flag.FlagSet) func(in *inv) (*request, error) {
+	var c clientFlags
+	c.register(fs, true)
+	return func(in *inv) (*request, error) {
+		if err := required("name", c.name, "org", c.org); err != nil {
+			return nil, err
+		}
+		if len(c.redirects.vals) == 0 {
+			return nil, errUsage("--redirect-uri is required")
+		}
+		b, err := c.body(in)
+		if err != nil {
+			return nil, err
+		}
+		return &request{method: http.MethodPost, path: "/clients", body: b, show: clientView.one, note: secretNote}, nil
+	}
+}
+
+func clientUpdate(fs *flag.FlagSet) func(in *inv) (*request, error) {
+	var c clientFlags
+	c.register(fs, false)
+	return func(in *inv) (*request, error) {
+		b, err := c.body(in)
+		if err != nil {
+			return nil, err
+		}
+		if len(b) == 0 {
+			return nil, errUsage("nothing to update: give at least one flag (see -h)")
+		}
+		return &request{method: http.MethodPatch, path: idPath("/clients", in.args[0]), body: b, show: clientView.one, note: secretNote}, nil
+	}
+}
+
+// secretNote warns that a client_secret in the answer will not be shown again.
+func secretNote(body []byte) string {
+	obj, err := decodeObject(body)
+	if err != nil {
+		return ""
+	}
+	if s, _ := obj["client_secret"].(string); s == "" {
+		return ""
+	}
+	return "the client secret is shown only this once: store it now"
+}
+
+// ---- keys and cluster
+
+func keysList(fs *flag.FlagSet) func(in *inv) (*request, error) {
+	return func(in *inv) (*request, error) {
+		return &request{method: http.MethodGet, path: "/keys", show: keyTable.list}, nil
+	}
+}
+
+func keysRotate(fs *flag.FlagSet) func(in *inv) (*request, error) {
+	immediate := fs.Bool("immediate", false, "sign with the new key at once (emergency rotation)")
+	return func(in *inv) (*request, error) {
+		b := map[string]any{}
+		if in.given("immediate") {
+			b["immediate"] = *immediate
+		}
+		return &request{method: http.MethodPost, path: "/keys/rotate", body: b, show: keyTable.one}, nil
+	}
+}
+
+func clusterStatus(fs *flag.FlagSet) func(in *inv) (*request, error) {
+	return func(in *inv) (*request, error) {
+		return &request{method: http.MethodGet, path: "/cluster", show: showCluster}, nil
+	}
+}
+
+// ---- flag values
+
+// listFlag is a repeatable string flag. An empty value marks the flag as
+// given without adding to it, so `--serve-org=` sends an empty list.
+type listFlag struct {
+	vals  []string
+	split bool // also split each value on commas and spaces
+}
+
+func (l *listFlag) String() string {
+	if l == nil {
+		return ""
+	}
+	return strings.Join(l.vals, ",")
+}
+
+func (l *listFlag) Set(v string) error {
+	if !l.split {
+		if v != "" {
+			l.vals = append(l.vals, v)
+		}
+		return nil
+	}
+	l.vals = append(l.vals, strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' })...)
+	return nil
+}
+
+func (l *listFlag) list() []string {
+	if l.vals == nil {
+		return []string{}
+	}
+	return l.vals
+}
+
+// secondsFlag is a positive whole number of seconds, given as a number or
+// as a Go duration ("15m").
+type secondsFlag struct{ n int64 }
+
+func (s *secondsFlag) String() string {
+	if s == nil || s.n == 0 {
+		return ""
+	}
+	return strconv.FormatInt(s.n, 10)
+}
+
+func (s *secondsFlag) Set(v string) error {
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 {
+			return errors.New("must be positive")
+		}
+		s.n = n
+		return nil
+	}
+	d, err := parseDuration(v)
+	if err != nil {
+		return err
+	}
+	s.n = d
+	return nil
+}
+
+func parseDuration(v string) (int64, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, errors.New("want a number of seconds or a duration like 15m")
+	}
+	if d < time.Second || d%time.Second != 0 {
+		return 0, errors.New("must be a positive whole number of seconds")
+	}
+	return int64(d / time.Second), nil
+}

@@ -1,0 +1,166 @@
+package admincli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oidcd/oidcd/internal/admin"
+	"github.com/oidcd/oidcd/internal/admincli"
+	"github.com/oidcd/oidcd/internal/fsmtest"
+	"github.com/oidcd/oidcd/internal/httpx"
+	"github.com/oidcd/oidcd/internal/password"
+)
+
+type fakeKeys struct{ rotated []admin.KeyInfo }
+
+func (k *fakeKeys) Rotate(_ context.Context, immediate bool) (admin.KeyInfo, error) {
+	state := "next"
+	if immediate {
+		state = "active"
+	}
+	ki := admin.KeyInfo{Kid: "kid-2", State: state, CreatedAt: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
+	k.rotated = append(k.rotated, ki)
+	return ki, nil
+}
+
+func (k *fakeKeys) List() ([]admin.KeyInfo, error) { return k.rotated, nil }
+
+type fakeCluster struct{}
+
+func (fakeCluster) Status(context.Context) (admin.ClusterStatus, error) {
+	return admin.ClusterStatus{Leader: "n1", Members: []admin.ClusterMember{
+		{ID: "n1", RaftAddr: "127.0.0.1:8300", GossipAddr: "127.0.0.1:8301", HTTPAddr: "127.0.0.1:8080", State: "alive", Voter: true},
+	}}, nil
+}
+
+// cli runs `oidcd admin` against a real admin API over a fresh FSM, with
+// the token in a token file as `oidcd serve` leaves it.
+type cli struct {
+	t    *testing.T
+	env  map[string]string
+	file string
+}
+
+func newCLI(t *testing.T) *cli {
+	t.Helper()
+	app := fsmtest.New(t)
+	token := admin.GenerateToken()
+	h := admin.New(admin.Config{
+		State:     app.State(),
+		Applier:   app,
+		Keys:      &fakeKeys{},
+		Cluster:   fakeCluster{},
+		Hasher:    password.New(password.Params{Memory: 64, Time: 1, Threads: 1}, 2),
+		TokenHash: func() string { return admin.HashToken(token) },
+	})
+	srv := httptest.NewServer(httpx.Correlation(h))
+	t.Cleanup(srv.Close)
+	file := filepath.Join(t.TempDir(), "admin-token")
+	if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &cli{t: t, env: map[string]string{"OIDCD_ADDR": strings.TrimPrefix(srv.URL, "http://")}, file: file}
+}
+
+// run runs one command and fails the test unless it exits with want.
+func (c *cli) run(want int, stdin string, args ...string) (stdout, stderr string) {
+	c.t.Helper()
+	var out, errb bytes.Buffer
+	args = append([]string{"--token-file", c.file}, args...)
+	code := admincli.Run(context.Background(), args, func(k string) string { return c.env[k] }, strings.NewReader(stdin), &out, &errb)
+	if code != want {
+		c.t.Fatalf("%q: exit %d, want %d\nstdout: %s\nstderr: %s", args, code, want, out.String(), errb.String())
+	}
+	return out.String(), errb.String()
+}
+
+// field runs a --json command and returns the named field of its answer.
+func (c *cli) field(name, stdin string, args ...string) string {
+	c.t.Helper()
+	out, _ := c.run(admincli.ExitOK, stdin, append(args, "--json")...)
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		c.t.Fatalf("%q: output is not JSON: %v\n%s", args, err, out)
+	}
+	v, _ := m[name].(string)
+	if v == "" {
+		c.t.Fatalf("%q: no %s in %s", args, name, out)
+	}
+	return v
+}
+
+func contains(t *testing.T, what, got string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(got, w) {
+			t.Errorf("%s %q does not contain %q", what, got, w)
+		}
+	}
+}
+
+// TestAgainstAdminAPI drives the real admin API of package admin through
+// the CLI: the requests the CLI builds are the ones the server accepts.
+func TestAgainstAdminAPI(t *testing.T) {
+	c := newCLI(t)
+
+	org := c.field("id", "", "org", "create", "--slug", "acme", "--name", "Acme Inc.")
+	out, _ := c.run(admincli.ExitOK, "", "org", "list")
+	contains(t, "org list", out, "ID", "SLUG", org, "acme", "Acme Inc.", "active", "page 1/1, 1 item\n")
+
+	user := c.field("id", "correct horse battery staple\n", "user", "create", "--email", "ann@example.com", "--email-verified", "--password-stdin")
+	_ = c.field("id", "", "user", "update", user, "--phone", "+15551234567")
+	out, _ = c.run(admincli.ExitOK, "", "user", "get", user)
+	contains(t, "user get", out, "ann@example.com", "true", "+15551234567")
+
+	m := c.field("id", "", "membership", "create", "--user", user, "--org", org)
+	out, _ = c.run(admincli.ExitOK, "", "membership", "update", m, "--status", "suspended")
+	contains(t, "membership update", out, m, "suspended")
+	out, _ = c.run(admincli.ExitOK, "", "membership", "list", "--user", user)
+	contains(t, "membership list", out, m, user, org, "suspended", "page 1/1, 1 item")
+
+	out, errOut := c.run(admincli.ExitOK, "", "client", "create", "--name", "Portal", "--org", org,
+		"--redirect-uri", "https://portal.example.com/cb", "--scope", "openid,email", "--access-token-ttl", "15m", "--client-id", "portal")
+	contains(t, "client create", out, "client_id           portal", "access_token_ttl    900", "\nclient_secret: ")
+	contains(t, "client create stderr", errOut, "shown only this once")
+	out, _ = c.run(admincli.ExitOK, "", "client", "update", "portal", "--suspended", "--scope", "openid", "--json")
+	contains(t, "client update", out, `"suspended": true`, `"scopes": [`+"\n"+`    "openid"`+"\n  ]")
+	out, errOut = c.run(admincli.ExitOK, "", "client", "get", "portal")
+	if strings.Contains(out, "client_secret") || errOut != "" {
+		t.Errorf("client get shows a secret: %q %q", out, errOut)
+	}
+	out, _ = c.run(admincli.ExitOK, "", "client", "delete", "portal")
+	contains(t, "client delete", out, "deleted client portal")
+
+	_, errOut = c.run(admincli.ExitServerError, "", "client", "get", "portal")
+	contains(t, "client get after delete", errOut, "error: NOT_FOUND: ", "(correlation id ")
+	_, errOut = c.run(admincli.ExitServerError, "", "org", "create", "--slug", "Not A Slug", "--name", "x")
+	contains(t, "bad slug", errOut, "error: VALIDATION_ERROR: ", "\n  slug: ")
+	_, errOut = c.run(admincli.ExitServerError, "", "org", "create", "--slug", "acme", "--name", "Again")
+	contains(t, "taken slug", errOut, "error: CONFLICT: ")
+
+	out, _ = c.run(admincli.ExitOK, "", "keys", "rotate", "--immediate")
+	contains(t, "keys rotate", out, "kid-2", "active")
+	out, _ = c.run(admincli.ExitOK, "", "cluster", "status")
+	contains(t, "cluster status", out, "leader: n1", "127.0.0.1:8300")
+
+	out, _ = c.run(admincli.ExitOK, "", "membership", "delete", m)
+	contains(t, "membership delete", out, "deleted membership "+m)
+	out, _ = c.run(admincli.ExitOK, "", "user", "delete", user)
+	contains(t, "user delete", out, "deleted user "+user)
+	out, _ = c.run(admincli.ExitOK, "", "org", "delete", org)
+	contains(t, "org delete", out, "deleted organization "+org)
+
+	c.file = filepath.Join(t.TempDir(), "wrong-token")
+	if err := os.WriteFile(c.file, []byte("wrong"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut = c.run(admincli.ExitAuth, "", "org", "list")
+	contains(t, "wrong token", errOut, "error: UNAUTHORIZED: ")
+}

@@ -1,0 +1,67 @@
+// Command oidcd is the OpenID Connect provider: `oidcd serve` runs a node,
+// `oidcd admin` drives the admin API, `oidcd keygen` prints a cluster key,
+// `oidcd version` prints the version.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/oidcd/oidcd/internal/admincli"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+const usage = `oidcd: an OpenID Connect provider that needs no database.
+
+Usage:
+  oidcd serve [flags]     run a node (oidcd serve -h lists the flags)
+  oidcd admin ...         the admin API from the command line (oidcd admin help)
+  oidcd keygen            print a fresh --cluster-key
+  oidcd version           print the version
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, env func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "serve":
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+		defer stop()
+		return serve(ctx, args[1:], env, stdout, stderr)
+	case "admin":
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+		defer stop()
+		return admincli.Run(ctx, args[1:], env, stdin, stdout, stderr)
+	case "keygen":
+		var b [32]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			fmt.Fprintln(stderr, "oidcd keygen:", err)
+			return 1
+		}
+		fmt.Fprintln(stdout, base64.StdEncoding.EncodeToString(b[:]))
+		return 0
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, "oidcd", version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "oidcd: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/oidcd/oidcd/node"
+)
+
+// serveFlags binds the flags of CONTRACT.md section 1 to a node.Config.
+func serveFlags(fs *flag.FlagSet, cfg *node.Config, logLevel *string, join *string) {
+	fs.StringVar(&cfg.Issuer, "issuer", node.DefaultIssuer, "the issuer URL (`{base_url}`); identical on every node")
+	fs.StringVar(&cfg.HTTPAddr, "http-addr", node.DefaultHTTPAddr, "listener for OIDC, admin API, /metrics, /healthz, /readyz")
+	fs.StringVar(&cfg.DataDir, "data-dir", node.DefaultDataDir, "raft log, snapshots and the bbolt state; created if missing")
+	fs.StringVar(&cfg.NodeID, "node-id", "", "stable raft server id (default: generated once and stored in the data dir)")
+	fs.StringVar(&cfg.RaftAddr, "raft-addr", node.DefaultRaftAddr, "raft transport address")
+	fs.StringVar(&cfg.GossipAddr, "gossip-addr", node.DefaultGossipAddr, "memberlist address")
+	fs.StringVar(join, "join", "", "comma-separated gossip addresses of existing nodes")
+	fs.IntVar(&cfg.BootstrapExpect, "bootstrap-expect", 1, "bootstrap once this many nodes see each other; 1 = a single node that works at once")
+	fs.StringVar(&cfg.ClusterKey, "cluster-key", "", "base64 of 32 random bytes shared by all nodes (oidcd keygen)")
+	fs.StringVar(&cfg.AdminToken, "admin-token", "", "bearer token of the admin API (default: generated at first bootstrap, written to <data-dir>/admin-token)")
+	fs.StringVar(&cfg.RateLimit, "rate-limit", node.DefaultRateLimit, "per-client-and-IP limit of token, introspect and revoke; `off` disables it")
+	fs.StringVar(&cfg.SMSOutbox, "sms-outbox", "", "file to which text messages are appended, one JSON object per line")
+	fs.StringVar(&cfg.SMSWebhook, "sms-webhook", "", "URL to which text messages are POSTed")
+	fs.StringVar(&cfg.KEKFile, "kek-file", "", "file holding the key-encryption key for secrets at rest")
+	fs.DurationVar(&cfg.KeyRotation, "key-rotation", node.DefaultKeyRotation, "how often the signing key rotates")
+	fs.BoolVar(&cfg.Demo, "demo", false, "on an empty store, create a demo organization, person and public client")
+	fs.StringVar(logLevel, "log-level", "info", "debug, info, warn or error")
+}
+
+// applyEnv sets every flag not given on the command line from
+// OIDCD_<FLAG> (upper snake case), so a flag always wins over the
+// environment.
+func applyEnv(fs *flag.FlagSet, env func(string) string) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if given[f.Name] {
+			return
+		}
+		name := "OIDCD_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v := env(name); v != "" {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: %v", name, v, err))
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	err := l.UnmarshalText([]byte(s))
+	return l, err
+}
+
+func serve(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("oidcd serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg node.Config
+	var logLevel, join string
+	serveFlags(fs, &cfg, &logLevel, &join)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "oidcd serve: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if err := applyEnv(fs, env); err != nil {
+		fmt.Fprintln(stderr, "oidcd serve:", err)
+		return 2
+	}
+	level, err := parseLevel(logLevel)
+	if err != nil {
+		fmt.Fprintf(stderr, "oidcd serve: --log-level %q: %v\n", logLevel, err)
+		return 2
+	}
+	if join != "" {
+		cfg.Join = strings.Split(join, ",")
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	cfg.Out = stdout
+
+	n, err := node.New(cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "oidcd serve:", err)
+		return 1
+	}
+	if err := n.Start(); err != nil {
+		n.Close()
+		fmt.Fprintln(stderr, "oidcd serve:", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "oidcd %s serving %s on http://%s (data in %s)\n", version, n.Issuer(), n.Addr(), n.DataDir())
+	code := 0
+	select {
+	case <-ctx.Done():
+		cfg.Logger.Info("signal received; shutting down")
+	case err := <-n.Done():
+		if err != nil {
+			cfg.Logger.Error("http server stopped", "error", err)
+			code = 1
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- n.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			cfg.Logger.Error("shutdown", "error", err)
+			code = 1
+		}
+	case <-time.After(20 * time.Second):
+		cfg.Logger.Error("shutdown timed out")
+		code = 1
+	}
+	return code
+}

@@ -1,0 +1,105 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/admin"
+)
+
+// bootstrapOnce runs on the leader: it generates the admin token the first
+// time a cluster has none (unless the operator set --admin-token), and seeds
+// the demo data when asked. Both are idempotent, so a new leader running
+// them again changes nothing.
+func (n *Node) bootstrapOnce(ctx context.Context) {
+	for attempt := 0; ; attempt++ {
+		err := n.ensureAdminToken(ctx)
+		if err == nil && n.cfg.Demo {
+			err = n.seedDemo(ctx)
+		}
+		if err == nil || ctx.Err() != nil {
+			if err != nil {
+				n.log.Warn("bootstrap interrupted", "error", err)
+			}
+			return
+		}
+		n.log.Warn("bootstrap step failed; retrying", "error", err, "attempt", attempt)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (n *Node) ensureAdminToken(ctx context.Context) error {
+	if n.cfg.AdminToken != "" {
+		return nil
+	}
+	if h, err := n.fsm.State().AdminTokenHash(); err != nil || h != "" {
+		return err
+	}
+	token := admin.GenerateToken()
+	res, err := n.cluster.Apply(ctx, fsm.MustCommand(fsm.TypeSetAdminToken, fsm.SetAdminToken{Hash: admin.HashToken(token)}))
+	if err != nil {
+		return err
+	}
+	if errors.Is(res.Err, fsm.ErrConflict) {
+		return nil // another leader won the race; its token stands
+	}
+	if err := os.WriteFile(n.AdminTokenFile(), []byte(token+"\n"), 0o600); err != nil {
+		return err
+	}
+	fmt.Fprintf(n.cfg.Out, "\nAdmin API token (shown once; also in %s):\n  %s\n\n", n.AdminTokenFile(), token)
+	return nil
+}
+
+// Demo seed values, printed in the banner.
+const (
+	DemoOrgSlug  = "demo"
+	DemoEmail    = "demo@example.com"
+	DemoPassword = "demo-password"
+	DemoClientID = "demo-rp"
+)
+
+func (n *Node) seedDemo(ctx context.Context) error {
+	st := n.fsm.State()
+	if _, err := st.Client(DemoClientID); err == nil {
+		return nil
+	}
+	now := n.cfg.Now().UTC()
+	orgID := uuid.NewString()
+	hash, err := n.hasher.Hash(ctx, DemoPassword)
+	if err != nil {
+		return err
+	}
+	user := fsm.User{ID: uuid.NewString(), Email: DemoEmail, EmailVerified: true, PasswordHash: hash, CreatedAt: now, UpdatedAt: now}
+	cmds := []fsm.Command{
+		fsm.MustCommand(fsm.TypeCreateOrg, fsm.CreateOrg{ID: orgID, Slug: DemoOrgSlug, Name: "Demo organization", CreatedAt: now}),
+		fsm.MustCommand(fsm.TypeCreateUser, fsm.CreateUser{User: user}),
+		fsm.MustCommand(fsm.TypeCreateMembership, fsm.CreateMembership{Membership: fsm.Membership{
+			ID: uuid.NewString(), UserID: user.ID, OrgID: orgID, Status: fsm.MembershipActive, CreatedAt: now, UpdatedAt: now}}),
+		fsm.MustCommand(fsm.TypeCreateClient, fsm.PutClient{Create: true, Client: fsm.Client{
+			ID: DemoClientID, Name: "Demo relying party", Type: fsm.ClientPublic,
+			RedirectURIs: []string{n.cfg.DemoRedirectURI}, Scopes: []string{"openid", "email", "profile"},
+			OrganizationID: orgID, AccessTokenTTL: 600, CreatedAt: now, UpdatedAt: now}}),
+	}
+	for _, c := range cmds {
+		res, err := n.cluster.Apply(ctx, c)
+		if err != nil {
+			return err
+		}
+		if res.Err != nil && !errors.Is(res.Err, fsm.ErrConflict) {
+			return fmt.Errorf("demo seed %s: %w", c.Type, res.Err)
+		}
+	}
+	fmt.Fprintf(n.cfg.Out, "Demo data created:\n  organization %q, person %s / %s\n  public client %q, redirect URI %s\n  discovery: %s/.well-known/openid-configuration\n\n",
+		DemoOrgSlug, DemoEmail, DemoPassword, DemoClientID, n.cfg.DemoRedirectURI, n.cfg.Issuer)
+	return nil
+}

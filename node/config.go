@@ -1,0 +1,132 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/oidcd/oidcd/internal/password"
+)
+
+// Config is everything one node needs. Zero values take the defaults of
+// CONTRACT.md section 1.
+type Config struct {
+	Issuer          string
+	HTTPAddr        string
+	DataDir         string
+	NodeID          string // empty: read from DataDir, or generated once
+	RaftAddr        string
+	GossipAddr      string
+	Join            []string
+	BootstrapExpect int
+	ClusterKey      string
+	AdminToken      string // empty: generated at first bootstrap
+	RateLimit       string
+	SMSOutbox       string
+	SMSWebhook      string
+	KEKFile         string
+	KeyRotation     time.Duration
+	Demo            bool // seed a demo organization, person and client on an empty store
+	DemoRedirectURI string
+
+	// HTTPListener, when set, is used instead of listening on HTTPAddr
+	// (tests listen on port 0 first to learn the issuer).
+	HTTPListener net.Listener
+	// RaftListener, likewise, for the raft transport.
+	RaftListener net.Listener
+
+	Logger *slog.Logger
+	Out    io.Writer // where the one-time banner (admin token, demo sign-in) goes
+	Now    func() time.Time
+
+	// Tuning for tests; zero values are production defaults.
+	PasswordParams   password.Params
+	HeartbeatTimeout time.Duration
+	ElectionTimeout  time.Duration
+	LeaderLease      time.Duration
+	KeyPublishLead   time.Duration
+	KeyRetention     time.Duration
+}
+
+// Defaults of CONTRACT.md section 1.
+const (
+	DefaultIssuer      = "http://127.0.0.1:8080"
+	DefaultHTTPAddr    = "127.0.0.1:8080"
+	DefaultDataDir     = "./data"
+	DefaultRaftAddr    = "127.0.0.1:8300"
+	DefaultGossipAddr  = "127.0.0.1:8301"
+	DefaultRateLimit   = "5/60s"
+	DefaultKeyRotation = 30 * 24 * time.Hour
+)
+
+func (c *Config) setDefaults() {
+	def := func(s *string, d string) {
+		if *s == "" {
+			*s = d
+		}
+	}
+	def(&c.Issuer, DefaultIssuer)
+	def(&c.HTTPAddr, DefaultHTTPAddr)
+	def(&c.DataDir, DefaultDataDir)
+	def(&c.RaftAddr, DefaultRaftAddr)
+	def(&c.GossipAddr, DefaultGossipAddr)
+	def(&c.RateLimit, DefaultRateLimit)
+	def(&c.DemoRedirectURI, "http://127.0.0.1:8081/callback")
+	if c.BootstrapExpect == 0 {
+		c.BootstrapExpect = 1
+	}
+	if c.KeyRotation == 0 {
+		c.KeyRotation = DefaultKeyRotation
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Out == nil {
+		c.Out = io.Discard
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.PasswordParams == (password.Params{}) {
+		c.PasswordParams = password.DefaultParams
+	}
+	c.Issuer = strings.TrimRight(c.Issuer, "/")
+}
+
+// Validate reports every configuration problem at once.
+func (c *Config) Validate() error {
+	var errs []error
+	u, err := url.Parse(c.Issuer)
+	switch {
+	case err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https"):
+		errs = append(errs, fmt.Errorf("--issuer %q: must be an absolute http(s) URL", c.Issuer))
+	case u.RawQuery != "" || u.Fragment != "":
+		errs = append(errs, fmt.Errorf("--issuer %q: must have no query or fragment", c.Issuer))
+	}
+	if c.BootstrapExpect < 1 {
+		errs = append(errs, fmt.Errorf("--bootstrap-expect %d: must be at least 1", c.BootstrapExpect))
+	}
+	if (c.BootstrapExpect > 1 || len(c.Join) > 0) && c.ClusterKey == "" {
+		errs = append(errs, errors.New("--cluster-key is required when --bootstrap-expect is above 1 or --join is set"))
+	}
+	if c.BootstrapExpect > 1 || len(c.Join) > 0 {
+		errs = append(errs, errors.New("multi-node clusters are not available in this build yet (--bootstrap-expect must be 1, --join empty)"))
+	}
+	if c.KeyRotation < time.Hour {
+		errs = append(errs, fmt.Errorf("--key-rotation %s: must be at least 1h", c.KeyRotation))
+	}
+	if _, _, err := net.SplitHostPort(c.RaftAddr); c.RaftListener == nil && err != nil {
+		errs = append(errs, fmt.Errorf("--raft-addr %q: %v", c.RaftAddr, err))
+	}
+	if c.HTTPListener == nil {
+		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+			errs = append(errs, fmt.Errorf("--http-addr %q: %v", c.HTTPAddr, err))
+		}
+	}
+	return errors.Join(errs...)
+}

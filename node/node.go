@@ -1,0 +1,245 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/oidcd/oidcd/cluster"
+	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/admin"
+	"github.com/oidcd/oidcd/internal/httpx"
+	"github.com/oidcd/oidcd/internal/password"
+	"github.com/oidcd/oidcd/keys"
+	"github.com/oidcd/oidcd/oidc"
+)
+
+// Node is one running oidcd node.
+type Node struct {
+	cfg      Config
+	log      *slog.Logger
+	fsm      *fsm.FSM
+	cluster  *cluster.Cluster
+	keys     *keys.Manager
+	hasher   *password.Hasher
+	registry *prometheus.Registry
+	server   *http.Server
+	listener net.Listener
+	handler  http.Handler
+
+	serveErr  chan error
+	closeOnce sync.Once
+}
+
+// New builds a node and starts raft; Start begins serving HTTP.
+func New(cfg Config) (*Node, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	id, err := nodeID(cfg.DataDir, cfg.NodeID)
+	if err != nil {
+		return nil, err
+	}
+	cfg.NodeID = id
+	n := &Node{cfg: cfg, log: cfg.Logger.With("node", id), registry: prometheus.NewRegistry(), serveErr: make(chan error, 1)}
+	n.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	n.fsm, err = fsm.Open(filepath.Join(cfg.DataDir, "state.db"))
+	if err != nil {
+		return nil, err
+	}
+	// The key manager caches parsed keys and the JWKS bytes; the FSM tells it
+	// when the key set changes. The hook must be in place before raft
+	// starts applying entries. Its writes go through n.Apply, which reaches
+	// the cluster built next.
+	n.keys = keys.New(keys.Config{
+		State:       n.fsm.State(),
+		Applier:     n,
+		Now:         cfg.Now,
+		Logger:      n.log,
+		PublishLead: cfg.KeyPublishLead,
+		Retention:   cfg.KeyRetention,
+		RotateEvery: cfg.KeyRotation,
+	})
+	n.fsm.OnApply = n.keys.OnApply
+	n.cluster, err = cluster.New(cluster.Config{
+		NodeID:           id,
+		DataDir:          cfg.DataDir,
+		RaftAddr:         cfg.RaftAddr,
+		RaftListener:     cfg.RaftListener,
+		BootstrapExpect:  cfg.BootstrapExpect,
+		FSM:              n.fsm,
+		Logger:           n.log,
+		Registerer:       n.registry,
+		HeartbeatTimeout: cfg.HeartbeatTimeout,
+		ElectionTimeout:  cfg.ElectionTimeout,
+		LeaderLease:      cfg.LeaderLease,
+	})
+	if err != nil {
+		n.fsm.Close()
+		return nil, err
+	}
+	n.hasher = password.New(cfg.PasswordParams, runtime.GOMAXPROCS(0))
+	n.cluster.OnLeader(n.keys.Run)
+	n.cluster.OnLeader(n.bootstrapOnce)
+	n.handler = n.routes()
+	return n, nil
+}
+
+// nodeID returns the configured id, else the one stored in dataDir, else a
+// fresh one that is stored for every later start.
+func nodeID(dataDir, configured string) (string, error) {
+	path := filepath.Join(dataDir, "node-id")
+	stored, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		s := strings.TrimSpace(string(stored))
+		if configured != "" && configured != s {
+			return "", fmt.Errorf("--node-id %q differs from %q stored in %s", configured, s, path)
+		}
+		return s, nil
+	case !errors.Is(err, os.ErrNotExist):
+		return "", err
+	}
+	id := configured
+	if id == "" {
+		id = uuid.NewString()
+	}
+	return id, os.WriteFile(path, []byte(id+"\n"), 0o600)
+}
+
+func (n *Node) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /.well-known/openid-configuration", oidc.DiscoveryHandler(n.cfg.Issuer))
+	mux.Handle("GET /.well-known/jwks.json", oidc.JWKSHandler(n.keys, n.log))
+	mux.Handle("/admin/v1/", admin.New(admin.Config{
+		State:     n.fsm.State(),
+		Applier:   n.cluster,
+		Keys:      adminKeys{n.keys},
+		Cluster:   adminCluster{n},
+		Hasher:    n.hasher,
+		Now:       n.cfg.Now,
+		Logger:    n.log,
+		TokenHash: n.adminTokenHash,
+	}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if !n.cluster.Ready() {
+			httpx.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "no leader"})
+			return
+		}
+		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(n.registry, promhttp.HandlerOpts{}))
+	return httpx.Recover(n.log)(httpx.Correlation(mux))
+}
+
+// Apply replicates a command through raft (the write path of every
+// package that must not import cluster).
+func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
+	return n.cluster.Apply(ctx, cmd)
+}
+
+// Start listens (unless a listener was given) and serves HTTP in the
+// background.
+func (n *Node) Start() error {
+	ln := n.cfg.HTTPListener
+	if ln == nil {
+		var err error
+		ln, err = net.Listen("tcp", n.cfg.HTTPAddr)
+		if err != nil {
+			return fmt.Errorf("http listener: %w", err)
+		}
+	}
+	n.listener = ln
+	n.server = &http.Server{
+		Handler:           n.handler,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    32 << 10,
+		ErrorLog:          slog.NewLogLogger(n.log.Handler(), slog.LevelWarn),
+	}
+	go func() {
+		err := n.server.Serve(ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		n.serveErr <- err
+	}()
+	n.log.Info("serving", "http", ln.Addr().String(), "issuer", n.cfg.Issuer, "raft", n.cluster.RaftAddr())
+	return nil
+}
+
+// Done delivers the HTTP server's terminal error (nil after Close).
+func (n *Node) Done() <-chan error { return n.serveErr }
+
+// Close stops HTTP gracefully, then raft, then the state file.
+func (n *Node) Close() error {
+	var err error
+	n.closeOnce.Do(func() {
+		if n.server != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			n.server.Shutdown(ctx)
+			cancel()
+		}
+		err = errors.Join(n.cluster.Shutdown(), n.fsm.Close())
+	})
+	return err
+}
+
+// Handler is the node's complete HTTP surface.
+func (n *Node) Handler() http.Handler { return n.handler }
+
+// Addr is the HTTP listener's address (after Start).
+func (n *Node) Addr() string { return n.listener.Addr().String() }
+
+// Issuer is the node's issuer URL.
+func (n *Node) Issuer() string { return n.cfg.Issuer }
+
+// Cluster exposes raft for tests and the cluster tooling.
+func (n *Node) Cluster() *cluster.Cluster { return n.cluster }
+
+// FSM exposes the state machine for tests.
+func (n *Node) FSM() *fsm.FSM { return n.fsm }
+
+// Keys exposes the signing keys.
+func (n *Node) Keys() *keys.Manager { return n.keys }
+
+// DataDir is where this node keeps its files.
+func (n *Node) DataDir() string { return n.cfg.DataDir }
+
+// ID is the node's stable raft id.
+func (n *Node) ID() string { return n.cfg.NodeID }
+
+// AdminTokenFile is where a generated admin token is written.
+func (n *Node) AdminTokenFile() string { return filepath.Join(n.cfg.DataDir, "admin-token") }
+
+func (n *Node) adminTokenHash() string {
+	if n.cfg.AdminToken != "" {
+		return admin.HashToken(n.cfg.AdminToken)
+	}
+	h, _ := n.fsm.State().AdminTokenHash()
+	return h
+}

@@ -28,6 +28,13 @@ const (
 	TypeAddKey
 	TypeRemoveKey
 	TypeNoop
+	TypeStartSSOSession
+	TypeIssueCode
+	TypeRedeemCode
+	TypeRevokeToken
+	TypeEndSSOSession
+	TypeReap
+	TypeSetSecret
 )
 
 var typeNames = map[Type]string{
@@ -46,6 +53,13 @@ var typeNames = map[Type]string{
 	TypeAddKey:           "add_key",
 	TypeRemoveKey:        "remove_key",
 	TypeNoop:             "noop",
+	TypeStartSSOSession:  "start_sso_session",
+	TypeIssueCode:        "issue_code",
+	TypeRedeemCode:       "redeem_code",
+	TypeRevokeToken:      "revoke_token",
+	TypeEndSSOSession:    "end_sso_session",
+	TypeReap:             "reap",
+	TypeSetSecret:        "set_secret",
 }
 
 func (t Type) String() string {

@@ -9,6 +9,14 @@ var (
 	ErrAlreadyUsed = errors.New("fsm: already used")
 	ErrExpired     = errors.New("fsm: expired")
 	ErrSchema      = errors.New("fsm: unsupported schema version")
+	// ErrSessionEnded: the SSO or app session a command relies on is no
+	// longer live.
+	ErrSessionEnded = errors.New("fsm: session ended")
+	// ErrAccessChanged: the person's membership, the organization or the
+	// client changed since the code was issued.
+	ErrAccessChanged = errors.New("fsm: access changed")
+	// ErrMismatch: the code was issued to another client.
+	ErrMismatch = errors.New("fsm: mismatch")
 )
 
 // ConflictError says which unique field collided.

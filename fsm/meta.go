@@ -12,7 +12,19 @@ type SetAdminToken struct {
 	Replace bool   `json:"replace"`
 }
 
+// SetSecret stores a cluster-wide secret generated once by a leader (for
+// example the key that seals browser state). An existing secret wins, so a
+// race between two leaders settles on one value.
+type SetSecret struct {
+	Name  string `json:"name"`
+	Value []byte `json:"value"`
+}
+
+// Secret names.
+const SecretBrowserKey = "browser_key"
+
 func init() {
+	register(TypeSetSecret, applySetSecret)
 	register(TypeSetAdminToken, applySetAdminToken)
 	register(TypeNoop, func(*bolt.Tx, uint64, []byte) Result { return Result{} })
 }
@@ -37,4 +49,33 @@ func (s *State) AdminTokenHash() (string, error) {
 		return nil
 	})
 	return h, err
+}
+
+func secretKey(name string) []byte { return []byte("secret/" + name) }
+
+func applySetSecret(tx *bolt.Tx, _ uint64, p []byte) Result {
+	c := decode[SetSecret](p)
+	meta := tx.Bucket(bucketMeta)
+	if meta.Get(secretKey(c.Name)) != nil {
+		return Result{Err: &ConflictError{Field: c.Name}}
+	}
+	if err := meta.Put(secretKey(c.Name), c.Value); err != nil {
+		panic(err)
+	}
+	return Result{}
+}
+
+// Secret returns a cluster-wide secret, or ErrNotFound.
+func (s *State) Secret(name string) ([]byte, error) {
+	var out []byte
+	err := s.f.view(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketMeta).Get(secretKey(name)); v != nil {
+			out = append([]byte(nil), v...)
+		}
+		return nil
+	})
+	if err == nil && out == nil {
+		err = ErrNotFound
+	}
+	return out, err
 }

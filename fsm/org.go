@@ -64,11 +64,17 @@ func applyDeleteOrg(tx *bolt.Tx, _ uint64, p []byte) Result {
 	if !get(tx, bucketOrgs, c.ID, &o) {
 		return Result{Err: ErrNotFound}
 	}
+	var ended EndedApps
 	if o.Status != OrgDeleted {
 		o.Status, o.DeletedAt = OrgDeleted, c.At
 		put(tx, bucketOrgs, o.ID, o)
+		for _, sid := range prefixKeys(tx, bucketAppByOrg, o.ID) {
+			if a, ok := endApp(tx, sid, c.At, EndOrgDeleted); ok {
+				ended.Apps = append(ended.Apps, a)
+			}
+		}
 	}
-	return Result{Value: o}
+	return Result{Value: ended}
 }
 
 // Org returns one organization.

@@ -25,6 +25,17 @@ var (
 	bucketMemberPair = []byte("membership_pairs")    // user_id/org_id -> membership_id
 	bucketClients    = []byte("clients")
 	bucketKeys       = []byte("keys")
+	bucketSSO        = []byte("sso_sessions")
+	bucketSSOToken   = []byte("sso_by_token") // token hash -> sso id
+	bucketApp        = []byte("app_sessions")
+	bucketAppKey     = []byte("app_by_key")  // sso/client/org -> sid
+	bucketAppBySSO   = []byte("app_by_sso")  // sso/sid
+	bucketAppByUser  = []byte("app_by_user") // user/sid
+	bucketAppByOrg   = []byte("app_by_org")  // org/sid
+	bucketSSOByUser  = []byte("sso_by_user") // user/sso id
+	bucketCodes      = []byte("codes")       // code hash -> Code
+	bucketRevoked    = []byte("revoked")     // jti -> expiry (RFC 3339)
+	bucketConsents   = []byte("consents")    // user/client -> Consent
 
 	keySchema     = []byte("schema_version")
 	keyApplied    = []byte("applied_index")
@@ -35,7 +46,9 @@ var (
 var allBuckets = [][]byte{
 	bucketMeta, bucketOrgs, bucketOrgSlugs, bucketUsers, bucketUserEmails,
 	bucketUserPhones, bucketMembers, bucketMemberByU, bucketMemberByO,
-	bucketMemberPair, bucketClients, bucketKeys,
+	bucketMemberPair, bucketClients, bucketKeys, bucketSSO, bucketSSOToken,
+	bucketApp, bucketAppKey, bucketAppBySSO, bucketAppByUser, bucketCodes,
+	bucketRevoked, bucketConsents, bucketAppByOrg, bucketSSOByUser,
 }
 
 func initSchema(tx *bolt.Tx) error {
@@ -87,6 +100,12 @@ func del(tx *bolt.Tx, bucket []byte, key string) {
 
 func exists(tx *bolt.Tx, bucket []byte, key string) bool {
 	return tx.Bucket(bucket).Get([]byte(key)) != nil
+}
+
+func mustUnmarshal(b []byte, v any) {
+	if err := json.Unmarshal(b, v); err != nil {
+		panic(fmt.Sprintf("fsm: decode record: %v", err))
+	}
 }
 
 func decode[T any](payload []byte) T {

@@ -110,6 +110,10 @@ func applyDeleteUser(tx *bolt.Tx, _ uint64, p []byte) Result {
 	if !get(tx, bucketUsers, c.ID, &u) {
 		return Result{Err: ErrNotFound}
 	}
+	var ended EndedApps
+	for _, ssoID := range prefixKeys(tx, bucketSSOByUser, u.ID) {
+		ended.Apps = append(ended.Apps, endSSO(tx, ssoID, c.At, EndErased)...)
+	}
 	for _, mid := range prefixKeys(tx, bucketMemberByU, u.ID) {
 		deleteMembership(tx, mid)
 	}
@@ -118,7 +122,7 @@ func applyDeleteUser(tx *bolt.Tx, _ uint64, p []byte) Result {
 	if u.Phone != "" {
 		del(tx, bucketUserPhones, u.Phone)
 	}
-	return Result{}
+	return Result{Value: ended}
 }
 
 func putIndex(tx *bolt.Tx, bucket []byte, key, id string) {

@@ -1,0 +1,178 @@
+package fsm
+
+import (
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Code is an authorization code, stored under the SHA-256 of its value.
+type Code struct {
+	Hash          string    `json:"hash"`
+	ClientID      string    `json:"client_id"`
+	RedirectURI   string    `json:"redirect_uri"`
+	UserID        string    `json:"user_id"`
+	OrgID         string    `json:"org_id"`
+	SID           string    `json:"sid"`
+	SSOSessionID  string    `json:"sso_session_id"`
+	Scopes        []string  `json:"scopes"`
+	Nonce         string    `json:"nonce,omitempty"`
+	Challenge     string    `json:"code_challenge"`
+	AuthTime      time.Time `json:"auth_time"`
+	AMR           []string  `json:"amr"`
+	ACR           string    `json:"acr"`
+	RequestedAt   time.Time `json:"rat"`
+	IssuedAt      time.Time `json:"issued_at"`
+	ExpiresAt     time.Time `json:"expires_at"`
+	RedeemedAt    time.Time `json:"redeemed_at,omitzero"`
+	AccessJTI     string    `json:"access_jti,omitempty"`
+	AccessExpires time.Time `json:"access_expires,omitzero"`
+}
+
+// Consent records the scopes a person granted an app.
+type Consent struct {
+	UserID   string    `json:"user_id"`
+	ClientID string    `json:"client_id"`
+	Scopes   []string  `json:"scopes"`
+	At       time.Time `json:"at"`
+}
+
+// IssueCode is one sign-in step in one command: it reuses the live app
+// session of (SSO session, client, organization) or opens one with NewSID,
+// records consent when given, keeps the SSO session alive, and stores the
+// code. Code.SID is filled in by apply; the Value is the sid used.
+type IssueCode struct {
+	Code          Code      `json:"code"`
+	NewSID        string    `json:"new_sid"`
+	IdleExpiresAt time.Time `json:"idle_expires_at"` // the SSO session's new idle deadline
+	Consent       *Consent  `json:"consent,omitempty"`
+}
+
+// RedeemCode exchanges a code once. The proposer has checked PKCE and the
+// redirect URI against the code it read; apply re-checks what can change
+// between that read and now, and marks the code used. A second redemption
+// revokes the access token of the first (SPEC.md section 3).
+type RedeemCode struct {
+	Hash          string    `json:"hash"`
+	ClientID      string    `json:"client_id"`
+	At            time.Time `json:"at"`
+	AccessJTI     string    `json:"access_jti"`
+	AccessExpires time.Time `json:"access_expires"`
+}
+
+func init() {
+	register(TypeIssueCode, applyIssueCode)
+	register(TypeRedeemCode, applyRedeemCode)
+}
+
+func applyIssueCode(tx *bolt.Tx, _ uint64, p []byte) Result {
+	c := decode[IssueCode](p)
+	code := c.Code
+	var sso SSOSession
+	if !get(tx, bucketSSO, code.SSOSessionID, &sso) || !sso.Live(code.IssuedAt) || sso.UserID != code.UserID {
+		return Result{Err: ErrSessionEnded}
+	}
+	if exists(tx, bucketCodes, code.Hash) {
+		return Result{Err: &ConflictError{Field: "code"}}
+	}
+	key := appKey(sso.ID, code.ClientID, code.OrgID)
+	if sid := tx.Bucket(bucketAppKey).Get([]byte(key)); sid != nil {
+		code.SID = string(sid)
+	} else {
+		if exists(tx, bucketApp, c.NewSID) {
+			return Result{Err: &ConflictError{Field: "sid"}}
+		}
+		a := AppSession{ID: c.NewSID, SSOSessionID: sso.ID, ClientID: code.ClientID, OrgID: code.OrgID, UserID: code.UserID, CreatedAt: code.IssuedAt}
+		put(tx, bucketApp, a.ID, a)
+		putIndex(tx, bucketAppKey, key, a.ID)
+		putIndex(tx, bucketAppBySSO, sso.ID+"/"+a.ID, "")
+		putIndex(tx, bucketAppByUser, a.UserID+"/"+a.ID, "")
+		putIndex(tx, bucketAppByOrg, a.OrgID+"/"+a.ID, "")
+		code.SID = a.ID
+	}
+	if c.IdleExpiresAt.After(sso.IdleExpiresAt) {
+		sso.IdleExpiresAt = c.IdleExpiresAt
+	}
+	sso.LastSeen = code.IssuedAt
+	put(tx, bucketSSO, sso.ID, sso)
+	if c.Consent != nil {
+		put(tx, bucketConsents, c.Consent.UserID+"/"+c.Consent.ClientID, *c.Consent)
+	}
+	put(tx, bucketCodes, code.Hash, code)
+	return Result{Value: code.SID}
+}
+
+func applyRedeemCode(tx *bolt.Tx, _ uint64, p []byte) Result {
+	c := decode[RedeemCode](p)
+	var code Code
+	if !get(tx, bucketCodes, c.Hash, &code) {
+		return Result{Err: ErrNotFound}
+	}
+	if code.ClientID != c.ClientID {
+		return Result{Err: ErrMismatch}
+	}
+	if !code.RedeemedAt.IsZero() {
+		if code.AccessJTI != "" {
+			revoke(tx, code.AccessJTI, code.AccessExpires)
+		}
+		return Result{Err: ErrAlreadyUsed}
+	}
+	if !c.At.Before(code.ExpiresAt) {
+		return Result{Err: ErrExpired}
+	}
+	if err := checkAccess(tx, code.SID, code.UserID, code.OrgID, code.ClientID, c.At); err != nil {
+		return Result{Err: err}
+	}
+	code.RedeemedAt, code.AccessJTI, code.AccessExpires = c.At, c.AccessJTI, c.AccessExpires
+	put(tx, bucketCodes, code.Hash, code)
+	return Result{Value: code}
+}
+
+// checkAccess reports whether the app session sid is live at now and the
+// person, organization and client still allow it.
+func checkAccess(tx *bolt.Tx, sid, userID, orgID, clientID string, now time.Time) error {
+	var a AppSession
+	if !get(tx, bucketApp, sid, &a) || !a.EndedAt.IsZero() {
+		return ErrSessionEnded
+	}
+	var sso SSOSession
+	if !get(tx, bucketSSO, a.SSOSessionID, &sso) || !sso.Live(now) {
+		return ErrSessionEnded
+	}
+	var cl Client
+	if !get(tx, bucketClients, clientID, &cl) || cl.Suspended {
+		return ErrAccessChanged
+	}
+	var o Org
+	if !get(tx, bucketOrgs, orgID, &o) || o.Status != OrgActive {
+		return ErrAccessChanged
+	}
+	var m Membership
+	mid := tx.Bucket(bucketMemberPair).Get([]byte(pairKey(userID, orgID)))
+	if mid == nil || !get(tx, bucketMembers, string(mid), &m) || m.Status != MembershipActive {
+		return ErrAccessChanged
+	}
+	return nil
+}
+
+// Code returns a code by the hash of its value.
+func (s *State) Code(hash string) (Code, error) {
+	var out Code
+	var ok bool
+	err := s.f.view(func(tx *bolt.Tx) error { ok = get(tx, bucketCodes, hash, &out); return nil })
+	if err == nil && !ok {
+		err = ErrNotFound
+	}
+	return out, err
+}
+
+// Consent returns what a person granted an app.
+func (s *State) Consent(userID, clientID string) (Consent, error) {
+	var out Consent
+	var ok bool
+	err := s.f.view(func(tx *bolt.Tx) error { ok = get(tx, bucketConsents, userID+"/"+clientID, &out); return nil })
+	if err == nil && !ok {
+		err = ErrNotFound
+	}
+	return out, err
+}

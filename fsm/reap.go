@@ -1,0 +1,79 @@
+package fsm
+
+import (
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Reap deletes what can no longer matter at Before: codes past expiry,
+// revocations of tokens past expiry, and SSO and app sessions that ended or
+// expired before Before. The leader proposes it periodically; the time is in
+// the command so every replica deletes the same records.
+type Reap struct {
+	Before time.Time `json:"before"`
+}
+
+// ReapStats is the Value of Reap.
+type ReapStats struct {
+	Codes, Revocations, SSOSessions, AppSessions int
+}
+
+func init() { register(TypeReap, applyReap) }
+
+func applyReap(tx *bolt.Tx, _ uint64, p []byte) Result {
+	before := decode[Reap](p).Before
+	var st ReapStats
+	st.Codes = deleteWhere(tx, bucketCodes, func(v []byte) bool {
+		var c Code
+		mustUnmarshal(v, &c)
+		return !c.ExpiresAt.After(before) && (c.AccessExpires.IsZero() || !c.AccessExpires.After(before))
+	})
+	st.Revocations = deleteWhere(tx, bucketRevoked, func(v []byte) bool {
+		exp, err := time.Parse(time.RFC3339, string(v))
+		return err == nil && !exp.After(before)
+	})
+	var deadSSO []SSOSession
+	st.SSOSessions = deleteWhere(tx, bucketSSO, func(v []byte) bool {
+		var s SSOSession
+		mustUnmarshal(v, &s)
+		dead := (!s.EndedAt.IsZero() && !s.EndedAt.After(before)) || !s.Live(before)
+		if dead {
+			deadSSO = append(deadSSO, s)
+		}
+		return dead
+	})
+	for _, s := range deadSSO {
+		for _, sid := range prefixKeys(tx, bucketAppBySSO, s.ID) {
+			var a AppSession
+			if get(tx, bucketApp, sid, &a) {
+				del(tx, bucketApp, sid)
+				del(tx, bucketAppKey, appKey(a.SSOSessionID, a.ClientID, a.OrgID))
+				del(tx, bucketAppByUser, a.UserID+"/"+sid)
+				del(tx, bucketAppByOrg, a.OrgID+"/"+sid)
+				st.AppSessions++
+			}
+			del(tx, bucketAppBySSO, s.ID+"/"+sid)
+		}
+		del(tx, bucketSSOByUser, s.UserID+"/"+s.ID)
+	}
+	deleteWhere(tx, bucketSSOToken, func(v []byte) bool { return !exists(tx, bucketSSO, string(v)) })
+	return Result{Value: st}
+}
+
+// deleteWhere deletes the records of bucket for which dead is true.
+func deleteWhere(tx *bolt.Tx, bucket []byte, dead func(v []byte) bool) int {
+	var keys [][]byte
+	c := tx.Bucket(bucket).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if dead(v) {
+			keys = append(keys, append([]byte(nil), k...))
+		}
+	}
+	for _, k := range keys {
+		if err := tx.Bucket(bucket).Delete(k); err != nil {
+			panic(err)
+		}
+	}
+	return len(keys)
+}

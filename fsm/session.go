@@ -1,0 +1,192 @@
+package fsm
+
+import (
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Reasons an SSO or app session ended.
+const (
+	EndLogout      = "logout"
+	EndSuperseded  = "superseded"
+	EndErased      = "erased"
+	EndOrgDeleted  = "org_deleted"
+	EndClientGone  = "client_deleted"
+	EndMemberGone  = "membership_removed"
+	EndPlainExpiry = "expired"
+)
+
+// SSOSession is a person's session with the provider, held by the browser's
+// cookie. The cookie carries a secret; only its SHA-256 is stored.
+type SSOSession struct {
+	ID            string    `json:"id"`
+	UserID        string    `json:"user_id"`
+	AuthTime      time.Time `json:"auth_time"` // last authentication
+	AMR           []string  `json:"amr"`
+	ACR           string    `json:"acr"`
+	CreatedAt     time.Time `json:"created_at"`
+	LastSeen      time.Time `json:"last_seen"`
+	IdleExpiresAt time.Time `json:"idle_expires_at"`
+	ExpiresAt     time.Time `json:"expires_at"` // absolute
+	EndedAt       time.Time `json:"ended_at,omitzero"`
+	EndReason     string    `json:"end_reason,omitempty"`
+}
+
+// Live reports whether the session can be used at now.
+func (s SSOSession) Live(now time.Time) bool {
+	return s.EndedAt.IsZero() && now.Before(s.ExpiresAt) && now.Before(s.IdleExpiresAt)
+}
+
+// AppSession is the session of one app, for one organization, under one SSO
+// session; its ID is the `sid` claim.
+type AppSession struct {
+	ID           string    `json:"sid"`
+	SSOSessionID string    `json:"sso_session_id"`
+	ClientID     string    `json:"client_id"`
+	OrgID        string    `json:"org_id"`
+	UserID       string    `json:"user_id"`
+	CreatedAt    time.Time `json:"created_at"`
+	EndedAt      time.Time `json:"ended_at,omitzero"`
+	EndReason    string    `json:"end_reason,omitempty"`
+}
+
+// StartSSOSession opens an SSO session after an authentication. With
+// Supersedes set, that earlier session of the same browser ends first, with
+// all its app sessions (a fresh authentication, SPEC.md section 3).
+type StartSSOSession struct {
+	Session    SSOSession `json:"session"`
+	TokenHash  string     `json:"token_hash"`
+	Supersedes string     `json:"supersedes,omitempty"`
+}
+
+// EndSSOSession ends an SSO session and every app session under it.
+type EndSSOSession struct {
+	ID     string    `json:"id"`
+	At     time.Time `json:"at"`
+	Reason string    `json:"reason"`
+}
+
+// EndedApps is the Value of commands that end app sessions: the sessions
+// they ended, for back-channel logout.
+type EndedApps struct {
+	Apps []AppSession `json:"apps"`
+}
+
+func init() {
+	register(TypeStartSSOSession, applyStartSSOSession)
+	register(TypeEndSSOSession, applyEndSSOSession)
+}
+
+func applyStartSSOSession(tx *bolt.Tx, _ uint64, p []byte) Result {
+	c := decode[StartSSOSession](p)
+	if exists(tx, bucketSSO, c.Session.ID) || exists(tx, bucketSSOToken, c.TokenHash) {
+		return Result{Err: &ConflictError{Field: "id"}}
+	}
+	if !exists(tx, bucketUsers, c.Session.UserID) {
+		return Result{Err: &NotFoundError{Field: "user_id"}}
+	}
+	var ended EndedApps
+	if c.Supersedes != "" {
+		ended.Apps = endSSO(tx, c.Supersedes, c.Session.CreatedAt, EndSuperseded)
+	}
+	put(tx, bucketSSO, c.Session.ID, c.Session)
+	putIndex(tx, bucketSSOToken, c.TokenHash, c.Session.ID)
+	putIndex(tx, bucketSSOByUser, c.Session.UserID+"/"+c.Session.ID, "")
+	return Result{Value: ended}
+}
+
+func applyEndSSOSession(tx *bolt.Tx, _ uint64, p []byte) Result {
+	c := decode[EndSSOSession](p)
+	if !exists(tx, bucketSSO, c.ID) {
+		return Result{Err: ErrNotFound}
+	}
+	return Result{Value: EndedApps{Apps: endSSO(tx, c.ID, c.At, c.Reason)}}
+}
+
+// endSSO ends a live SSO session and its live app sessions, returning the
+// app sessions it ended. Ending an ended session changes nothing.
+func endSSO(tx *bolt.Tx, id string, at time.Time, reason string) []AppSession {
+	var s SSOSession
+	if !get(tx, bucketSSO, id, &s) || !s.EndedAt.IsZero() {
+		return nil
+	}
+	s.EndedAt, s.EndReason = at, reason
+	put(tx, bucketSSO, s.ID, s)
+	var ended []AppSession
+	for _, sid := range prefixKeys(tx, bucketAppBySSO, id) {
+		if a, ok := endApp(tx, sid, at, reason); ok {
+			ended = append(ended, a)
+		}
+	}
+	return ended
+}
+
+// endApp ends one app session if it is not ended yet.
+func endApp(tx *bolt.Tx, sid string, at time.Time, reason string) (AppSession, bool) {
+	var a AppSession
+	if !get(tx, bucketApp, sid, &a) || !a.EndedAt.IsZero() {
+		return a, false
+	}
+	a.EndedAt, a.EndReason = at, reason
+	put(tx, bucketApp, a.ID, a)
+	del(tx, bucketAppKey, appKey(a.SSOSessionID, a.ClientID, a.OrgID))
+	return a, true
+}
+
+func appKey(sso, client, org string) string { return sso + "/" + client + "/" + org }
+
+// SSOSessionByToken finds the session whose cookie secret hashes to hash.
+func (s *State) SSOSessionByToken(hash string) (SSOSession, error) {
+	var out SSOSession
+	var ok bool
+	err := s.f.view(func(tx *bolt.Tx) error {
+		if id := tx.Bucket(bucketSSOToken).Get([]byte(hash)); id != nil {
+			ok = get(tx, bucketSSO, string(id), &out)
+		}
+		return nil
+	})
+	if err == nil && !ok {
+		err = ErrNotFound
+	}
+	return out, err
+}
+
+// SSOSession returns one SSO session by id.
+func (s *State) SSOSession(id string) (SSOSession, error) {
+	var out SSOSession
+	var ok bool
+	err := s.f.view(func(tx *bolt.Tx) error { ok = get(tx, bucketSSO, id, &out); return nil })
+	if err == nil && !ok {
+		err = ErrNotFound
+	}
+	return out, err
+}
+
+// AppSession returns one app session by sid.
+func (s *State) AppSession(sid string) (AppSession, error) {
+	var out AppSession
+	var ok bool
+	err := s.f.view(func(tx *bolt.Tx) error { ok = get(tx, bucketApp, sid, &out); return nil })
+	if err == nil && !ok {
+		err = ErrNotFound
+	}
+	return out, err
+}
+
+// LiveAppSession returns the live app session for (SSO session, client,
+// organization), the one a repeat sign-in reuses.
+func (s *State) LiveAppSession(ssoID, clientID, orgID string) (AppSession, error) {
+	var out AppSession
+	var ok bool
+	err := s.f.view(func(tx *bolt.Tx) error {
+		if sid := tx.Bucket(bucketAppKey).Get([]byte(appKey(ssoID, clientID, orgID))); sid != nil {
+			ok = get(tx, bucketApp, string(sid), &out)
+		}
+		return nil
+	})
+	if err == nil && !ok {
+		err = ErrNotFound
+	}
+	return out, err
+}

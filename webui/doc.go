@@ -1,0 +1,29 @@
+// Package webui renders the server-side HTML pages of the provider: the
+// sign-in steps under /authorize (CONTRACT.md section 3, SPEC.md 4.3 and
+// 4.4), the error page of SPEC.md 7.1 and plain message pages such as
+// "You are signed out". It also serves the one stylesheet they use.
+//
+// Each page has one method on *UI that writes the security headers, the
+// status and the HTML. Callers pass plain data structs whose strings they
+// have already validated; html/template escapes them by context.
+//
+// Invariants:
+//   - webui imports nothing of ours and holds no package-level state: all
+//     templates and static files are embedded, parsed and hashed once by
+//     New, and every template is executed once there with zero data so
+//     that html/template's escaping errors surface at start-up, not on the
+//     first request.
+//   - No JavaScript, no inline style: the pages are served with a strict
+//     Content-Security-Policy (see headers) and load only /static/ CSS.
+//   - A page is rendered into a buffer and written only when complete; a
+//     template failure yields a plain-text 500, never half a page.
+//   - Every page is Cache-Control: no-store. The stylesheet URL carries a
+//     content hash (StyleURL) and only that exact URL is cached as
+//     immutable, so nodes of a cluster running different versions never
+//     poison a browser cache with each other's CSS.
+//   - Forms follow CONTRACT.md section 3: method="post", hidden inputs
+//     csrf_token and step echoed unchanged, standard autocomplete tokens,
+//     a <label for> for every visible input, and choices as submit
+//     buttons with a name and value. The first submit button in a form is
+//     the one Enter triggers, so the default choice always comes first.
+package webui

@@ -1,0 +1,109 @@
+package webui
+
+import "net/http"
+
+// Common is the data every sign-in step carries.
+type Common struct {
+	Title     string // page title and heading; each page has a default
+	AppName   string // the relying party's display name; may be empty
+	CSRFToken string // posted back unchanged as hidden input csrf_token
+	Action    string // form action URL, path and query, e.g. /authorize?...
+	Step      string // opaque step handle, posted back as hidden input step
+}
+
+// SignInPage is the first sign-in step: email and password, and
+// optionally a text-message code sent to a phone number.
+type SignInPage struct {
+	Common
+	Email      string // re-filled after a failed attempt
+	Error      string // a message the person can act on; empty for none
+	SMSEnabled bool   // offer the phone input and the method=sms button
+	Phone      string // re-filled after a failed attempt
+}
+
+// Second-factor methods, the values of the method button on the
+// second-factor page.
+const (
+	MethodPasskey  = "passkey"
+	MethodOTP      = "otp"
+	MethodRecovery = "recovery"
+)
+
+// SecondFactorPage asks for a second factor. Methods is a subset of
+// MethodPasskey, MethodOTP and MethodRecovery; the buttons are always in
+// the order otp, recovery, passkey so that Enter in the code input submits
+// a code method.
+type SecondFactorPage struct {
+	Common
+	Methods []string
+	Error   string
+}
+
+// PickerPage lets the person choose the organization to sign in to.
+type PickerPage struct {
+	Common
+	Query            string // the current search, max 64 characters
+	Orgs             []PickerOrg
+	PrevURL, NextURL string // empty when there is no such page
+	Error            string
+}
+
+// PickerOrg is one organization on the picker page.
+type PickerOrg struct {
+	ID, Name, Slug string
+}
+
+// ConsentPage asks the person to share the listed scopes with the app.
+type ConsentPage struct {
+	Common
+	Scopes  []ScopeLine
+	OrgName string // the organization being signed in to; may be empty
+}
+
+// ScopeLine is one requested scope and what it gives the app.
+type ScopeLine struct {
+	Name, Description string
+}
+
+// ErrorPage is the error page of SPEC.md 7.1. It shows a reference code
+// and never a link back to the client.
+type ErrorPage struct {
+	Title, Message, Reference string
+}
+
+// MessagePage is a plain notice, such as "You declined" or "You are
+// signed out", with an optional link.
+type MessagePage struct {
+	Title, Message    string
+	LinkURL, LinkText string // optional; the link is shown when LinkURL is set
+}
+
+// SignIn renders the first sign-in step.
+func (u *UI) SignIn(w http.ResponseWriter, status int, p SignInPage) {
+	u.render(w, status, u.signIn, p)
+}
+
+// SecondFactor renders the second-factor step.
+func (u *UI) SecondFactor(w http.ResponseWriter, status int, p SecondFactorPage) {
+	u.render(w, status, u.secondFactor, p)
+}
+
+// OrganizationPicker renders the organization picker.
+func (u *UI) OrganizationPicker(w http.ResponseWriter, status int, p PickerPage) {
+	u.render(w, status, u.picker, p)
+}
+
+// Consent renders the consent step.
+func (u *UI) Consent(w http.ResponseWriter, status int, p ConsentPage) {
+	u.render(w, status, u.consent, p)
+}
+
+// Error renders the error page.
+func (u *UI) Error(w http.ResponseWriter, status int, p ErrorPage) {
+	u.render(w, status, u.errorPage, p)
+}
+
+// Message renders a message page.
+func (u *UI) Message(w http.ResponseWriter, status int, p MessagePage) {
+	u.render(w, status, u.message, p)
+}

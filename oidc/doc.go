@@ -1,6 +1,8 @@
 // Package oidc serves the OpenID Connect protocol surface of SPEC.md
-// section 4: discovery, the key set, and (in later files) authorize,
-// token, userinfo, introspection, revocation and memberships.
+// section 4: discovery, the key set, authorize with its sign-in, picker and
+// consent steps (authorize*.go, signin.go, picker.go, consent.go), token,
+// userinfo, introspection, revocation and memberships (token.go and
+// friends). Logout lives in package logout.
 //
 // Invariants:
 //   - The discovery document is a function of the issuer alone: it is

@@ -1,0 +1,586 @@
+package oidc
+
+// The authorization endpoint (SPEC.md 4.3, 4.4, 7.1, 7.2).
+//
+// GET /authorize validates the request in a fixed order
+// (validateAuthorize): until client_id, redirect_uri and the rest of
+// SPEC.md 7.1 have passed, every problem is an error page (status 400 with
+// a reference, never a Location). Then the request becomes a pending
+// request and runs the pipeline of flow.proceed:
+//
+//	authenticate -> strength (acr_values) -> organization -> consent -> code
+//
+// Each stage either passes, answers with a form (sign-in, picker, consent),
+// or ends the flow with an error redirected to the client (SPEC.md 7.2).
+// A form posts its sealed step back; the POST handlers check the step and
+// CSRF binding, do their stage's work and call proceed again, which
+// re-checks everything that could have changed in between (client,
+// session, membership) from the store.
+//
+// Invariants:
+//   - Nothing is redirected to a redirect_uri that is not byte for byte a
+//     registered URI of a client that is currently not suspended.
+//   - Page errors and redirected errors never mix: the former are plain
+//     errors from the validators (text to the log only), the latter are
+//     *Error values with constant descriptions.
+//   - The browser holds only a random SSO secret; the store holds its hash.
+//   - A prompt=none request never gets a page once it has been validated.
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/httpx"
+	"github.com/oidcd/oidcd/webui"
+)
+
+// Paths and limits of the sign-in surface.
+const (
+	pathPicker   = PathAuthorize + "/organization"
+	maxPageForm  = 16 << 10 // body of a sign-in form post
+	maxEmailLen  = 254
+	maxPickerLen = 64 // q (SPEC.md section 8)
+)
+
+// Constant texts of the pages.
+const (
+	msgBadRequest    = "This sign-in request is not valid. Return to the application and try again."
+	msgExpired       = "This sign-in has expired or is invalid. Return to the application and try again."
+	msgForbidden     = "This form could not be verified. Return to the application and try again."
+	msgNotFound      = "This page does not exist."
+	msgUnavailable   = "The service is temporarily unavailable. Please try again in a moment."
+	msgBadPassword   = "Incorrect email or password."
+	msgSMSDisabled   = "Text-message sign-in is not available."
+	msgPickOrg       = "Choose one of the organizations listed."
+	titleUnavailable = "Temporarily unavailable"
+)
+
+// The errors redirected to the client (SPEC.md 7.2). Descriptions are
+// matched whole by clients: do not reword.
+var (
+	errLoginRequired   = &Error{Code: "login_required", Description: "The Authorization Server requires End-User authentication."}
+	errOrgSelection    = &Error{Code: "interaction_required", Description: "organization_selection_required"}
+	errOrgDenied       = &Error{Code: "access_denied", Description: "organization_access_denied"}
+	errNoSecondFactor  = &Error{Code: "access_denied", Description: "strong authentication required; no second factor enrolled"}
+	errConsentRequired = &Error{Code: "interaction_required", Description: "consent_required"}
+)
+
+// registerAuthorize mounts /authorize and the sign-in steps.
+func (p *Provider) registerAuthorize(mux *http.ServeMux) {
+	mux.HandleFunc("GET "+PathAuthorize, p.handleAuthorize)
+	mux.HandleFunc("POST "+PathAuthorize, p.handleAuthorizePost)
+	mux.HandleFunc("GET "+pathPicker, p.handlePicker)
+	mux.HandleFunc("POST "+pathPicker, p.handlePickerPost)
+	mux.HandleFunc(PathAuthorize+"/", p.handleAuthorizeNotFound)
+	// Static answers 405 itself for other methods. The pattern has no
+	// method so that an embedder (the test harness) may still mount its
+	// own, more specific "GET /static/" without a conflict.
+	mux.Handle("/static/", p.cfg.UI.Static())
+}
+
+// flow is one request's turn through the sign-in pipeline.
+type flow struct {
+	p    *Provider
+	w    http.ResponseWriter
+	r    *http.Request
+	now  time.Time
+	pend *pending
+
+	client fsm.Client
+
+	// The browser's usable SSO session and its person (hasSession).
+	sess       fsm.SSOSession
+	user       fsm.User
+	hasSession bool
+
+	csrf string // this browser's token once csrfToken ran
+	ref  string // see reference
+}
+
+func (p *Provider) newFlow(w http.ResponseWriter, r *http.Request) *flow {
+	return &flow{p: p, w: w, r: r, now: p.now()}
+}
+
+// handleAuthorize is GET /authorize.
+func (p *Provider) handleAuthorize(w http.ResponseWriter, r *http.Request) {
+	f := p.newFlow(w, r)
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		f.page(http.StatusBadRequest, msgBadRequest, "query: "+err.Error())
+		return
+	}
+	req, client, err := validateAuthorize(p.cfg.State, q)
+	if err != nil {
+		f.pageErr(err)
+		return
+	}
+	req.RequestedAt = f.now
+	f.pend, f.client = &pending{Req: req}, client
+	if e := checkACRSupported(req.ACRValues); e != nil {
+		f.fail(e)
+		return
+	}
+	if !f.loadSession() {
+		return
+	}
+	f.proceed(false)
+}
+
+// handleAuthorizeNotFound answers unknown paths under /authorize/ with the
+// HTML error page (SPEC.md 4.3 and 4.4 list 404 as text/html).
+func (p *Provider) handleAuthorizeNotFound(w http.ResponseWriter, r *http.Request) {
+	p.newFlow(w, r).page(http.StatusNotFound, msgNotFound, "no such page: "+r.URL.Path)
+}
+
+// handleAuthorizePost is POST /authorize: the sign-in and consent forms.
+func (p *Provider) handleAuthorizePost(w http.ResponseWriter, r *http.Request) {
+	f := p.newFlow(w, r)
+	form, ok := f.openForm(stageSignIn, stageConsent)
+	if !ok || !f.loadClient() || !f.loadSession() {
+		return
+	}
+	switch f.pend.Stage {
+	case stageSignIn:
+		f.signIn(form)
+	case stageConsent:
+		f.consentDecision(form)
+	}
+}
+
+// openForm parses a posted form, opens its step (one of stages) and checks
+// the CSRF binding. On failure it has answered: 400 for a bad body or
+// step, 403 for CSRF, 503 without a browser key.
+func (f *flow) openForm(stages ...string) (url.Values, bool) {
+	f.r.Body = http.MaxBytesReader(f.w, f.r.Body, maxPageForm)
+	if err := f.r.ParseForm(); err != nil {
+		f.page(http.StatusBadRequest, msgBadRequest, "form: "+err.Error())
+		return nil, false
+	}
+	form := f.r.PostForm
+	step, _ := formValue(form, "step")
+	var err error
+	f.pend, err = f.p.openPending(step, f.now, stages...)
+	switch {
+	case errors.Is(err, errStepInvalid):
+		f.page(http.StatusBadRequest, msgExpired, "step invalid, expired or of another stage")
+		return nil, false
+	case err != nil:
+		f.unavailable("sealer: " + err.Error())
+		return nil, false
+	}
+	token, _ := formValue(form, "csrf_token")
+	if !csrfMatch(cookieValue(f.r, cookieCSRF), token, f.pend.CSRF) {
+		f.page(http.StatusForbidden, msgForbidden, "csrf mismatch")
+		return nil, false
+	}
+	f.csrf = f.pend.CSRF
+	return form, true
+}
+
+// formValue is the single value of a form field; ok is false when the
+// field is absent or repeated (a repeat yields "").
+func formValue(form url.Values, key string) (string, bool) {
+	if v := form[key]; len(v) == 1 {
+		return v[0], true
+	}
+	return "", false
+}
+
+// loadClient re-reads the pending request's client: it may have been
+// suspended or lost the redirect URI since GET /authorize.
+func (f *flow) loadClient() bool {
+	c, err := lookupClient(f.p.cfg.State, f.pend.Req.ClientID)
+	if err == nil {
+		err = checkRedirectURI(c, f.pend.Req.RedirectURI)
+	}
+	if err != nil {
+		f.pageErr(err)
+		return false
+	}
+	f.client = c
+	return true
+}
+
+// loadSession finds the browser's usable SSO session: the cookie's secret
+// names a session that is live and whose person still exists.
+func (f *flow) loadSession() bool {
+	f.hasSession = false
+	secret := cookieValue(f.r, cookieSession)
+	if secret == "" || len(secret) > 64 {
+		return true
+	}
+	s, err := f.p.cfg.State.SSOSessionByToken(hashToken(secret))
+	if errors.Is(err, fsm.ErrNotFound) || (err == nil && !s.Live(f.now)) {
+		return true
+	}
+	if err != nil {
+		f.unavailable("sso session: " + err.Error())
+		return false
+	}
+	u, err := f.p.cfg.State.User(s.UserID)
+	if errors.Is(err, fsm.ErrNotFound) {
+		return true
+	}
+	if err != nil {
+		f.unavailable("user: " + err.Error())
+		return false
+	}
+	f.sess, f.user, f.hasSession = s, u, true
+	return true
+}
+
+// proceed runs the pipeline from authentication to the code. grant is the
+// person's "allow" on the consent page for this step.
+func (f *flow) proceed(grant bool) {
+	if !f.authenticate() {
+		return
+	}
+	if e := f.checkStrength(); e != nil {
+		f.fail(e)
+		return
+	}
+	org, ok := f.organization()
+	if !ok {
+		return
+	}
+	f.consentAndIssue(org, grant)
+}
+
+// authenticate passes when the browser's session satisfies the request; it
+// shows the sign-in form otherwise (login_required for prompt=none).
+func (f *flow) authenticate() bool {
+	if f.pend.SSOID != "" && !f.sameSession() {
+		// Signed out or replaced meanwhile: judge afresh, and forget what
+		// the earlier person chose.
+		f.pend.SSOID, f.pend.OrgID = "", ""
+	}
+	if f.pend.SSOID != "" {
+		return true
+	}
+	if f.hasSession && !needsFreshAuth(f.pend.Req, f.sess, f.now) {
+		f.pend.SSOID = f.sess.ID
+		return true
+	}
+	if f.pend.Req.Prompt.has(promptNone) {
+		f.fail(errLoginRequired)
+		return false
+	}
+	f.showSignIn(http.StatusOK, "", "")
+	return false
+}
+
+// sameSession reports whether the browser's usable session is the one that
+// authenticated this pending request.
+func (f *flow) sameSession() bool {
+	return f.hasSession && f.pend.SSOID != "" && f.sess.ID == f.pend.SSOID
+}
+
+// needsFreshAuth reports whether session s is too old or not wanted for
+// req: prompt=login, or max_age exceeded (max_age=0: always).
+func needsFreshAuth(req authzRequest, s fsm.SSOSession, now time.Time) bool {
+	if req.Prompt.has(promptLogin) {
+		return true
+	}
+	if req.MaxAge == nil {
+		return false
+	}
+	return *req.MaxAge == 0 || now.Unix()-s.AuthTime.Unix() > *req.MaxAge
+}
+
+// checkStrength compares the session's acr with what acr_values asks for.
+func (f *flow) checkStrength() *Error {
+	need := requiredACR(f.pend.Req.ACRValues)
+	if need == "" || acrRank(f.sess.ACR) >= acrRank(need) {
+		return nil
+	}
+	if secondFactorEnrolled(f.user) {
+		// SECOND-FACTOR HOOK (SPEC.md 4.3 behaviour 4): ask for the second
+		// factor here (webui.SecondFactorPage, a new stage), raise the
+		// session's acr to urn:service:sso:acr:mfa, then continue the
+		// pipeline. Unreachable until second factors exist.
+		return errNoSecondFactor
+	}
+	return errNoSecondFactor
+}
+
+// secondFactorEnrolled reports whether u can complete a second factor.
+// SECOND-FACTOR HOOK: always false until second factors exist.
+func secondFactorEnrolled(fsm.User) bool { return false }
+
+// organization decides the organization of this sign-in (SPEC.md 1). It
+// returns ok=false when it has answered (picker, error).
+func (f *flow) organization() (fsm.Org, bool) {
+	if !f.client.MultiOrganization {
+		o, ok, err := f.p.memberOrg(f.user.ID, f.client.OrganizationID)
+		if err != nil {
+			f.unavailable("membership: " + err.Error())
+			return fsm.Org{}, false
+		}
+		if !ok {
+			f.fail(errOrgDenied)
+			return fsm.Org{}, false
+		}
+		return o, true
+	}
+	cands, err := f.p.orgCandidates(f.user.ID, f.client)
+	if err != nil {
+		f.unavailable("memberships: " + err.Error())
+		return fsm.Org{}, false
+	}
+	if id := f.pend.OrgID; id != "" { // chosen earlier in this flow
+		if i := indexOrg(cands, id); i >= 0 {
+			return cands[i], true
+		}
+		f.fail(errOrgDenied)
+		return fsm.Org{}, false
+	}
+	hint := f.pend.Req.OrgHint
+	hinted := indexOrg(cands, hint)
+	if len(cands) == 0 || (hint != "" && hinted < 0) {
+		f.fail(errOrgDenied)
+		return fsm.Org{}, false
+	}
+	if !f.pend.Req.Prompt.has(promptSelectAccount) {
+		switch {
+		case hinted >= 0:
+			return cands[hinted], true
+		case len(cands) == 1:
+			return cands[0], true
+		}
+	}
+	if f.pend.Req.Prompt.has(promptNone) {
+		f.fail(errOrgSelection)
+		return fsm.Org{}, false
+	}
+	f.toPicker()
+	return fsm.Org{}, false
+}
+
+// memberOrg returns organization orgID when userID is an active member of
+// it and it is active.
+func (p *Provider) memberOrg(userID, orgID string) (fsm.Org, bool, error) {
+	m, err := p.cfg.State.MembershipOf(userID, orgID)
+	if errors.Is(err, fsm.ErrNotFound) {
+		return fsm.Org{}, false, nil
+	}
+	if err != nil {
+		return fsm.Org{}, false, err
+	}
+	o, err := p.cfg.State.Org(orgID)
+	if errors.Is(err, fsm.ErrNotFound) {
+		return fsm.Org{}, false, nil
+	}
+	if err != nil {
+		return fsm.Org{}, false, err
+	}
+	return o, m.Status == fsm.MembershipActive && o.Status == fsm.OrgActive, nil
+}
+
+// orgCandidates lists the organizations userID may sign in to with a
+// multi-organization client: active memberships of active organizations
+// the client serves (client.Organizations; empty means all), sorted for
+// the picker.
+func (p *Provider) orgCandidates(userID string, c fsm.Client) ([]fsm.Org, error) {
+	ms, err := p.cfg.State.MembershipsOfUser(userID)
+	if err != nil {
+		return nil, err
+	}
+	var out []fsm.Org
+	for _, m := range ms {
+		if m.Status != fsm.MembershipActive || m.Org.Status != fsm.OrgActive {
+			continue
+		}
+		if len(c.Organizations) > 0 && !slices.Contains(c.Organizations, m.OrgID) {
+			continue
+		}
+		out = append(out, m.Org)
+	}
+	sortOrgs(out)
+	return out, nil
+}
+
+func indexOrg(orgs []fsm.Org, id string) int {
+	if id == "" {
+		return -1
+	}
+	return slices.IndexFunc(orgs, func(o fsm.Org) bool { return o.ID == id })
+}
+
+// consentAndIssue asks for consent when it is needed, then issues the code.
+func (f *flow) consentAndIssue(org fsm.Org, grant bool) {
+	if grant || f.client.SkipConsent {
+		f.issue(org, grant)
+		return
+	}
+	covered, err := f.p.consentCovers(f.user.ID, f.client.ID, f.pend.Req.Scopes)
+	if err != nil {
+		f.unavailable("consent: " + err.Error())
+		return
+	}
+	switch {
+	case covered:
+		f.issue(org, false)
+	case f.pend.Req.Prompt.has(promptNone):
+		f.fail(errConsentRequired)
+	default:
+		f.showConsent(org)
+	}
+}
+
+// issue stores the code (reusing or opening the app session, recording
+// consent when granted) and redirects to the client with it.
+func (f *flow) issue(org fsm.Org, grant bool) {
+	p, req, s := f.p, f.pend.Req, f.sess
+	code := newID()
+	idle := f.now.Add(p.cfg.SessionIdle)
+	if s.ExpiresAt.Before(idle) {
+		idle = s.ExpiresAt
+	}
+	cmd := fsm.IssueCode{
+		Code: fsm.Code{
+			Hash: hashToken(code), ClientID: f.client.ID, RedirectURI: req.RedirectURI,
+			UserID: s.UserID, OrgID: org.ID, SSOSessionID: s.ID,
+			Scopes: req.Scopes, Nonce: req.Nonce, Challenge: req.Challenge,
+			AuthTime: s.AuthTime, AMR: s.AMR, ACR: s.ACR,
+			RequestedAt: req.RequestedAt, IssuedAt: f.now, ExpiresAt: f.now.Add(p.cfg.CodeTTL),
+		},
+		NewSID:        uuid.NewString(),
+		IdleExpiresAt: idle,
+	}
+	if grant {
+		scopes, err := p.grantedScopes(s.UserID, f.client.ID, req.Scopes)
+		if err != nil {
+			f.unavailable("consent: " + err.Error())
+			return
+		}
+		cmd.Consent = &fsm.Consent{UserID: s.UserID, ClientID: f.client.ID, Scopes: scopes, At: f.now}
+	}
+	res, err := p.cfg.Applier.Apply(f.r.Context(), fsm.MustCommand(fsm.TypeIssueCode, cmd))
+	switch {
+	case err != nil:
+		f.unavailable("issue code: " + err.Error())
+		return
+	case errors.Is(res.Err, fsm.ErrSessionEnded):
+		// Ended between our read and the write: sign in again.
+		f.hasSession, f.pend.SSOID = false, ""
+		if req.Prompt.has(promptNone) {
+			f.fail(errLoginRequired)
+		} else {
+			f.showSignIn(http.StatusOK, "", "")
+		}
+		return
+	case res.Err != nil:
+		f.unavailable("issue code: " + res.Err.Error())
+		return
+	}
+	f.p.log.Info("authorize: code issued", "client_id", f.client.ID, "org_id", org.ID,
+		"sid", res.Value, "reference", f.reference())
+	f.redirect(appendQuery(req.RedirectURI, url.Values{"code": {code}, "state": {req.State}}))
+}
+
+// fail redirects an error to the client (SPEC.md 7.2).
+func (f *flow) fail(e *Error) {
+	f.p.log.Info("authorize: error redirected", "error", e.Code, "error_description", e.Description,
+		"client_id", f.pend.Req.ClientID, "reference", f.reference())
+	f.redirect(appendQuery(f.pend.Req.RedirectURI, url.Values{
+		"error": {e.Code}, "error_description": {e.Description}, "state": {f.pend.Req.State},
+	}))
+}
+
+// redirect ends the flow with a redirect: 302 after a GET, 303 after a
+// POST, never cached. The picker cookie has served its purpose.
+func (f *flow) redirect(location string) {
+	if f.r.Method == http.MethodPost {
+		f.redirectTo(location, http.StatusSeeOther)
+	} else {
+		f.redirectTo(location, http.StatusFound)
+	}
+}
+
+func (f *flow) redirectTo(location string, status int) {
+	if _, err := f.r.Cookie(cookieAuthz); err == nil && location != pathPicker {
+		f.p.clearCookie(f.w, cookieAuthz, authzCookiePath)
+	}
+	h := f.w.Header()
+	h.Set("Location", location)
+	h.Set("Cache-Control", "no-store")
+	h.Set("Pragma", "no-cache")
+	h.Set("Referrer-Policy", "no-referrer")
+	f.w.WriteHeader(status)
+}
+
+// appendQuery adds params to a registered redirect URI, keeping its own
+// query byte for byte and any fragment last.
+func appendQuery(base string, params url.Values) string {
+	frag := ""
+	if i := strings.IndexByte(base, '#'); i >= 0 {
+		base, frag = base[:i], base[i:]
+	}
+	sep := "?"
+	switch {
+	case strings.HasSuffix(base, "?") || strings.HasSuffix(base, "&"):
+		sep = ""
+	case strings.Contains(base, "?"):
+		sep = "&"
+	}
+	return base + sep + params.Encode() + frag
+}
+
+// reference is the id quoted on error pages and in the log: the request's
+// correlation id, or a fresh one outside the correlation middleware.
+func (f *flow) reference() string {
+	if f.ref == "" {
+		if f.ref = httpx.CorrelationID(f.r.Context()); f.ref == "" {
+			f.ref = newID()[:12]
+		}
+	}
+	return f.ref
+}
+
+// pageErr shows a validation error: 503 for a store problem, else 400.
+func (f *flow) pageErr(err error) {
+	if errors.Is(err, errAuthzStore) {
+		f.unavailable(err.Error())
+		return
+	}
+	f.page(http.StatusBadRequest, msgBadRequest, err.Error())
+}
+
+// page shows the error page of SPEC.md 7.1 with a constant message and
+// logs the real reason under the reference it shows.
+func (f *flow) page(status int, message, reason string) {
+	ref := f.reference()
+	f.p.log.Warn("authorize: error page", "status", status, "reason", reason, "reference", ref)
+	f.p.cfg.UI.Error(f.w, status, webui.ErrorPage{Message: message, Reference: ref})
+}
+
+// unavailable is the 503 page for store and key problems.
+func (f *flow) unavailable(reason string) {
+	ref := f.reference()
+	f.p.log.Error("authorize: unavailable", "reason", reason, "reference", ref)
+	f.p.cfg.UI.Error(f.w, http.StatusServiceUnavailable, webui.ErrorPage{
+		Title: titleUnavailable, Message: msgUnavailable, Reference: ref,
+	})
+}
+
+// common seals the pending request for a form of stage and returns the
+// data every form carries. ok is false when it has answered 503.
+func (f *flow) common(stage, action string) (webui.Common, bool) {
+	if f.csrf == "" {
+		f.csrf = f.p.csrfToken(f.w, f.r)
+	}
+	f.pend.Stage, f.pend.CSRF = stage, f.csrf
+	step, err := f.p.sealPending(f.pend)
+	if err != nil {
+		f.unavailable("seal step: " + err.Error())
+		return webui.Common{}, false
+	}
+	return webui.Common{AppName: f.client.Name, CSRFToken: f.csrf, Action: action, Step: step}, true
+}

@@ -1,0 +1,190 @@
+package oidc
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v2/jwt"
+
+	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/httpx"
+	"github.com/oidcd/oidcd/keys"
+)
+
+// clockSkew is how long past exp a token is still accepted: nodes' clocks
+// differ a little. It is the whole tolerance; there is no grace period.
+const clockSkew = 5 * time.Second
+
+// errTokenInvalid means the token is not an access token we honour now:
+// malformed, not ours, expired, an ID or logout token, revoked, of an
+// ended app session, of a suspended app, or its person lost access. All
+// of these get one answer.
+var errTokenInvalid = errors.New("oidc: invalid token")
+
+// accessToken is what a checked access token says.
+type accessToken struct {
+	jti, sid, sub, org string
+	scopes             []string
+	exp                time.Time
+}
+
+// hasScope reports whether the token was granted scope.
+func (t *accessToken) hasScope(scope string) bool {
+	for _, s := range t.scopes {
+		if s == scope {
+			return true
+		}
+	}
+	return false
+}
+
+// parseAccessToken checks that raw is an access token we issued and that
+// it has not expired at now: signature by a published key (RS256), iss,
+// exp (with clockSkew), and the shape of an access token: jti, sid, sub,
+// organization_id and scp present, aud empty (an ID token has a non-empty
+// aud, a logout token a string aud and no scp). It does not consult the
+// store. Token problems are errTokenInvalid; anything else is a fault of
+// ours (the key set could not be read).
+func (p *Provider) parseAccessToken(raw string, now time.Time) (accessToken, error) {
+	if raw == "" {
+		return accessToken{}, errTokenInvalid
+	}
+	t, err := p.cfg.Keys.Verify([]byte(raw))
+	if err != nil {
+		if errors.Is(err, keys.ErrInvalidToken) {
+			return accessToken{}, errTokenInvalid
+		}
+		return accessToken{}, err
+	}
+	out := accessToken{jti: t.JwtID(), sub: t.Subject(), exp: t.Expiration()}
+	if t.Issuer() != p.cfg.Issuer || out.exp.IsZero() || !now.Before(out.exp.Add(clockSkew)) ||
+		len(t.Audience()) != 0 || out.jti == "" || out.sub == "" {
+		return accessToken{}, errTokenInvalid
+	}
+	var ok bool
+	if out.sid, ok = stringClaim(t, "sid"); !ok {
+		return accessToken{}, errTokenInvalid
+	}
+	if out.org, ok = stringClaim(t, "organization_id"); !ok {
+		return accessToken{}, errTokenInvalid
+	}
+	v, ok := t.Get("scp")
+	list, isList := v.([]any)
+	if !ok || !isList {
+		return accessToken{}, errTokenInvalid
+	}
+	out.scopes = make([]string, len(list))
+	for i, s := range list {
+		if out.scopes[i], ok = s.(string); !ok {
+			return accessToken{}, errTokenInvalid
+		}
+	}
+	return out, nil
+}
+
+// stringClaim returns a non-empty string claim.
+func stringClaim(t jwt.Token, name string) (string, bool) {
+	v, ok := t.Get(name)
+	s, isString := v.(string)
+	return s, ok && isString && s != ""
+}
+
+// checkAccessToken is parseAccessToken plus the live check of the store:
+// not revoked, app and SSO session live, app not suspended, organization
+// and membership active (fsm.State.CheckAccess). A store that cannot be
+// read is an error other than errTokenInvalid.
+func (p *Provider) checkAccessToken(raw string, now time.Time) (accessToken, fsm.Access, error) {
+	tok, err := p.parseAccessToken(raw, now)
+	if err != nil {
+		return tok, fsm.Access{}, err
+	}
+	acc, err := p.cfg.State.CheckAccess(tok.jti, tok.sid, now)
+	switch {
+	case errors.Is(err, fsm.ErrNotFound), errors.Is(err, fsm.ErrSessionEnded),
+		errors.Is(err, fsm.ErrAccessChanged), errors.Is(err, fsm.ErrAlreadyUsed):
+		return tok, acc, errTokenInvalid
+	case err != nil:
+		return tok, acc, err
+	}
+	// The claims are ours and signed, so these hold; checking is cheap.
+	if acc.App.UserID != tok.sub || acc.App.OrgID != tok.org {
+		return tok, acc, errTokenInvalid
+	}
+	return tok, acc, nil
+}
+
+// bearerToken returns the token of an "Authorization: Bearer <token>"
+// header (scheme case-insensitive, RFC 6750 2.1). Tokens in the body or
+// the query are not accepted.
+func bearerToken(r *http.Request) string {
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	tok = strings.TrimLeft(tok, " ")
+	if strings.ContainsAny(tok, " \t") {
+		return ""
+	}
+	return tok
+}
+
+// bearerStyle is how a bearer endpoint answers a failed check.
+type bearerStyle uint8
+
+const (
+	bearerJSON     bearerStyle = iota // GET /userinfo: 401 {"error":"invalid_token"}, 500 {"error":"server_error"}
+	bearerNoBody                      // POST /userinfo: the same statuses and headers, no body
+	bearerEnvelope                    // /api/v1: 401 as bearerJSON, 500 the INTERNAL_ERROR envelope
+)
+
+// bearer checks the request's bearer token and counts the outcome. On
+// failure it has answered: 401 invalid_token (SPEC.md 7.4) for every
+// token problem, or 500 when the store could not be read.
+func (p *Provider) bearer(w http.ResponseWriter, r *http.Request, style bearerStyle) (accessToken, fsm.Access, bool) {
+	tok, acc, err := p.checkAccessToken(bearerToken(r), p.now())
+	switch {
+	case err == nil:
+		p.metrics.bearerChecks.WithLabelValues(bearerValid).Inc()
+		return tok, acc, true
+	case errors.Is(err, errTokenInvalid):
+		p.metrics.bearerChecks.WithLabelValues(bearerInvalid).Inc()
+		writeInvalidToken(w, style == bearerNoBody)
+	default:
+		p.metrics.bearerChecks.WithLabelValues(bearerError).Inc()
+		p.logFault(r.Context(), "bearer check", err)
+		switch style {
+		case bearerNoBody:
+			w.Header().Set("Cache-Control", "no-store")
+			w.WriteHeader(http.StatusInternalServerError)
+		case bearerEnvelope:
+			httpx.WriteError(w, r, http.StatusInternalServerError, httpx.CodeInternal, "internal error")
+		default:
+			writeOAuthError(w, errTokServer)
+		}
+	}
+	return tok, acc, false
+}
+
+// invalidTokenBody is the body of SPEC.md 7.4, byte for byte.
+const invalidTokenBody = `{"error":"invalid_token"}`
+
+// writeInvalidToken answers SPEC.md 7.4: 401, the Bearer challenge, the
+// exact Content-Type, and the body unless noBody (POST /userinfo).
+func writeInvalidToken(w http.ResponseWriter, noBody bool) {
+	h := w.Header()
+	h.Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+	h.Set("Content-Type", "application/json;charset=UTF-8")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusUnauthorized)
+	if !noBody {
+		w.Write([]byte(invalidTokenBody))
+	}
+}
+
+// logFault logs a server-side failure with the request's correlation id.
+func (p *Provider) logFault(ctx context.Context, what string, err error) {
+	p.log.Error(what, "err", err, "correlation_id", httpx.CorrelationID(ctx))
+}

@@ -1,0 +1,171 @@
+package oidc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+
+	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/httpx"
+	"github.com/oidcd/oidcd/internal/password"
+)
+
+// maxFormBody caps the form bodies of the token, introspection and
+// revocation endpoints; ours are a few hundred bytes.
+const maxFormBody = 64 << 10
+
+// readTokenForm reads an application/x-www-form-urlencoded body of at most
+// maxFormBody bytes. The query string is ignored: back-channel parameters
+// travel in the body only. A parameter that appears twice is an error
+// (RFC 6749 3.2), and so is any body that does not parse; none of these
+// is ever a 500.
+func readTokenForm(w http.ResponseWriter, r *http.Request) (url.Values, *Error) {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/x-www-form-urlencoded" {
+		return nil, errTokContentType
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxFormBody))
+	if err != nil {
+		return nil, errTokMalformed
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return nil, errTokMalformed
+	}
+	for _, v := range form {
+		if len(v) > 1 {
+			return nil, errTokRepeated
+		}
+	}
+	return form, nil
+}
+
+// formParam returns a form parameter; a parameter sent with an empty value is
+// treated as omitted (RFC 6749 3.2).
+func formParam(form url.Values, name string) string {
+	if v := form[name]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// credentials are what a request presents to identify its client.
+type credentials struct {
+	id        string // as sent; the rate-limit key uses it before authentication
+	secret    string
+	hasSecret bool
+	basic     bool   // tried the Authorization header: a 401 carries the challenge
+	err       *Error // the presentation itself is wrong
+}
+
+// clientCredentials reads HTTP Basic (each part form-urlencoded, RFC 6749
+// 2.3.1) or the client_id and client_secret fields. Basic together with a
+// client_secret field, or with a client_id field naming another client,
+// is 400 invalid_request; Basic with the same client_id field is accepted
+// (RFC 6749 allows client_id in the body). Any other Authorization scheme,
+// or a Basic header that does not decode, fails client authentication;
+// either way the client tried the header, so a 401 carries the Basic
+// challenge.
+func clientCredentials(r *http.Request, form url.Values) credentials {
+	formID, formSecret := formParam(form, "client_id"), formParam(form, "client_secret")
+	if r.Header.Get("Authorization") == "" {
+		return credentials{id: formID, secret: formSecret, hasSecret: formSecret != ""}
+	}
+	user, pass, ok := r.BasicAuth()
+	c := credentials{id: user, basic: true}
+	if !ok {
+		c.id, c.err = formID, errTokClient
+		return c
+	}
+	id, err1 := url.QueryUnescape(user)
+	secret, err2 := url.QueryUnescape(pass)
+	switch {
+	case err1 != nil || err2 != nil || id == "":
+		id, c.err = user, errTokClient
+	case formSecret != "" || (formID != "" && formID != id):
+		c.err = errTokTwoAuth
+	}
+	c.id, c.secret, c.hasSecret = id, secret, true
+	return c
+}
+
+// authenticateClient checks the credentials against the registration.
+// Unknown client, wrong or missing secret of a confidential client, a
+// secret from a public client, a public client where publicOK is false,
+// and a suspended client all yield errTokClient. A secret that is not
+// checked against a real hash is checked against a dummy one, so the time
+// taken does not tell which client ids exist. A store that cannot be read
+// yields errTokUnavailable.
+func (p *Provider) authenticateClient(ctx context.Context, c credentials, publicOK bool) (fsm.Client, *Error) {
+	if c.err != nil {
+		return fsm.Client{}, c.err
+	}
+	if c.id == "" {
+		return fsm.Client{}, errTokClient
+	}
+	cl, err := p.cfg.State.Client(c.id)
+	switch {
+	case errors.Is(err, fsm.ErrNotFound):
+		p.dummyVerify(ctx, c)
+		return fsm.Client{}, errTokClient
+	case err != nil:
+		p.log.Error("read client", "err", err, "correlation_id", httpx.CorrelationID(ctx))
+		return fsm.Client{}, errTokUnavailable
+	}
+	if cl.Type != fsm.ClientConfidential {
+		p.dummyVerify(ctx, c)
+		if !publicOK || c.hasSecret || c.basic {
+			return fsm.Client{}, errTokClient
+		}
+	} else {
+		if !c.hasSecret {
+			return fsm.Client{}, errTokClient
+		}
+		ok, err := p.cfg.Hasher.Verify(ctx, c.secret, cl.SecretHash)
+		if err != nil {
+			if ctx.Err() != nil {
+				return fsm.Client{}, errTokUnavailable
+			}
+			p.log.Error("client secret hash unusable", "client_id", cl.ID, "err", err, "correlation_id", httpx.CorrelationID(ctx))
+			return fsm.Client{}, errTokClient
+		}
+		if !ok {
+			return fsm.Client{}, errTokClient
+		}
+	}
+	if cl.Suspended {
+		return fsm.Client{}, errTokClient
+	}
+	return cl, nil
+}
+
+// dummyVerify spends the time of one secret check when a secret was sent
+// but there is no real hash to check it against.
+func (p *Provider) dummyVerify(ctx context.Context, c credentials) {
+	if !c.hasSecret {
+		return
+	}
+	p.cfg.Hasher.Verify(ctx, c.secret, dummyHash(p.cfg.Hasher.Params()))
+}
+
+// dummyHash is a well-formed argon2id PHC string (zero salt and key) with
+// the cost parameters of real client secrets.
+func dummyHash(pp password.Params) string {
+	const zeroSalt = "AAAAAAAAAAAAAAAAAAAAAA"                     // 16 bytes
+	const zeroKey = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" // 32 bytes
+	return fmt.Sprintf("$argon2id$v=19$m=%d,t=%d,p=%d$%s$%s", pp.Memory, pp.Time, pp.Threads, zeroSalt, zeroKey)
+}
+
+// writeClientError answers a client-authentication or request error; a
+// 401 to a client that tried the Authorization header carries
+// WWW-Authenticate: Basic realm="oidcd" (RFC 6749 5.2).
+func writeClientError(w http.ResponseWriter, c credentials, e *Error) {
+	if e.Status == http.StatusUnauthorized && c.basic {
+		w.Header().Set("WWW-Authenticate", `Basic realm="oidcd"`)
+	}
+	writeOAuthError(w, e)
+}

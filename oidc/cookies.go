@@ -1,0 +1,46 @@
+package oidc
+
+import (
+	"net/http"
+	"time"
+)
+
+// Cookies of the sign-in pages.
+const (
+	// cookieSession holds the SSO session secret (newID); the store keeps
+	// only hashToken of it.
+	cookieSession = "oidcd_session"
+	// cookieAuthz carries the sealed pending request to the picker's GET
+	// pages, whose query has only q, after and before (SPEC.md 4.4).
+	cookieAuthz = "oidcd_authz"
+	// cookieCSRF is the double-submit CSRF token.
+	cookieCSRF = "oidcd_csrf"
+
+	authzCookiePath = "/authorize"
+)
+
+// setCookie sets an HttpOnly, SameSite=Lax cookie, Secure when the issuer
+// is https. A zero expires makes a browser-session cookie.
+func (p *Provider) setCookie(w http.ResponseWriter, name, value, path string, expires time.Time) {
+	http.SetCookie(w, &http.Cookie{
+		Name: name, Value: value, Path: path, Expires: expires,
+		HttpOnly: true, Secure: p.secure, SameSite: http.SameSiteLaxMode,
+	})
+}
+
+// clearCookie tells the browser to drop a cookie.
+func (p *Provider) clearCookie(w http.ResponseWriter, name, path string) {
+	http.SetCookie(w, &http.Cookie{
+		Name: name, Value: "", Path: path, MaxAge: -1,
+		HttpOnly: true, Secure: p.secure, SameSite: http.SameSiteLaxMode,
+	})
+}
+
+// cookieValue is the value of the first cookie called name, "" if none.
+func cookieValue(r *http.Request, name string) string {
+	c, err := r.Cookie(name)
+	if err != nil {
+		return ""
+	}
+	return c.Value
+}

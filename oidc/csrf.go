@@ -1,0 +1,45 @@
+package oidc
+
+import (
+	"crypto/subtle"
+	"net/http"
+	"time"
+)
+
+// CSRF protection of the sign-in forms is double-submit, bound to the step:
+// the oidcd_csrf cookie, the csrf_token form field and the CSRF value sealed
+// in the step must all be equal. A cross-site form can set none of the
+// three; a step lifted from another browser carries that browser's token,
+// which this browser's cookie does not match.
+
+// isCSRFToken reports whether v has the shape of a token we issue (newID:
+// 43 characters of base64url), so a junk cookie is replaced, not echoed.
+func isCSRFToken(v string) bool {
+	if len(v) != 43 {
+		return false
+	}
+	b, err := challengeB64.DecodeString(v)
+	return err == nil && len(b) == 32
+}
+
+// csrfToken returns this browser's CSRF token, setting a fresh cookie when
+// it has none (or a malformed one).
+func (p *Provider) csrfToken(w http.ResponseWriter, r *http.Request) string {
+	if v := cookieValue(r, cookieCSRF); isCSRFToken(v) {
+		return v
+	}
+	v := newID()
+	p.setCookie(w, cookieCSRF, v, "/", time.Time{})
+	return v
+}
+
+// csrfMatch reports whether cookie, form field and sealed value are one
+// non-empty token, in constant time.
+func csrfMatch(cookie, field, sealed string) bool {
+	if cookie == "" || field == "" || sealed == "" {
+		return false
+	}
+	a := subtle.ConstantTimeCompare([]byte(cookie), []byte(field))
+	b := subtle.ConstantTimeCompare([]byte(field), []byte(sealed))
+	return a&b == 1
+}

@@ -1,0 +1,92 @@
+package oidc
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the protocol metrics of one provider, all named oidcd_*.
+type metrics struct {
+	tokensIssued   prometheus.Counter       // successful code exchanges
+	tokenErrors    *prometheus.CounterVec   // token endpoint errors, by OAuth error code
+	bearerChecks   *prometheus.CounterVec   // userinfo, memberships, introspection: valid, invalid, error
+	introspections *prometheus.CounterVec   // by active ("true", "false")
+	revocations    prometheus.Counter       // tokens actually revoked
+	rateLimited    *prometheus.CounterVec   // 429 answers, by endpoint
+	latency        *prometheus.HistogramVec // handler time, by endpoint
+}
+
+// Bearer check outcomes.
+const (
+	bearerValid   = "valid"
+	bearerInvalid = "invalid"
+	bearerError   = "error" // the store could not be read
+)
+
+// newMetrics builds the metrics and registers them on reg; with a nil reg
+// they count but are not exported. A collector that reg already holds (a
+// second provider on the same registry) is shared rather than a panic.
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		tokensIssued: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "oidcd_tokens_issued_total", Help: "Authorization codes exchanged for tokens.",
+		}),
+		tokenErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "oidcd_token_errors_total", Help: "Token endpoint errors by OAuth error code.",
+		}, []string{"error"}),
+		bearerChecks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "oidcd_bearer_checks_total", Help: "Access-token checks by outcome (valid, invalid, error).",
+		}, []string{"outcome"}),
+		introspections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "oidcd_introspections_total", Help: "Introspection answers by active.",
+		}, []string{"active"}),
+		revocations: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "oidcd_revocations_total", Help: "Access tokens revoked at the revocation endpoint.",
+		}),
+		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "oidcd_rate_limited_total", Help: "Requests refused by the rate limit, by endpoint.",
+		}, []string{"endpoint"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "oidcd_request_duration_seconds",
+			Help:    "Time to answer a protocol request, by endpoint.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}, []string{"endpoint"}),
+	}
+	if reg != nil {
+		m.tokensIssued = register(reg, m.tokensIssued)
+		m.tokenErrors = register(reg, m.tokenErrors)
+		m.bearerChecks = register(reg, m.bearerChecks)
+		m.introspections = register(reg, m.introspections)
+		m.revocations = register(reg, m.revocations)
+		m.rateLimited = register(reg, m.rateLimited)
+		m.latency = register(reg, m.latency)
+	}
+	return m
+}
+
+// register registers c, or returns the equal collector reg already has.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+		panic(err) // two different metrics under one name: a programming error
+	}
+	return c
+}
+
+// observe wraps h to record its latency under endpoint.
+func (m *metrics) observe(endpoint string, h http.Handler) http.Handler {
+	obs := m.latency.WithLabelValues(endpoint)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		h.ServeHTTP(w, r)
+		obs.Observe(time.Since(start).Seconds())
+	})
+}

@@ -1,0 +1,96 @@
+package oidc
+
+import (
+	"net/url"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+func TestMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	h := newHarness(t, func(c *Config) { c.Registerer = reg; c.RateLimit = "100/60s" })
+	tok := bcTokens(t, h, hConfidential, hSecret)                   // issued
+	bcExchange(t, h, hConfidential, hSecret, newID())               // invalid_grant
+	bcExchange(t, h, hConfidential, "wrong", newID())               // invalid_client
+	bcUserinfoStatus(t, h, tok.AccessToken)                         // valid
+	bcUserinfoStatus(t, h, "garbage")                               // invalid
+	bcIntrospect(t, h, hConfidential, hSecret, tok.AccessToken)     // active
+	bcIntrospect(t, h, hOtherOrgApp, hOtherSecret, tok.AccessToken) // inactive
+	bcDo(t, h, bcReq{method: "POST", path: PathRevoke, user: hConfidential, pass: hSecret, form: url.Values{"token": {tok.AccessToken}}})
+	h.p.limiter, _ = newRateLimiter("1/60s", h.clock.Now)
+	bcExchange(t, h, hConfidential, hSecret, newID())
+	bcExchange(t, h, hConfidential, hSecret, newID()) // limited
+
+	got := bcGather(t, reg)
+	for name, want := range map[string]float64{
+		"oidcd_tokens_issued_total":                                   1,
+		`oidcd_token_errors_total{error="invalid_grant"}`:             2,
+		`oidcd_token_errors_total{error="invalid_client"}`:            1,
+		`oidcd_bearer_checks_total{outcome="valid"}`:                  1,
+		`oidcd_bearer_checks_total{outcome="invalid"}`:                1,
+		`oidcd_introspections_total{active="true"}`:                   1,
+		`oidcd_introspections_total{active="false"}`:                  1,
+		"oidcd_revocations_total":                                     1,
+		`oidcd_rate_limited_total{endpoint="token"}`:                  1,
+		`oidcd_request_duration_seconds_count{endpoint="token"}`:      5,
+		`oidcd_request_duration_seconds_count{endpoint="userinfo"}`:   2,
+		`oidcd_request_duration_seconds_count{endpoint="introspect"}`: 2,
+		`oidcd_request_duration_seconds_count{endpoint="revoke"}`:     1,
+	} {
+		if got[name] != want {
+			t.Errorf("%s: got %v, want %v", name, got[name], want)
+		}
+	}
+}
+
+func TestNewMetricsRegistration(t *testing.T) {
+	newMetrics(nil).tokensIssued.Inc() // unregistered metrics still count
+	reg := prometheus.NewRegistry()
+	a, b := newMetrics(reg), newMetrics(reg) // a second provider shares the collectors
+	a.tokensIssued.Inc()
+	b.tokensIssued.Inc()
+	if got := bcGather(t, reg)["oidcd_tokens_issued_total"]; got != 2 {
+		t.Errorf("oidcd_tokens_issued_total: got %v, want 2", got)
+	}
+}
+
+// bcGather flattens reg into name{labels} -> value (histograms as _count).
+func bcGather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			name := mf.GetName()
+			var v float64
+			switch {
+			case m.Counter != nil:
+				v = m.GetCounter().GetValue()
+			case m.Histogram != nil:
+				name += "_count"
+				v = float64(m.GetHistogram().GetSampleCount())
+			}
+			out[name+bcLabels(m.GetLabel())] = v
+		}
+	}
+	return out
+}
+
+func bcLabels(ls []*dto.LabelPair) string {
+	if len(ls) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, l := range ls {
+		parts = append(parts, l.GetName()+`="`+l.GetValue()+`"`)
+	}
+	sort.Strings(parts)
+	return "{" + strings.Join(parts, ",") + "}"
+}

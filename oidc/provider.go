@@ -1,0 +1,174 @@
+package oidc
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v2/jwt"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/password"
+	"github.com/oidcd/oidcd/internal/seal"
+	"github.com/oidcd/oidcd/webui"
+)
+
+// Applier replicates a write and returns once this node has applied it. A
+// non-nil error means it may not have happened: answer "temporarily
+// unavailable".
+type Applier interface {
+	Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error)
+}
+
+// Keys signs our tokens and verifies tokens we issued.
+type Keys interface {
+	KeySource
+	Sign(claims any, typ string) ([]byte, error)
+	Verify(token []byte) (jwt.Token, error)
+}
+
+// Authentication strength values (SPEC.md 2.5).
+const (
+	ACRMFA   = "urn:service:sso:acr:mfa"
+	ACRPwd   = "urn:service:sso:acr:pwd"
+	ACRPhone = "urn:service:sso:acr:phone"
+
+	AMRPassword = "pwd"
+	AMRPasskey  = "hwk"
+	AMROTP      = "otp"
+	AMRRecovery = "rcv"
+	AMRSMS      = "sms"
+)
+
+// Scopes (SPEC.md 2.6).
+const (
+	ScopeOpenID  = "openid"
+	ScopeEmail   = "email"
+	ScopeProfile = "profile"
+)
+
+// Config wires the protocol handlers to one node.
+type Config struct {
+	Issuer  string // {base_url}, no trailing slash
+	State   *fsm.State
+	Applier Applier
+	Keys    Keys
+	UI      *webui.UI
+	Hasher  *password.Hasher
+	Now     func() time.Time
+	Logger  *slog.Logger
+	// Registerer receives the protocol metrics (nil: none).
+	Registerer prometheus.Registerer
+
+	// RateLimit is "N/duration" (default "5/60s") or "off" (SPEC.md 8).
+	RateLimit string
+	// SessionIdle and SessionMax bound the SSO session (defaults 2h, 12h).
+	SessionIdle time.Duration
+	SessionMax  time.Duration
+	// CodeTTL is the authorization code lifetime (default 60s).
+	CodeTTL time.Duration
+	// SMSEnabled shows the text-message option on the sign-in page.
+	SMSEnabled bool
+}
+
+// Provider serves the OIDC surface of SPEC.md section 4.
+type Provider struct {
+	cfg    Config
+	log    *slog.Logger
+	issuer *url.URL
+	secure bool // cookies get Secure: the issuer is https
+
+	boxMu sync.Mutex
+	box   *seal.Box
+
+	limiter *rateLimiter
+	metrics *metrics
+}
+
+// New checks cfg and returns a Provider.
+func New(cfg Config) (*Provider, error) {
+	if cfg.State == nil || cfg.Applier == nil || cfg.Keys == nil || cfg.UI == nil || cfg.Hasher == nil {
+		return nil, errors.New("oidc: State, Applier, Keys, UI and Hasher are required")
+	}
+	u, err := url.Parse(cfg.Issuer)
+	if err != nil || u.Host == "" {
+		return nil, errors.New("oidc: Issuer must be an absolute URL")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.RateLimit == "" {
+		cfg.RateLimit = "5/60s"
+	}
+	if cfg.SessionIdle == 0 {
+		cfg.SessionIdle = 2 * time.Hour
+	}
+	if cfg.SessionMax == 0 {
+		cfg.SessionMax = 12 * time.Hour
+	}
+	if cfg.CodeTTL == 0 {
+		cfg.CodeTTL = 60 * time.Second
+	}
+	p := &Provider{cfg: cfg, log: cfg.Logger, issuer: u, secure: u.Scheme == "https"}
+	if p.limiter, err = newRateLimiter(cfg.RateLimit, cfg.Now); err != nil {
+		return nil, err
+	}
+	p.metrics = newMetrics(cfg.Registerer)
+	return p, nil
+}
+
+// Register mounts every protocol route on mux.
+func (p *Provider) Register(mux *http.ServeMux) {
+	p.registerAuthorize(mux)
+	p.registerToken(mux)
+}
+
+// now is the provider's clock in UTC.
+func (p *Provider) now() time.Time { return p.cfg.Now().UTC() }
+
+// ErrNoBrowserKey: the cluster-wide browser key has not been replicated yet
+// (a node that just started); pages answer 503.
+var ErrNoBrowserKey = errors.New("oidc: browser key not available yet")
+
+// sealer returns the Box for browser state, loading the replicated key on
+// first use.
+func (p *Provider) sealer() (*seal.Box, error) {
+	p.boxMu.Lock()
+	defer p.boxMu.Unlock()
+	if p.box != nil {
+		return p.box, nil
+	}
+	key, err := p.cfg.State.Secret(fsm.SecretBrowserKey)
+	if err != nil {
+		return nil, ErrNoBrowserKey
+	}
+	b, err := seal.New(key)
+	if err != nil {
+		return nil, err
+	}
+	p.box = b
+	return b, nil
+}
+
+// Error is a protocol error: Code is the OAuth error code, Description the
+// constant text the client sees, Status the HTTP status where one applies.
+type Error struct {
+	Code        string
+	Description string
+	Status      int
+}
+
+func (e *Error) Error() string {
+	if e.Description == "" {
+		return e.Code
+	}
+	return e.Code + ": " + e.Description
+}

@@ -1,0 +1,68 @@
+package oidc
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/oidcd/oidcd/fsm"
+)
+
+// handleRevoke is POST /oauth2/revoke (SPEC.md 4.7, RFC 7009). Only
+// confidential clients may call it. It revokes an unexpired access token
+// we issued when the caller is its minting app or an app of the same
+// owning organization, and answers 200 with no body for every token,
+// whether or not anything was revoked. Revoking a token does not end its
+// app session: other tokens of the session keep working.
+func (p *Provider) handleRevoke(w http.ResponseWriter, r *http.Request) {
+	caller, form, ok := p.backchannelClient(w, r, limitRevoke)
+	if !ok {
+		return
+	}
+	if e := p.revoke(r, caller, formParam(form, "token")); e != nil {
+		writeOAuthError(w, e)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+}
+
+// revoke revokes raw if caller may; nil when there was nothing to do.
+func (p *Provider) revoke(r *http.Request, caller fsm.Client, raw string) *Error {
+	tok, err := p.parseAccessToken(raw, p.now())
+	switch {
+	case errors.Is(err, errTokenInvalid):
+		return nil // not ours, not an access token, or expired: nothing to revoke
+	case err != nil:
+		p.logFault(r.Context(), "revoke: verify", err)
+		return errTokServer
+	}
+	app, err := p.cfg.State.AppSession(tok.sid)
+	if errors.Is(err, fsm.ErrNotFound) {
+		return nil // reaped: the token is dead already
+	} else if err != nil {
+		p.logFault(r.Context(), "revoke: read app session", err)
+		return errTokServer
+	}
+	minter := fsm.Client{ID: app.ClientID, OrganizationID: caller.OrganizationID}
+	if app.ClientID != caller.ID {
+		if minter, err = p.cfg.State.Client(app.ClientID); errors.Is(err, fsm.ErrNotFound) {
+			return nil
+		} else if err != nil {
+			p.logFault(r.Context(), "revoke: read client", err)
+			return errTokServer
+		}
+	}
+	if !sameOwner(caller, minter) {
+		return nil
+	}
+	if done, err := p.cfg.State.Revoked(tok.jti); err == nil && done {
+		return nil
+	}
+	res, err := p.cfg.Applier.Apply(r.Context(), fsm.MustCommand(fsm.TypeRevokeToken, fsm.RevokeToken{JTI: tok.jti, ExpiresAt: tok.exp}))
+	if err != nil || res.Err != nil {
+		p.logFault(r.Context(), "apply revoke_token", errors.Join(err, res.Err))
+		return errTokUnavailable
+	}
+	p.metrics.revocations.Inc()
+	return nil
+}

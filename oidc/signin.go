@@ -1,0 +1,145 @@
+package oidc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/google/uuid"
+	"golang.org/x/crypto/argon2"
+
+	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/password"
+	"github.com/oidcd/oidcd/webui"
+)
+
+// Sign-in methods, the values of the method button (CONTRACT.md 3).
+const (
+	methodPassword = "password"
+	methodSMS      = "sms"
+)
+
+// showSignIn answers with the sign-in form (stage signin), keeping email
+// and showing errMsg after a failed attempt.
+func (f *flow) showSignIn(status int, email, errMsg string) {
+	f.pend.SSOID, f.pend.OrgID = "", ""
+	c, ok := f.common(stageSignIn, PathAuthorize)
+	if !ok {
+		return
+	}
+	f.p.cfg.UI.SignIn(f.w, status, webui.SignInPage{
+		Common: c, Email: email, Error: errMsg, SMSEnabled: f.p.cfg.SMSEnabled,
+	})
+}
+
+// signIn handles the posted sign-in form. A failure the person can fix
+// re-shows the form with status 400 (CONTRACT.md 3: never a redirect).
+func (f *flow) signIn(form url.Values) {
+	email, _ := formValue(form, "email")
+	email = strings.TrimSpace(email)
+	switch method, _ := formValue(form, "method"); method {
+	case "", methodPassword:
+	case methodSMS:
+		// The second-factor issue builds text-message sign-in.
+		f.showSignIn(http.StatusBadRequest, email, msgSMSDisabled)
+		return
+	default:
+		f.page(http.StatusBadRequest, msgBadRequest, fmt.Sprintf("sign-in method %q", method))
+		return
+	}
+	secret, _ := formValue(form, "password")
+	u, ok, err := f.p.checkPassword(f.r.Context(), email, secret)
+	if err != nil {
+		f.unavailable("password check: " + err.Error())
+		return
+	}
+	if !ok {
+		f.p.log.Info("authorize: sign-in failed", "reference", f.reference())
+		f.showSignIn(http.StatusBadRequest, email, msgBadPassword)
+		return
+	}
+	if !f.startSession(u) {
+		return
+	}
+	f.proceed(false)
+}
+
+// checkPassword verifies an email and password. Whether the person is
+// unknown or has no password, one argon2id derivation runs, so the answer
+// takes the same time. err is only for a store or context problem.
+func (p *Provider) checkPassword(ctx context.Context, email, secret string) (fsm.User, bool, error) {
+	var u fsm.User
+	var err error
+	if email != "" && len(email) <= maxEmailLen {
+		u, err = p.cfg.State.UserByEmail(email)
+		if err != nil && !errors.Is(err, fsm.ErrNotFound) {
+			return fsm.User{}, false, err
+		}
+	} else {
+		err = fsm.ErrNotFound
+	}
+	known := err == nil && u.PasswordHash != ""
+	phc := u.PasswordHash
+	if !known {
+		phc = signInDummyHash(p.cfg.Hasher.Params())
+	}
+	ok, verr := p.cfg.Hasher.Verify(ctx, secret, phc)
+	switch {
+	case errors.Is(verr, password.ErrMalformed):
+		p.log.Error("authorize: stored password hash malformed", "user_id", u.ID, "err", verr)
+		return fsm.User{}, false, nil
+	case verr != nil:
+		return fsm.User{}, false, verr
+	}
+	return u, known && ok, nil
+}
+
+// signInDummyHash is a well-formed argon2id PHC string (zero salt and key)
+// with the cost of real password hashes, for the unknown-person check.
+func signInDummyHash(pp password.Params) string {
+	const zeroSalt = "AAAAAAAAAAAAAAAAAAAAAA"                     // 16 bytes
+	const zeroKey = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" // 32 bytes
+	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, pp.Memory, pp.Time, pp.Threads, zeroSalt, zeroKey)
+}
+
+// startSession opens an SSO session for u after a password sign-in,
+// superseding the browser's usable session if it has one, and sets the
+// cookie. ok is false when it has answered.
+func (f *flow) startSession(u fsm.User) bool {
+	p, now := f.p, f.now
+	s := fsm.SSOSession{
+		ID: uuid.NewString(), UserID: u.ID, AuthTime: now,
+		AMR: []string{AMRPassword}, ACR: ACRPwd,
+		CreatedAt: now, LastSeen: now,
+		IdleExpiresAt: now.Add(p.cfg.SessionIdle), ExpiresAt: now.Add(p.cfg.SessionMax),
+	}
+	if s.ExpiresAt.Before(s.IdleExpiresAt) {
+		s.IdleExpiresAt = s.ExpiresAt
+	}
+	secret := newID()
+	cmd := fsm.StartSSOSession{Session: s, TokenHash: hashToken(secret)}
+	if f.hasSession {
+		cmd.Supersedes = f.sess.ID
+	}
+	res, err := p.cfg.Applier.Apply(f.r.Context(), fsm.MustCommand(fsm.TypeStartSSOSession, cmd))
+	if err == nil {
+		err = res.Err
+	}
+	if errors.Is(err, fsm.ErrNotFound) { // erased while signing in
+		f.showSignIn(http.StatusBadRequest, u.Email, msgBadPassword)
+		return false
+	}
+	if err != nil {
+		f.unavailable("start session: " + err.Error())
+		return false
+	}
+	p.setCookie(f.w, cookieSession, secret, "/", s.ExpiresAt)
+	p.log.Info("authorize: signed in", "user_id", u.ID, "sso_session", s.ID,
+		"supersedes", cmd.Supersedes, "reference", f.reference())
+	f.sess, f.user, f.hasSession = s, u, true
+	f.pend.SSOID = s.ID
+	return true
+}

@@ -1,0 +1,210 @@
+package oidc
+
+import (
+	"crypto/subtle"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/httpx"
+	"github.com/oidcd/oidcd/keys"
+)
+
+// defaultAccessTTL is the access-token lifetime when the client
+// registration sets none (SPEC.md 2.10, 8).
+const defaultAccessTTL = 600
+
+// registerToken mounts the token, userinfo, introspection, revocation and
+// membership endpoints.
+func (p *Provider) registerToken(mux *http.ServeMux) {
+	mux.Handle("POST "+PathToken, p.instrument("token", p.handleToken))
+	mux.Handle("GET "+PathUserinfo, p.instrument("userinfo", p.handleUserinfo))
+	mux.Handle("POST "+PathUserinfo, p.instrument("userinfo", p.handleUserinfo))
+	mux.Handle("POST "+PathIntrospect, p.instrument("introspect", p.handleIntrospect))
+	mux.Handle("POST "+PathRevoke, p.instrument("revoke", p.handleRevoke))
+	mux.Handle("GET "+PathMemberships, p.instrument("memberships", p.handleMemberships))
+}
+
+// instrument wraps a handler with its latency metric and makes sure the
+// request has a correlation id (the node's middleware normally gave it
+// one; a bare mux in tests has none).
+func (p *Provider) instrument(name string, h http.HandlerFunc) http.Handler {
+	withID := httpx.Correlation(h)
+	return p.metrics.observe(name, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if httpx.CorrelationID(r.Context()) == "" {
+			withID.ServeHTTP(w, r)
+			return
+		}
+		h(w, r)
+	}))
+}
+
+// tokenResponse is SPEC.md 2.10.
+type tokenResponse struct {
+	AccessToken string `json:"access_token"`
+	TokenType   string `json:"token_type"`
+	ExpiresIn   int64  `json:"expires_in"`
+	Scope       string `json:"scope"`
+	IDToken     string `json:"id_token,omitempty"`
+}
+
+// handleToken is POST /oauth2/token (SPEC.md 4.5): the authorization code
+// grant with PKCE. Order: read the body; rate-limit on the client_id as
+// sent and the peer IP (every request counts, even a malformed one);
+// authenticate the client; validate the parameters; check the code as
+// read locally; sign both tokens; then redeem through the log. The tokens
+// are signed before the redemption so that a signing failure leaves the
+// code unused; they are handed out only when the redemption succeeded.
+func (p *Provider) handleToken(w http.ResponseWriter, r *http.Request) {
+	form, ferr := readTokenForm(w, r)
+	cred := clientCredentials(r, form)
+	if !p.rateLimit(w, r, limitToken, cred.id) {
+		return
+	}
+	if ferr != nil {
+		p.tokenError(w, cred, ferr)
+		return
+	}
+	client, cerr := p.authenticateClient(r.Context(), cred, true)
+	if cerr != nil {
+		p.tokenError(w, cred, cerr)
+		return
+	}
+	resp, terr := p.exchangeCode(r, form, client)
+	if terr != nil {
+		p.tokenError(w, cred, terr)
+		return
+	}
+	p.metrics.tokensIssued.Inc()
+	writeNoStoreJSON(w, resp)
+}
+
+// tokenError counts and answers an error of the token endpoint.
+func (p *Provider) tokenError(w http.ResponseWriter, c credentials, e *Error) {
+	p.metrics.tokenErrors.WithLabelValues(e.Code).Inc()
+	writeClientError(w, c, e)
+}
+
+// exchangeCode redeems the code of form for client.
+func (p *Provider) exchangeCode(r *http.Request, form url.Values, client fsm.Client) (tokenResponse, *Error) {
+	switch gt := formParam(form, "grant_type"); {
+	case gt == "":
+		return tokenResponse{}, errTokNoGrantType
+	case gt != "authorization_code":
+		return tokenResponse{}, errTokGrantType
+	}
+	raw, redirectURI, verifier := formParam(form, "code"), formParam(form, "redirect_uri"), formParam(form, "code_verifier")
+	switch {
+	case raw == "":
+		return tokenResponse{}, errTokNoCode
+	case redirectURI == "":
+		return tokenResponse{}, errTokNoRedirectURI
+	case verifier == "":
+		return tokenResponse{}, errTokNoVerifier
+	case !validVerifier(verifier):
+		return tokenResponse{}, errTokVerifierSyntax
+	}
+	now := p.now()
+	code, err := p.cfg.State.Code(hashToken(raw))
+	switch {
+	case errors.Is(err, fsm.ErrNotFound):
+		return tokenResponse{}, errTokGrant
+	case err != nil:
+		p.logFault(r.Context(), "read code", err)
+		return tokenResponse{}, errTokUnavailable
+	}
+	// PKCE is compared in constant time; the other two are not secrets.
+	switch {
+	case code.ClientID != client.ID, code.RedirectURI != redirectURI:
+		return tokenResponse{}, errTokGrant
+	case subtle.ConstantTimeCompare([]byte(s256(verifier)), []byte(code.Challenge)) != 1:
+		return tokenResponse{}, errTokVerifier
+	case code.RedeemedAt.IsZero() && !now.Before(code.ExpiresAt):
+		// A used code is never refused here, expired or not: the log
+		// must see the replay to revoke the first token (SPEC.md 3).
+		return tokenResponse{}, errTokCodeExpired
+	}
+	if s := formParam(form, "scope"); s != "" && !allIn(strings.Fields(s), code.Scopes) {
+		return tokenResponse{}, errTokScope
+	}
+	ttl := client.AccessTokenTTL
+	if ttl <= 0 {
+		ttl = defaultAccessTTL
+	}
+	iat := now.Truncate(time.Second)
+	exp := iat.Add(time.Duration(ttl) * time.Second)
+	jti := newID()
+	access, err := p.cfg.Keys.Sign(newAccessClaims(p.cfg.Issuer, code, jti, iat, exp), keys.TypJWT)
+	if err != nil {
+		p.logFault(r.Context(), "sign access token", err)
+		return tokenResponse{}, errTokUnavailableSign
+	}
+	resp := tokenResponse{AccessToken: string(access), TokenType: "bearer", ExpiresIn: ttl, Scope: strings.Join(code.Scopes, " ")}
+	if hasString(code.Scopes, ScopeOpenID) {
+		id, err := p.cfg.Keys.Sign(newIDClaims(p.cfg.Issuer, code, access, iat, exp), keys.TypJWT)
+		if err != nil {
+			p.logFault(r.Context(), "sign id token", err)
+			return tokenResponse{}, errTokUnavailableSign
+		}
+		resp.IDToken = string(id)
+	}
+	res, err := p.cfg.Applier.Apply(r.Context(), fsm.MustCommand(fsm.TypeRedeemCode, fsm.RedeemCode{
+		Hash: code.Hash, ClientID: client.ID, At: now, AccessJTI: jti, AccessExpires: exp,
+	}))
+	if err != nil {
+		p.logFault(r.Context(), "apply redeem_code", err)
+		return tokenResponse{}, errTokUnavailable
+	}
+	switch {
+	case res.Err == nil:
+		return resp, nil
+	case errors.Is(res.Err, fsm.ErrExpired):
+		return tokenResponse{}, errTokCodeExpired
+	case errors.Is(res.Err, fsm.ErrAccessChanged), errors.Is(res.Err, fsm.ErrSessionEnded):
+		return tokenResponse{}, errTokAccessChanged
+	case errors.Is(res.Err, fsm.ErrAlreadyUsed), errors.Is(res.Err, fsm.ErrNotFound), errors.Is(res.Err, fsm.ErrMismatch):
+		return tokenResponse{}, errTokGrant
+	default:
+		p.logFault(r.Context(), "redeem_code outcome", res.Err)
+		return tokenResponse{}, errTokGrant
+	}
+}
+
+// validVerifier reports whether v has the syntax of a PKCE code verifier
+// (RFC 7636 4.1): 43 to 128 characters of [A-Za-z0-9-._~].
+func validVerifier(v string) bool {
+	if len(v) < 43 || len(v) > 128 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '.', c == '_', c == '~':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// hasString reports whether list holds s.
+func hasString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// allIn reports whether every element of sub is in set.
+func allIn(sub, set []string) bool {
+	for _, s := range sub {
+		if !hasString(set, s) {
+			return false
+		}
+	}
+	return true
+}

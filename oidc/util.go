@@ -1,0 +1,28 @@
+package oidc
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+)
+
+// newID returns 32 random bytes, base64url: codes, cookie secrets, jtis.
+func newID() string {
+	var b [32]byte
+	rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// hashToken is how codes and cookie secrets are stored: hex SHA-256. These
+// are 256-bit random values, so a fast hash is enough (no dictionary).
+func hashToken(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// s256 is the PKCE S256 transform of a verifier (RFC 7636 4.2).
+func s256(verifier string) string {
+	sum := sha256.Sum256([]byte(verifier))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -20,6 +21,9 @@ import (
 func (n *Node) bootstrapOnce(ctx context.Context) {
 	for attempt := 0; ; attempt++ {
 		err := n.ensureAdminToken(ctx)
+		if err == nil {
+			err = n.ensureBrowserKey(ctx)
+		}
 		if err == nil && n.cfg.Demo {
 			err = n.seedDemo(ctx)
 		}
@@ -58,6 +62,47 @@ func (n *Node) ensureAdminToken(ctx context.Context) error {
 	}
 	fmt.Fprintf(n.cfg.Out, "\nAdmin API token (shown once; also in %s):\n  %s\n\n", n.AdminTokenFile(), token)
 	return nil
+}
+
+// ensureBrowserKey creates the cluster-wide key that seals browser state
+// (pending sign-ins) once; a concurrent creation by another leader wins
+// harmlessly (the first value stands).
+func (n *Node) ensureBrowserKey(ctx context.Context) error {
+	if _, err := n.fsm.State().Secret(fsm.SecretBrowserKey); err == nil {
+		return nil
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return err
+	}
+	_, err := n.cluster.Apply(ctx, fsm.MustCommand(fsm.TypeSetSecret, fsm.SetSecret{Name: fsm.SecretBrowserKey, Value: key}))
+	return err
+}
+
+// reapLoop runs on the leader: every ReapEvery it deletes codes, sessions
+// and revocation records that can no longer matter, so the state file stays
+// flat under load.
+func (n *Node) reapLoop(ctx context.Context) {
+	t := time.NewTicker(n.cfg.ReapEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		// A record is reaped a while after it stopped mattering, so a node
+		// whose clock runs a little behind never sees a live record vanish.
+		before := n.cfg.Now().UTC().Add(-5 * time.Minute)
+		res, err := n.cluster.Apply(ctx, fsm.MustCommand(fsm.TypeReap, fsm.Reap{Before: before}))
+		if err != nil {
+			n.log.Warn("reap failed", "error", err)
+			continue
+		}
+		if st, ok := res.Value.(fsm.ReapStats); ok && st != (fsm.ReapStats{}) {
+			n.log.Debug("reaped", "codes", st.Codes, "revocations", st.Revocations, "sso_sessions", st.SSOSessions, "app_sessions", st.AppSessions)
+		}
+	}
 }
 
 // Demo seed values, printed in the banner.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,7 +32,10 @@ type Config struct {
 	SMSWebhook      string
 	KEKFile         string
 	KeyRotation     time.Duration
-	Demo            bool // seed a demo organization, person and client on an empty store
+	SessionIdle     time.Duration // SSO session idle lifetime (default 2h)
+	SessionMax      time.Duration // SSO session absolute lifetime (default 12h)
+	ReapEvery       time.Duration // how often the leader deletes expired records (default 1m)
+	Demo            bool          // seed a demo organization, person and client on an empty store
 	DemoRedirectURI string
 
 	// HTTPListener, when set, is used instead of listening on HTTPAddr
@@ -62,6 +66,8 @@ const (
 	DefaultGossipAddr  = "127.0.0.1:8301"
 	DefaultRateLimit   = "5/60s"
 	DefaultKeyRotation = 30 * 24 * time.Hour
+	DefaultSessionIdle = 2 * time.Hour
+	DefaultSessionMax  = 12 * time.Hour
 )
 
 func (c *Config) setDefaults() {
@@ -82,6 +88,15 @@ func (c *Config) setDefaults() {
 	}
 	if c.KeyRotation == 0 {
 		c.KeyRotation = DefaultKeyRotation
+	}
+	if c.SessionIdle == 0 {
+		c.SessionIdle = DefaultSessionIdle
+	}
+	if c.SessionMax == 0 {
+		c.SessionMax = DefaultSessionMax
+	}
+	if c.ReapEvery == 0 {
+		c.ReapEvery = time.Minute
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -117,6 +132,12 @@ func (c *Config) Validate() error {
 	if c.BootstrapExpect > 1 || len(c.Join) > 0 {
 		errs = append(errs, errors.New("multi-node clusters are not available in this build yet (--bootstrap-expect must be 1, --join empty)"))
 	}
+	if c.SessionIdle < time.Minute || c.SessionMax < c.SessionIdle {
+		errs = append(errs, fmt.Errorf("--session-idle %s, --session-max %s: idle must be at least 1m and at most the maximum", c.SessionIdle, c.SessionMax))
+	}
+	if c.RateLimit != "off" && !validRate(c.RateLimit) {
+		errs = append(errs, fmt.Errorf("--rate-limit %q: want N/duration (for example 5/60s) or off", c.RateLimit))
+	}
 	if c.KeyRotation < time.Hour {
 		errs = append(errs, fmt.Errorf("--key-rotation %s: must be at least 1h", c.KeyRotation))
 	}
@@ -129,4 +150,18 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validRate checks the "N/duration" form of --rate-limit.
+func validRate(s string) bool {
+	n, d, ok := strings.Cut(s, "/")
+	if !ok {
+		return false
+	}
+	count, err := strconv.Atoi(n)
+	if err != nil || count < 1 {
+		return false
+	}
+	dur, err := time.ParseDuration(d)
+	return err == nil && dur > 0
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/oidcd/oidcd/internal/password"
 	"github.com/oidcd/oidcd/keys"
 	"github.com/oidcd/oidcd/oidc"
+	"github.com/oidcd/oidcd/webui"
 )
 
 // Node is one running oidcd node.
@@ -40,6 +41,7 @@ type Node struct {
 	server   *http.Server
 	listener net.Listener
 	handler  http.Handler
+	provider *oidc.Provider
 
 	serveErr  chan error
 	closeOnce sync.Once
@@ -100,6 +102,29 @@ func New(cfg Config) (*Node, error) {
 	n.hasher = password.New(cfg.PasswordParams, runtime.GOMAXPROCS(0))
 	n.cluster.OnLeader(n.keys.Run)
 	n.cluster.OnLeader(n.bootstrapOnce)
+	n.cluster.OnLeader(n.reapLoop)
+	ui, err := webui.New()
+	if err == nil {
+		n.provider, err = oidc.New(oidc.Config{
+			Issuer:      cfg.Issuer,
+			State:       n.fsm.State(),
+			Applier:     n,
+			Keys:        n.keys,
+			UI:          ui,
+			Hasher:      n.hasher,
+			Now:         cfg.Now,
+			Logger:      n.log,
+			Registerer:  n.registry,
+			RateLimit:   cfg.RateLimit,
+			SessionIdle: cfg.SessionIdle,
+			SessionMax:  cfg.SessionMax,
+		})
+	}
+	if err != nil {
+		n.cluster.Shutdown()
+		n.fsm.Close()
+		return nil, err
+	}
 	n.handler = n.routes()
 	return n, nil
 }
@@ -130,6 +155,7 @@ func (n *Node) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /.well-known/openid-configuration", oidc.DiscoveryHandler(n.cfg.Issuer))
 	mux.Handle("GET /.well-known/jwks.json", oidc.JWKSHandler(n.keys, n.log))
+	n.provider.Register(mux)
 	mux.Handle("/admin/v1/", admin.New(admin.Config{
 		State:     n.fsm.State(),
 		Applier:   n.cluster,

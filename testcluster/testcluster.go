@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/password"
 	"github.com/oidcd/oidcd/node"
 )
@@ -152,6 +153,9 @@ func (c *Cluster) WaitLeader() {
 		}
 		for {
 			_, err := n.Keys().JWKS()
+			if err == nil {
+				_, err = n.FSM().State().Secret(fsm.SecretBrowserKey)
+			}
 			if err == nil {
 				break
 			}

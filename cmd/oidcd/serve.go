@@ -30,6 +30,8 @@ func serveFlags(fs *flag.FlagSet, cfg *node.Config, logLevel *string, join *stri
 	fs.StringVar(&cfg.SMSWebhook, "sms-webhook", "", "URL to which text messages are POSTed")
 	fs.StringVar(&cfg.KEKFile, "kek-file", "", "file holding the key-encryption key for secrets at rest")
 	fs.DurationVar(&cfg.KeyRotation, "key-rotation", node.DefaultKeyRotation, "how often the signing key rotates")
+	fs.DurationVar(&cfg.SessionIdle, "session-idle", node.DefaultSessionIdle, "an SSO session ends after this long without a sign-in")
+	fs.DurationVar(&cfg.SessionMax, "session-max", node.DefaultSessionMax, "an SSO session ends this long after it began, whatever happens")
 	fs.BoolVar(&cfg.Demo, "demo", false, "on an empty store, create a demo organization, person and public client")
 	fs.StringVar(logLevel, "log-level", "info", "debug, info, warn or error")
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/oidcd/oidcd/fsm"
-	"github.com/oidcd/oidcd/internal/password"
 )
 
 func TestClaimsEncoding(t *testing.T) {
@@ -47,13 +46,5 @@ func TestAtHash(t *testing.T) {
 	// OpenID Connect Core 1.0, appendix A.3 (RS256).
 	if got, want := atHash([]byte("jHkWEdUXMU1BwAsC4vtUsZwnNvTIxEl0z9K3vx5KF0Y")), "77QmUPtjPfzWtF2AnpK9RQ"; got != want {
 		t.Errorf("got %q, want %q", got, want)
-	}
-}
-
-func TestDummyHashIsWellFormed(t *testing.T) {
-	p := password.Params{Memory: 19 * 1024, Time: 2, Threads: 1}
-	got, _, _, err := password.Decode(dummyHash(p))
-	if err != nil || got != p {
-		t.Errorf("got %+v %v, want %+v", got, err, p)
 	}
 }

@@ -126,13 +126,13 @@ func (h *harness) seed() {
 	h.apply(fsm.TypeCreateMembership, fsm.CreateMembership{Membership: fsm.Membership{ID: hMemA, UserID: hUser, OrgID: hOrgA, Status: fsm.MembershipActive}})
 	h.apply(fsm.TypeCreateMembership, fsm.CreateMembership{Membership: fsm.Membership{ID: hMemB, UserID: hUser, OrgID: hOrgB, Status: fsm.MembershipActive}})
 	clients := []fsm.Client{
-		{ID: hConfidential, Name: "Confidential App", Type: fsm.ClientConfidential, SecretHash: h.hash(hSecret),
+		{ID: hConfidential, Name: "Confidential App", Type: fsm.ClientConfidential, SecretHash: password.HashSecret(hSecret),
 			Scopes: []string{"openid", "email", "profile"}, OrganizationID: hOrgA},
 		{ID: hPublic, Name: "Public App", Type: fsm.ClientPublic, Scopes: []string{"openid", "email"}, OrganizationID: hOrgA, SkipConsent: true},
 		{ID: hMulti, Name: "Multi App", Type: fsm.ClientPublic, Scopes: []string{"openid"}, OrganizationID: hOrgA,
 			MultiOrganization: true, Organizations: []string{hOrgA, hOrgB, hOrgC}, SkipConsent: true},
-		{ID: hOtherOrgApp, Name: "Other Org App", Type: fsm.ClientConfidential, SecretHash: h.hash(hOtherSecret), Scopes: []string{"openid"}, OrganizationID: hOrgB},
-		{ID: hSiblingApp, Name: "Sibling App", Type: fsm.ClientConfidential, SecretHash: h.hash(hSiblingSec), Scopes: []string{"openid"}, OrganizationID: hOrgA, SkipConsent: true},
+		{ID: hOtherOrgApp, Name: "Other Org App", Type: fsm.ClientConfidential, SecretHash: password.HashSecret(hOtherSecret), Scopes: []string{"openid"}, OrganizationID: hOrgB},
+		{ID: hSiblingApp, Name: "Sibling App", Type: fsm.ClientConfidential, SecretHash: password.HashSecret(hSiblingSec), Scopes: []string{"openid"}, OrganizationID: hOrgA, SkipConsent: true},
 	}
 	for _, c := range clients {
 		c.RedirectURIs = []string{hRedirect, "http://127.0.0.1:9999/cb"}

@@ -48,7 +48,7 @@ func newBCBench(b *testing.B) *bcBench {
 	mux := http.NewServeMux()
 	p.Register(mux)
 	w.handler = mux
-	secret, _ := hasher.Hash(context.Background(), hSecret)
+	secret := password.HashSecret(hSecret)
 	w.apply(fsm.TypeCreateOrg, fsm.CreateOrg{ID: hOrgA, Slug: "alpha", Name: "Org alpha", CreatedAt: now})
 	w.apply(fsm.TypeCreateUser, fsm.CreateUser{User: fsm.User{ID: hUser, Email: hEmail, EmailVerified: true, CreatedAt: now}})
 	w.apply(fsm.TypeCreateMembership, fsm.CreateMembership{Membership: fsm.Membership{ID: hMemA, UserID: hUser, OrgID: hOrgA, Status: fsm.MembershipActive}})

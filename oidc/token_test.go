@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/password"
 )
 
 func TestTokenSuccessShape(t *testing.T) {
@@ -169,7 +170,7 @@ func TestTokenVariants(t *testing.T) {
 	t.Run("secret with reserved characters, form-urlencoded in Basic", func(t *testing.T) {
 		const id, secret = "weird:app", "p@ss:w+rd/=% é&"
 		bcApply(t, h, fsm.TypeCreateClient, fsm.PutClient{Create: true, Client: fsm.Client{ID: id, Type: fsm.ClientConfidential,
-			SecretHash: h.hash(secret), Scopes: []string{"openid"}, OrganizationID: hOrgA, RedirectURIs: []string{hRedirect}}})
+			SecretHash: password.HashSecret(secret), Scopes: []string{"openid"}, OrganizationID: hOrgA, RedirectURIs: []string{hRedirect}}})
 		for _, c := range []struct {
 			name       string
 			user, pass string

@@ -24,7 +24,7 @@ import (
 )
 
 // do sends an admin API request and decodes the JSON answer into out.
-func do(t *testing.T, c *testcluster.Cluster, method, path, token string, body any, out any) *http.Response {
+func do(t testing.TB, c *testcluster.Cluster, method, path, token string, body any, out any) *http.Response {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {

@@ -23,7 +23,9 @@ type world struct {
 	email, password, cb string
 }
 
-func provision(t *testing.T, c *testcluster.Cluster) world {
+func provision(t *testing.T, c *testcluster.Cluster) world { return provisionTB(t, c) }
+
+func provisionTB(t testing.TB, c *testcluster.Cluster) world {
 	t.Helper()
 	tok := testcluster.AdminToken
 	w := world{email: "ann@example.com", password: "correct horse battery", cb: "http://127.0.0.1:9/callback"}
@@ -61,6 +63,10 @@ type rp struct {
 }
 
 func newRP(t *testing.T, c *testcluster.Cluster, clientID, secret, cb string, scopes ...string) *rp {
+	return newRPTB(t, c, clientID, secret, cb, scopes...)
+}
+
+func newRPTB(t testing.TB, c *testcluster.Cluster, clientID, secret, cb string, scopes ...string) *rp {
 	t.Helper()
 	p, err := gooidc.NewProvider(context.Background(), c.URL(0))
 	if err != nil {

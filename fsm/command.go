@@ -35,6 +35,7 @@ const (
 	TypeEndSSOSession
 	TypeReap
 	TypeSetSecret
+	TypeDeliveryOutcome
 )
 
 var typeNames = map[Type]string{
@@ -60,6 +61,7 @@ var typeNames = map[Type]string{
 	TypeEndSSOSession:    "end_sso_session",
 	TypeReap:             "reap",
 	TypeSetSecret:        "set_secret",
+	TypeDeliveryOutcome:  "delivery_outcome",
 }
 
 func (t Type) String() string {

@@ -58,21 +58,29 @@ func applyCreateOrg(tx *bolt.Tx, _ uint64, p []byte) Result {
 	return Result{Value: o}
 }
 
-func applyDeleteOrg(tx *bolt.Tx, _ uint64, p []byte) Result {
+func applyDeleteOrg(tx *bolt.Tx, index uint64, p []byte) Result {
 	c := decode[DeleteOrg](p)
 	var o Org
 	if !get(tx, bucketOrgs, c.ID, &o) {
 		return Result{Err: ErrNotFound}
 	}
-	var ended EndedApps
+	ended := EndedApps{Index: index}
 	if o.Status != OrgDeleted {
 		o.Status, o.DeletedAt = OrgDeleted, c.At
 		put(tx, bucketOrgs, o.ID, o)
+		var targets []logoutTarget
 		for _, sid := range prefixKeys(tx, bucketAppByOrg, o.ID) {
 			if a, ok := endApp(tx, sid, c.At, EndOrgDeleted); ok {
 				ended.Apps = append(ended.Apps, a)
+				// SPEC.md section 6: apps registered to the organization get
+				// the sub-only shape; multi-organization apps one token with
+				// sid per ended app session.
+				var cl Client
+				get(tx, bucketClients, a.ClientID, &cl)
+				targets = append(targets, logoutTarget{app: a, subOnly: !cl.MultiOrganization})
 			}
 		}
+		ended.Deliveries = enqueueLogouts(tx, index, c.At, CauseOrgDeleted, targets)
 	}
 	return Result{Value: ended}
 }

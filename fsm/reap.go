@@ -7,8 +7,9 @@ import (
 )
 
 // Reap deletes what can no longer matter at Before: codes past expiry,
-// revocations of tokens past expiry, and SSO and app sessions that ended or
-// expired before Before. The leader proposes it periodically; the time is in
+// revocations of tokens past expiry, SSO and app sessions that ended or
+// expired before Before, and back-channel deliveries finished before it
+// (pending ones stay until sent or abandoned). The leader proposes it periodically; the time is in
 // the command so every replica deletes the same records.
 type Reap struct {
 	Before time.Time `json:"before"`
@@ -16,7 +17,7 @@ type Reap struct {
 
 // ReapStats is the Value of Reap.
 type ReapStats struct {
-	Codes, Revocations, SSOSessions, AppSessions int
+	Codes, Revocations, SSOSessions, AppSessions, Deliveries int
 }
 
 func init() { register(TypeReap, applyReap) }
@@ -58,6 +59,11 @@ func applyReap(tx *bolt.Tx, _ uint64, p []byte) Result {
 		del(tx, bucketSSOByUser, s.UserID+"/"+s.ID)
 	}
 	deleteWhere(tx, bucketSSOToken, func(v []byte) bool { return !exists(tx, bucketSSO, string(v)) })
+	st.Deliveries = deleteWhere(tx, bucketDeliveries, func(v []byte) bool {
+		var d Delivery
+		mustUnmarshal(v, &d)
+		return d.State != DeliveryPending && !d.DoneAt.After(before)
+	})
 	return Result{Value: st}
 }
 

@@ -33,6 +33,8 @@ var (
 	bucketAppByUser  = []byte("app_by_user") // user/sid
 	bucketAppByOrg   = []byte("app_by_org")  // org/sid
 	bucketSSOByUser  = []byte("sso_by_user") // user/sso id
+	bucketDeliveries = []byte("deliveries")  // delivery id -> Delivery
+	bucketPending    = []byte("deliveries_pending") // delivery id (pending only)
 	bucketCodes      = []byte("codes")       // code hash -> Code
 	bucketRevoked    = []byte("revoked")     // jti -> expiry (RFC 3339)
 	bucketConsents   = []byte("consents")    // user/client -> Consent
@@ -49,6 +51,7 @@ var allBuckets = [][]byte{
 	bucketMemberPair, bucketClients, bucketKeys, bucketSSO, bucketSSOToken,
 	bucketApp, bucketAppKey, bucketAppBySSO, bucketAppByUser, bucketCodes,
 	bucketRevoked, bucketConsents, bucketAppByOrg, bucketSSOByUser,
+	bucketDeliveries, bucketPending,
 }
 
 func initSchema(tx *bolt.Tx) error {

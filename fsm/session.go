@@ -68,17 +68,28 @@ type EndSSOSession struct {
 }
 
 // EndedApps is the Value of commands that end app sessions: the sessions
-// they ended, for back-channel logout.
+// they ended, the back-channel deliveries recorded for them, and the raft
+// index of the command (DeliveriesOf(Index) finds the deliveries later).
 type EndedApps struct {
-	Apps []AppSession `json:"apps"`
+	Index      uint64       `json:"index"`
+	Apps       []AppSession `json:"apps"`
+	Deliveries []Delivery   `json:"deliveries"`
 }
+
+// Causes of back-channel logouts (Delivery.Cause).
+const (
+	CauseLogout     = "logout"
+	CauseSuperseded = "superseded"
+	CauseErased     = "erased"
+	CauseOrgDeleted = "org_deleted"
+)
 
 func init() {
 	register(TypeStartSSOSession, applyStartSSOSession)
 	register(TypeEndSSOSession, applyEndSSOSession)
 }
 
-func applyStartSSOSession(tx *bolt.Tx, _ uint64, p []byte) Result {
+func applyStartSSOSession(tx *bolt.Tx, index uint64, p []byte) Result {
 	c := decode[StartSSOSession](p)
 	if exists(tx, bucketSSO, c.Session.ID) || exists(tx, bucketSSOToken, c.TokenHash) {
 		return Result{Err: &ConflictError{Field: "id"}}
@@ -86,9 +97,10 @@ func applyStartSSOSession(tx *bolt.Tx, _ uint64, p []byte) Result {
 	if !exists(tx, bucketUsers, c.Session.UserID) {
 		return Result{Err: &NotFoundError{Field: "user_id"}}
 	}
-	var ended EndedApps
+	ended := EndedApps{Index: index}
 	if c.Supersedes != "" {
 		ended.Apps = endSSO(tx, c.Supersedes, c.Session.CreatedAt, EndSuperseded)
+		ended.Deliveries = enqueueLogouts(tx, index, c.Session.CreatedAt, CauseSuperseded, withSID(ended.Apps))
 	}
 	put(tx, bucketSSO, c.Session.ID, c.Session)
 	putIndex(tx, bucketSSOToken, c.TokenHash, c.Session.ID)
@@ -96,12 +108,16 @@ func applyStartSSOSession(tx *bolt.Tx, _ uint64, p []byte) Result {
 	return Result{Value: ended}
 }
 
-func applyEndSSOSession(tx *bolt.Tx, _ uint64, p []byte) Result {
+func applyEndSSOSession(tx *bolt.Tx, index uint64, p []byte) Result {
 	c := decode[EndSSOSession](p)
 	if !exists(tx, bucketSSO, c.ID) {
 		return Result{Err: ErrNotFound}
 	}
-	return Result{Value: EndedApps{Apps: endSSO(tx, c.ID, c.At, c.Reason)}}
+	ended := EndedApps{Index: index, Apps: endSSO(tx, c.ID, c.At, c.Reason)}
+	if c.Reason != EndPlainExpiry { // SPEC.md section 6: plain expiry sends nothing
+		ended.Deliveries = enqueueLogouts(tx, index, c.At, CauseLogout, withSID(ended.Apps))
+	}
+	return Result{Value: ended}
 }
 
 // endSSO ends a live SSO session and its live app sessions, returning the

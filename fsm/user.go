@@ -104,16 +104,17 @@ func applyUpdateUser(tx *bolt.Tx, _ uint64, p []byte) Result {
 	return Result{Value: u}
 }
 
-func applyDeleteUser(tx *bolt.Tx, _ uint64, p []byte) Result {
+func applyDeleteUser(tx *bolt.Tx, index uint64, p []byte) Result {
 	c := decode[DeleteUser](p)
 	var u User
 	if !get(tx, bucketUsers, c.ID, &u) {
 		return Result{Err: ErrNotFound}
 	}
-	var ended EndedApps
+	ended := EndedApps{Index: index}
 	for _, ssoID := range prefixKeys(tx, bucketSSOByUser, u.ID) {
 		ended.Apps = append(ended.Apps, endSSO(tx, ssoID, c.At, EndErased)...)
 	}
+	ended.Deliveries = enqueueLogouts(tx, index, c.At, CauseErased, subOnly(ended.Apps))
 	for _, mid := range prefixKeys(tx, bucketMemberByU, u.ID) {
 		deleteMembership(tx, mid)
 	}

@@ -36,8 +36,18 @@ type Config struct {
 	// RaftListener, when set, is used instead of listening on RaftAddr;
 	// its address is advertised.
 	RaftListener net.Listener
-	// Dial, when set, replaces the plain TCP dialer for raft connections.
-	Dial            Dialer
+	// Dial, when set, replaces the plain TCP dialer for node-to-node
+	// connections (tests cut links with it).
+	Dial Dialer
+	// Transport secures node-to-node traffic and forwards writes
+	// (transport.go, forward.go).
+	Transport TransportConfig
+	// Gossip forms and maintains the cluster (gossip.go).
+	Gossip GossipConfig
+	// BootstrapPeers, when set on a node without raft state, bootstraps
+	// these voters at once (static formation; gossip computes the same
+	// list when BootstrapExpect servers see each other).
+	BootstrapPeers  []raft.Server
 	BootstrapExpect int
 	FSM             *fsm.FSM
 	Logger          *slog.Logger
@@ -75,6 +85,9 @@ type Cluster struct {
 	loopsWG     sync.WaitGroup
 	stopped     chan struct{}
 	observer    sync.WaitGroup
+	stream      *streamLayer
+	fwd         *forwarder // forward.go
+	gossip      *gossiper  // gossip.go
 }
 
 // New opens raft on cfg.DataDir and starts it. With BootstrapExpect 1 and no
@@ -121,19 +134,13 @@ func New(cfg Config) (*Cluster, error) {
 		store.Close()
 		return nil, fmt.Errorf("cluster: snapshot store: %w", err)
 	}
-	ln := cfg.RaftListener
-	if ln == nil {
-		if ln, err = net.Listen("tcp", cfg.RaftAddr); err != nil {
-			store.Close()
-			return nil, fmt.Errorf("cluster: raft listener: %w", err)
-		}
-	}
-	dial := cfg.Dial
-	if dial == nil {
-		dial = defaultDialer
+	stream, err := newStreamLayer(&cfg)
+	if err != nil {
+		store.Close()
+		return nil, err
 	}
 	transport := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:  &streamLayer{Listener: ln, advertise: ln.Addr(), dial: dial},
+		Stream:  stream,
 		MaxPool: 3,
 		Timeout: 10 * time.Second,
 		Logger:  newHCLog(cfg.Logger, "transport"),
@@ -150,21 +157,40 @@ func New(cfg Config) (*Cluster, error) {
 		store.Close()
 		return nil, fmt.Errorf("cluster: raft: %w", err)
 	}
-	c := &Cluster{cfg: cfg, log: cfg.Logger, raft: r, fsm: cfg.FSM, store: store, transport: transport, stopped: make(chan struct{})}
+	c := &Cluster{cfg: cfg, log: cfg.Logger, raft: r, fsm: cfg.FSM, store: store, transport: transport, stream: stream, stopped: make(chan struct{})}
 	c.metrics = newMetrics(c, cfg.Registerer)
-	if !existing && cfg.BootstrapExpect <= 1 {
-		f := r.BootstrapCluster(raft.Configuration{Servers: []raft.Server{{
-			Suffrage: raft.Voter, ID: rc.LocalID, Address: transport.LocalAddr(),
-		}}})
-		if err := f.Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
-			c.Shutdown()
-			return nil, fmt.Errorf("cluster: bootstrap: %w", err)
-		}
-		c.log.Info("bootstrapped single-voter cluster", "node_id", cfg.NodeID)
+	if err := c.startForwarding(); err != nil {
+		c.Shutdown()
+		return nil, err
+	}
+	switch {
+	case existing:
+	case len(cfg.BootstrapPeers) > 0:
+		err = c.bootstrap(cfg.BootstrapPeers)
+	case cfg.BootstrapExpect <= 1 && len(cfg.Gossip.Join) == 0:
+		err = c.bootstrap([]raft.Server{{Suffrage: raft.Voter, ID: rc.LocalID, Address: transport.LocalAddr()}})
+	}
+	if err == nil {
+		err = c.startGossip(existing)
+	}
+	if err != nil {
+		c.Shutdown()
+		return nil, err
 	}
 	c.observer.Add(1)
 	go c.watchLeadership()
 	return c, nil
+}
+
+// bootstrap writes the initial configuration; every node of a forming
+// cluster calls it with the same servers, which raft allows.
+func (c *Cluster) bootstrap(servers []raft.Server) error {
+	err := c.raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
+	if err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
+		return fmt.Errorf("cluster: bootstrap: %w", err)
+	}
+	c.log.Info("bootstrapped cluster", "voters", len(servers))
+	return nil
 }
 
 func orDefault(v, d uint64) uint64 {
@@ -186,13 +212,24 @@ func (c *Cluster) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error
 	}
 	start := time.Now()
 	f := c.raft.Apply(cmd.Encode(), timeout)
-	if err := f.Error(); err != nil {
-		c.metrics.applyErrors.Inc()
-		return fsm.Result{}, mapRaftError(err)
+	err := f.Error()
+	if err == nil {
+		c.metrics.applyLatency.Observe(time.Since(start).Seconds())
+		res, _ := f.Response().(fsm.Result)
+		return res, nil
 	}
-	c.metrics.applyLatency.Observe(time.Since(start).Seconds())
-	res, _ := f.Response().(fsm.Result)
-	return res, nil
+	if err = mapRaftError(err); errors.Is(err, ErrNotLeader) {
+		// Not the leader: hand the write to it, then wait until this node
+		// has applied it too, so the caller's answer is true here.
+		res, ferr := c.forwardApply(ctx, cmd)
+		if ferr == nil {
+			c.metrics.applyLatency.Observe(time.Since(start).Seconds())
+			return res, nil
+		}
+		err = ferr
+	}
+	c.metrics.applyErrors.Inc()
+	return fsm.Result{}, err
 }
 
 func mapRaftError(err error) error {
@@ -266,7 +303,9 @@ func (c *Cluster) Shutdown() error {
 	default:
 	}
 	close(c.stopped)
+	c.stopGossip()
 	err := c.raft.Shutdown().Error()
+	c.stopForwarding()
 	c.observer.Wait()
 	c.stopLoops()
 	c.transport.Close()

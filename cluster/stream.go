@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"time"
 
@@ -34,4 +35,20 @@ func (s *streamLayer) Addr() net.Addr { return s.advertise }
 func defaultDialer(ctx context.Context, addr string) (net.Conn, error) {
 	var d net.Dialer
 	return d.DialContext(ctx, "tcp", addr)
+}
+
+// newStreamLayer listens (or takes cfg.RaftListener) for raft traffic.
+func newStreamLayer(cfg *Config) (*streamLayer, error) {
+	ln := cfg.RaftListener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", cfg.RaftAddr); err != nil {
+			return nil, fmt.Errorf("cluster: raft listener: %w", err)
+		}
+	}
+	dial := cfg.Dial
+	if dial == nil {
+		dial = defaultDialer
+	}
+	return &streamLayer{Listener: ln, advertise: ln.Addr(), dial: dial}, nil
 }

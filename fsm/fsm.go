@@ -39,6 +39,7 @@ type FSM struct {
 	appliedMu sync.Mutex
 	applied   uint64
 	appliedCh chan struct{} // closed and replaced on every applied batch
+	results   [resultRing]indexedResult
 
 	// OnApply, when set, is called after each committed batch with the
 	// command types it held. It must not block. Used for metrics and for
@@ -50,6 +51,26 @@ var (
 	_ raft.FSM         = (*FSM)(nil)
 	_ raft.BatchingFSM = (*FSM)(nil)
 )
+
+// resultRing is how many recent apply results are kept for ResultAt.
+const resultRing = 8192
+
+type indexedResult struct {
+	index uint64
+	res   Result
+}
+
+// ResultAt returns the Result this FSM computed for the entry at index, if
+// it is among the last 8192 applied. A follower that forwarded a write to
+// the leader reads its outcome here once it has applied the entry itself:
+// apply is deterministic, so it is the leader's outcome too, and no Value
+// ever has to cross the network.
+func (f *FSM) ResultAt(index uint64) (Result, bool) {
+	f.appliedMu.Lock()
+	defer f.appliedMu.Unlock()
+	r := f.results[index%resultRing]
+	return r.res, r.index == index && index != 0
+}
 
 // Open opens or creates the state file at path.
 func Open(path string) (*FSM, error) {
@@ -167,6 +188,13 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		panic(fmt.Sprintf("fsm: commit: %v", err))
 	}
 	if last != 0 {
+		f.appliedMu.Lock()
+		for i, l := range logs {
+			if r, ok := out[i].(Result); ok && l.Type == raft.LogCommand {
+				f.results[l.Index%resultRing] = indexedResult{index: l.Index, res: r}
+			}
+		}
+		f.appliedMu.Unlock()
 		f.setApplied(last)
 		if f.OnApply != nil && len(types) > 0 {
 			f.OnApply(types)

@@ -380,3 +380,22 @@ func BenchmarkApplyCreateUser(b *testing.B) {
 		f.Apply(&raft.Log{Index: uint64(i + 1), Type: raft.LogCommand, Data: MustCommand(TypeCreateUser, CreateUser{User: User{ID: id, Email: id + "@x"}}).Encode()})
 	}
 }
+
+func TestResultAt(t *testing.T) {
+	h := newHarness(t)
+	seed(h)
+	r := h.apply(TypeCreateOrg, CreateOrg{ID: "dup", Slug: "alpha"})
+	got, ok := h.f.ResultAt(h.index)
+	if !ok || !errors.Is(got.Err, ErrConflict) || !errors.Is(r.Err, ErrConflict) {
+		t.Fatalf("ResultAt(%d): got %+v %v, want the conflict", h.index, got, ok)
+	}
+	if _, ok := h.f.ResultAt(h.index + 1); ok {
+		t.Fatal("ResultAt of a future index: got ok")
+	}
+	for i := 0; i < resultRing; i++ {
+		h.apply(TypeNoop, struct{}{})
+	}
+	if _, ok := h.f.ResultAt(h.index - resultRing); ok {
+		t.Fatal("ResultAt of an index pushed out of the ring: got ok")
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"github.com/oidcd/oidcd/internal/httpx"
 	"github.com/oidcd/oidcd/internal/password"
 	"github.com/oidcd/oidcd/keys"
+	"github.com/oidcd/oidcd/logout"
 	"github.com/oidcd/oidcd/oidc"
 	"github.com/oidcd/oidcd/webui"
 )
@@ -42,6 +43,7 @@ type Node struct {
 	listener net.Listener
 	handler  http.Handler
 	provider *oidc.Provider
+	logout   *logout.Service
 
 	serveErr  chan error
 	closeOnce sync.Once
@@ -81,7 +83,29 @@ func New(cfg Config) (*Node, error) {
 		Retention:   cfg.KeyRetention,
 		RotateEvery: cfg.KeyRotation,
 	})
-	n.fsm.OnApply = n.keys.OnApply
+	ui, err := webui.New()
+	if err != nil {
+		n.fsm.Close()
+		return nil, err
+	}
+	n.logout, err = logout.New(logout.Config{
+		Issuer:        cfg.Issuer,
+		State:         n.fsm.State(),
+		Applier:       n,
+		Keys:          n.keys,
+		UI:            ui,
+		Now:           cfg.Now,
+		Logger:        n.log,
+		Registerer:    n.registry,
+		SessionCookie: oidc.SessionCookie,
+		SecureCookies: strings.HasPrefix(cfg.Issuer, "https://"),
+	})
+	if err != nil {
+		n.fsm.Close()
+		return nil, err
+	}
+	// The hook must be in place before raft starts applying entries.
+	n.fsm.OnApply = n.onApply
 	n.cluster, err = cluster.New(cluster.Config{
 		NodeID:           id,
 		DataDir:          cfg.DataDir,
@@ -103,28 +127,26 @@ func New(cfg Config) (*Node, error) {
 	n.cluster.OnLeader(n.keys.Run)
 	n.cluster.OnLeader(n.bootstrapOnce)
 	n.cluster.OnLeader(n.reapLoop)
-	ui, err := webui.New()
-	if err == nil {
-		n.provider, err = oidc.New(oidc.Config{
-			Issuer:      cfg.Issuer,
-			State:       n.fsm.State(),
-			Applier:     n,
-			Keys:        n.keys,
-			UI:          ui,
-			Hasher:      n.hasher,
-			Now:         cfg.Now,
-			Logger:      n.log,
-			Registerer:  n.registry,
-			RateLimit:   cfg.RateLimit,
-			SessionIdle: cfg.SessionIdle,
-			SessionMax:  cfg.SessionMax,
-		})
-	}
+	n.provider, err = oidc.New(oidc.Config{
+		Issuer:      cfg.Issuer,
+		State:       n.fsm.State(),
+		Applier:     n,
+		Keys:        n.keys,
+		UI:          ui,
+		Hasher:      n.hasher,
+		Now:         cfg.Now,
+		Logger:      n.log,
+		Registerer:  n.registry,
+		RateLimit:   cfg.RateLimit,
+		SessionIdle: cfg.SessionIdle,
+		SessionMax:  cfg.SessionMax,
+	})
 	if err != nil {
 		n.cluster.Shutdown()
 		n.fsm.Close()
 		return nil, err
 	}
+	n.cluster.OnLeader(n.logout.RunSender)
 	n.handler = n.routes()
 	return n, nil
 }
@@ -156,6 +178,7 @@ func (n *Node) routes() http.Handler {
 	mux.Handle("GET /.well-known/openid-configuration", oidc.DiscoveryHandler(n.cfg.Issuer))
 	mux.Handle("GET /.well-known/jwks.json", oidc.JWKSHandler(n.keys, n.log))
 	n.provider.Register(mux)
+	n.logout.Register(mux)
 	mux.Handle("/admin/v1/", admin.New(admin.Config{
 		State:     n.fsm.State(),
 		Applier:   n.cluster,
@@ -178,6 +201,20 @@ func (n *Node) routes() http.Handler {
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(n.registry, promhttp.HandlerOpts{}))
 	return httpx.Recover(n.log)(httpx.Correlation(mux))
+}
+
+// onApply runs on the FSM goroutine after each applied batch: it refreshes
+// the key cache and wakes the logout sender when deliveries may be pending.
+// It must not block.
+func (n *Node) onApply(types []fsm.Type) {
+	n.keys.OnApply(types)
+	for _, t := range types {
+		switch t {
+		case fsm.TypeEndSSOSession, fsm.TypeStartSSOSession, fsm.TypeDeleteUser, fsm.TypeDeleteOrg, fsm.TypeDeliveryOutcome:
+			n.logout.Notify()
+			return
+		}
+	}
 }
 
 // Apply replicates a command through raft (the write path of every

@@ -9,7 +9,7 @@ import (
 const (
 	// cookieSession holds the SSO session secret (newID); the store keeps
 	// only hashToken of it.
-	cookieSession = "oidcd_session"
+	cookieSession = SessionCookie
 	// cookieAuthz carries the sealed pending request to the picker's GET
 	// pages, whose query has only q, after and before (SPEC.md 4.4).
 	cookieAuthz = "oidcd_authz"

@@ -45,6 +45,10 @@ const (
 	AMRSMS      = "sms"
 )
 
+// SessionCookie is the name of the SSO cookie; package logout reads it to
+// find the browser's session.
+const SessionCookie = "oidcd_session"
+
 // Scopes (SPEC.md 2.6).
 const (
 	ScopeOpenID  = "openid"

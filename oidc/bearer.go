@@ -96,9 +96,14 @@ func stringClaim(t jwt.Token, name string) (string, bool) {
 // not revoked, app and SSO session live, app not suspended, organization
 // and membership active (fsm.State.CheckAccess). A store that cannot be
 // read is an error other than errTokenInvalid.
-func (p *Provider) checkAccessToken(raw string, now time.Time) (accessToken, fsm.Access, error) {
+func (p *Provider) checkAccessToken(ctx context.Context, raw string, now time.Time) (accessToken, fsm.Access, error) {
 	tok, err := p.parseAccessToken(raw, now)
 	if err != nil {
+		return tok, fsm.Access{}, err
+	}
+	// Only a well-formed token of ours costs a read index: no acknowledged
+	// logout, revocation or suspension anywhere may be missed here.
+	if err := p.linearize(ctx); err != nil {
 		return tok, fsm.Access{}, err
 	}
 	acc, err := p.cfg.State.CheckAccess(tok.jti, tok.sid, now)
@@ -144,7 +149,7 @@ const (
 // failure it has answered: 401 invalid_token (SPEC.md 7.4) for every
 // token problem, or 500 when the store could not be read.
 func (p *Provider) bearer(w http.ResponseWriter, r *http.Request, style bearerStyle) (accessToken, fsm.Access, bool) {
-	tok, acc, err := p.checkAccessToken(bearerToken(r), p.now())
+	tok, acc, err := p.checkAccessToken(r.Context(), bearerToken(r), p.now())
 	switch {
 	case err == nil:
 		p.metrics.bearerChecks.WithLabelValues(bearerValid).Inc()
@@ -152,6 +157,16 @@ func (p *Provider) bearer(w http.ResponseWriter, r *http.Request, style bearerSt
 	case errors.Is(err, errTokenInvalid):
 		p.metrics.bearerChecks.WithLabelValues(bearerInvalid).Inc()
 		writeInvalidToken(w, style == bearerNoBody)
+	case errors.Is(err, errUnavailable):
+		// SPEC.md 4.8 and 4.9: 503 {error, error_description?}; POST
+		// /userinfo without a body.
+		p.metrics.bearerChecks.WithLabelValues(bearerError).Inc()
+		if style == bearerNoBody {
+			w.Header().Set("Cache-Control", "no-store")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		} else {
+			writeOAuthError(w, errTokUnavailable)
+		}
 	default:
 		p.metrics.bearerChecks.WithLabelValues(bearerError).Inc()
 		p.logFault(r.Context(), "bearer check", err)

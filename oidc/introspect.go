@@ -32,10 +32,13 @@ func (p *Provider) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	tok, acc, err := p.checkAccessToken(formParam(form, "token"), p.now())
+	tok, acc, err := p.checkAccessToken(r.Context(), formParam(form, "token"), p.now())
 	switch {
 	case errors.Is(err, errTokenInvalid):
 		p.inactive(w)
+		return
+	case errors.Is(err, errUnavailable):
+		writeOAuthError(w, errTokUnavailable)
 		return
 	case err != nil:
 		p.logFault(r.Context(), "introspect", err)

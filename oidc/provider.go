@@ -78,6 +78,12 @@ type Config struct {
 	CodeTTL time.Duration
 	// SMSEnabled shows the text-message option on the sign-in page.
 	SMSEnabled bool
+	// ReadIndex, when set, makes liveness checks linearizable: it returns
+	// once this node has applied every write acknowledged anywhere in the
+	// cluster before the call (a raft read index), or an error when no
+	// leader can vouch for that (the caller answers 503). Nil: local reads
+	// (a single node, where they are already current).
+	ReadIndex func(ctx context.Context) error
 }
 
 // Provider serves the OIDC surface of SPEC.md section 4.
@@ -133,6 +139,23 @@ func New(cfg Config) (*Provider, error) {
 func (p *Provider) Register(mux *http.ServeMux) {
 	p.registerAuthorize(mux)
 	p.registerToken(mux)
+}
+
+// errUnavailable: the cluster could not confirm the state is current (no
+// quorum, leader unreachable). Answered with the 503 shapes of SPEC.md.
+var errUnavailable = errors.New("oidc: cluster unavailable")
+
+// linearize waits until the local state reflects every write acknowledged
+// before now anywhere in the cluster.
+func (p *Provider) linearize(ctx context.Context) error {
+	if p.cfg.ReadIndex == nil {
+		return nil
+	}
+	if err := p.cfg.ReadIndex(ctx); err != nil {
+		p.log.Warn("read index failed", "err", err)
+		return errUnavailable
+	}
+	return nil
 }
 
 // now is the provider's clock in UTC.

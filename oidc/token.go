@@ -107,6 +107,9 @@ func (p *Provider) exchangeCode(r *http.Request, form url.Values, client fsm.Cli
 	case !validVerifier(verifier):
 		return tokenResponse{}, errTokVerifierSyntax
 	}
+	if err := p.linearize(r.Context()); err != nil {
+		return tokenResponse{}, errTokUnavailable
+	}
 	now := p.now()
 	code, err := p.cfg.State.Code(hashToken(raw))
 	switch {

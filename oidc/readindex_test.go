@@ -1,0 +1,67 @@
+package oidc
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"sync/atomic"
+	"testing"
+)
+
+// TestReadIndexGuardsLivenessChecks: when the cluster cannot vouch that the
+// local state is current, no liveness decision is made from it: every
+// endpoint answers its SPEC.md 503 shape. Garbage tokens are still refused
+// without asking the cluster.
+func TestReadIndexGuardsLivenessChecks(t *testing.T) {
+	var fail atomic.Bool
+	var calls atomic.Int32
+	h := newHarness(t, func(c *Config) {
+		c.ReadIndex = func(context.Context) error {
+			calls.Add(1)
+			if fail.Load() {
+				return errors.New("no leader")
+			}
+			return nil
+		}
+	})
+	tok := bcTokens(t, h, hConfidential, hSecret)
+	code := h.signedInCode(hConfidential, hUser, hOrgA, []string{"openid"}, "", bcVerifier)
+	fail.Store(true)
+
+	cases := []struct {
+		name     string
+		req      bcReq
+		wantBody string
+	}{
+		{"userinfo GET", bcReq{method: "GET", path: PathUserinfo, bearer: tok.AccessToken}, `{"error":"temporarily_unavailable","error_description":"try again shortly"}`},
+		{"userinfo POST", bcReq{method: "POST", path: PathUserinfo, bearer: tok.AccessToken}, ``},
+		{"memberships", bcReq{method: "GET", path: "/api/v1/me/memberships", bearer: tok.AccessToken}, `{"error":"temporarily_unavailable","error_description":"try again shortly"}`},
+		{"introspect", bcReq{method: "POST", path: PathIntrospect, user: hConfidential, pass: hSecret, form: url.Values{"token": {tok.AccessToken}}}, `{"error":"temporarily_unavailable","error_description":"try again shortly"}`},
+		{"token", bcReq{method: "POST", path: PathToken, user: hConfidential, pass: hSecret, form: bcTokenForm(code)}, `{"error":"temporarily_unavailable","error_description":"try again shortly"}`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rec := bcDo(t, h, c.req)
+			if rec.Code != http.StatusServiceUnavailable {
+				t.Fatalf("status: got %d %s, want 503", rec.Code, rec.Body)
+			}
+			if got := rec.Body.String(); got != c.wantBody {
+				t.Fatalf("body: got %q, want %q", got, c.wantBody)
+			}
+		})
+	}
+
+	before := calls.Load()
+	if rec := bcDo(t, h, bcReq{method: "GET", path: PathUserinfo, bearer: "not-a-token"}); rec.Code != http.StatusUnauthorized {
+		t.Fatalf("garbage token: got %d, want 401", rec.Code)
+	}
+	if calls.Load() != before {
+		t.Fatal("a malformed token cost a read index")
+	}
+
+	fail.Store(false)
+	if rec := bcDo(t, h, bcReq{method: "GET", path: PathUserinfo, bearer: tok.AccessToken}); rec.Code != http.StatusOK {
+		t.Fatalf("after recovery: got %d %s, want 200", rec.Code, rec.Body)
+	}
+}

@@ -1,6 +1,8 @@
 package node
 
 import (
+	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -43,6 +45,12 @@ type Config struct {
 	HTTPListener net.Listener
 	// RaftListener, likewise, for the raft transport.
 	RaftListener net.Listener
+	// Dial, when set, opens every node-to-node connection (testcluster
+	// cuts links with it).
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
+	// StaticPeers, when set on a node without raft state, bootstraps these
+	// voters at once instead of waiting for gossip (testcluster).
+	StaticPeers []Peer
 
 	Logger *slog.Logger
 	Out    io.Writer // where the one-time banner (admin token, demo sign-in) goes
@@ -55,6 +63,11 @@ type Config struct {
 	LeaderLease      time.Duration
 	KeyPublishLead   time.Duration
 	KeyRetention     time.Duration
+}
+
+// Peer is a voter of a statically formed cluster.
+type Peer struct {
+	ID, RaftAddr string
 }
 
 // Defaults of CONTRACT.md section 1.
@@ -126,11 +139,14 @@ func (c *Config) Validate() error {
 	if c.BootstrapExpect < 1 {
 		errs = append(errs, fmt.Errorf("--bootstrap-expect %d: must be at least 1", c.BootstrapExpect))
 	}
-	if (c.BootstrapExpect > 1 || len(c.Join) > 0) && c.ClusterKey == "" {
+	multi := c.BootstrapExpect > 1 || len(c.Join) > 0 || len(c.StaticPeers) > 1
+	if multi && c.ClusterKey == "" {
 		errs = append(errs, errors.New("--cluster-key is required when --bootstrap-expect is above 1 or --join is set"))
 	}
-	if c.BootstrapExpect > 1 || len(c.Join) > 0 {
-		errs = append(errs, errors.New("multi-node clusters are not available in this build yet (--bootstrap-expect must be 1, --join empty)"))
+	if c.ClusterKey != "" {
+		if _, err := c.clusterKey(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if c.SessionIdle < time.Minute || c.SessionMax < c.SessionIdle {
 		errs = append(errs, fmt.Errorf("--session-idle %s, --session-max %s: idle must be at least 1m and at most the maximum", c.SessionIdle, c.SessionMax))
@@ -164,4 +180,16 @@ func validRate(s string) bool {
 	}
 	dur, err := time.ParseDuration(d)
 	return err == nil && dur > 0
+}
+
+// clusterKey decodes --cluster-key: base64 of 32 bytes.
+func (c *Config) clusterKey() ([]byte, error) {
+	if c.ClusterKey == "" {
+		return nil, nil
+	}
+	k, err := base64.StdEncoding.DecodeString(strings.TrimSpace(c.ClusterKey))
+	if err != nil || len(k) != 32 {
+		return nil, errors.New("--cluster-key: want base64 of 32 random bytes (oidcd keygen prints one)")
+	}
+	return k, nil
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -106,11 +107,20 @@ func New(cfg Config) (*Node, error) {
 	}
 	// The hook must be in place before raft starts applying entries.
 	n.fsm.OnApply = n.onApply
+	key, _ := cfg.clusterKey() // validated above
+	var peers []raft.Server
+	for _, p := range cfg.StaticPeers {
+		peers = append(peers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr)})
+	}
 	n.cluster, err = cluster.New(cluster.Config{
 		NodeID:           id,
 		DataDir:          cfg.DataDir,
 		RaftAddr:         cfg.RaftAddr,
 		RaftListener:     cfg.RaftListener,
+		Dial:             cfg.Dial,
+		BootstrapPeers:   peers,
+		Transport:        cluster.TransportConfig{ClusterKey: key},
+		Gossip:           cluster.GossipConfig{Addr: cfg.GossipAddr, Join: cfg.Join, HTTPAddr: cfg.HTTPAddr},
 		BootstrapExpect:  cfg.BootstrapExpect,
 		FSM:              n.fsm,
 		Logger:           n.log,

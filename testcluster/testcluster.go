@@ -12,6 +12,8 @@ package testcluster
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"log/slog"
 	"net"
@@ -31,7 +33,7 @@ const AdminToken = "testcluster-admin-token-0123456789abcdef"
 
 // Options shape the cluster.
 type Options struct {
-	Size int // number of nodes; only 1 is supported until the cluster issue
+	Size int // number of nodes (default 1)
 	// Now is the clock of every node (default time.Now).
 	Now func() time.Time
 	// Demo seeds the demo organization, person and client.
@@ -49,6 +51,7 @@ type Options struct {
 type Cluster struct {
 	t     testing.TB
 	opts  Options
+	net   *network
 	mu    sync.Mutex
 	nodes []*member
 }
@@ -66,14 +69,19 @@ func New(t testing.TB, opts Options) *Cluster {
 	if opts.Size == 0 {
 		opts.Size = 1
 	}
-	if opts.Size != 1 {
-		t.Fatalf("testcluster: Size %d: only single-node clusters exist so far", opts.Size)
+	c := &Cluster{t: t, opts: opts, net: newNetwork()}
+	key := make([]byte, 32)
+	rand.Read(key)
+	httpLns, raftLns := make([]net.Listener, opts.Size), make([]net.Listener, opts.Size)
+	var peers []node.Peer
+	for i := range opts.Size {
+		httpLns[i], raftLns[i] = listen(t), listen(t)
+		peers = append(peers, node.Peer{ID: fmt.Sprintf("node-%d", i), RaftAddr: raftLns[i].Addr().String()})
+		c.net.addrs[raftLns[i].Addr().String()] = i
 	}
-	c := &Cluster{t: t, opts: opts}
 	for i := 0; i < opts.Size; i++ {
 		dir := t.TempDir()
-		httpLn := listen(t)
-		raftLn := listen(t)
+		httpLn, raftLn := httpLns[i], raftLns[i]
 		m := &member{httpAddr: httpLn.Addr().String(), raftAddr: raftLn.Addr().String()}
 		m.cfg = node.Config{
 			Issuer:           "http://" + m.httpAddr,
@@ -88,6 +96,12 @@ func New(t testing.TB, opts Options) *Cluster {
 			HeartbeatTimeout: 300 * time.Millisecond,
 			ElectionTimeout:  300 * time.Millisecond,
 			LeaderLease:      150 * time.Millisecond,
+			NodeID:           peers[i].ID,
+			Dial:             c.net.dialer(i),
+		}
+		if opts.Size > 1 {
+			m.cfg.StaticPeers = peers
+			m.cfg.ClusterKey = base64.StdEncoding.EncodeToString(key)
 		}
 		if !opts.GeneratedAdminToken {
 			m.cfg.AdminToken = AdminToken
@@ -137,11 +151,12 @@ func (c *Cluster) start(i int, httpLn, raftLn net.Listener) {
 	m.node = n
 }
 
-// WaitLeader waits up to 10 s for a leader and for the signing key and admin
-// token to exist, so tests start on a usable provider.
+// WaitLeader waits up to 15 s until every running node knows a leader and
+// holds the signing key and the browser key, so tests start on a usable
+// provider.
 func (c *Cluster) WaitLeader() {
 	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	for i := range c.nodes {
 		n := c.Node(i)
@@ -238,6 +253,53 @@ func (c *Cluster) AdminTokenFromFile(i int) string {
 	}
 	return string(b[:len(b)-1])
 }
+
+// Leader returns the index of the running node that leads (-1 when none
+// does right now).
+func (c *Cluster) Leader() int {
+	for i := range c.nodes {
+		if n := c.Node(i); n != nil && n.Cluster().IsLeader() {
+			return i
+		}
+	}
+	return -1
+}
+
+// Followers returns the running nodes that do not lead.
+func (c *Cluster) Followers() []int {
+	var out []int
+	for i := range c.nodes {
+		if n := c.Node(i); n != nil && !n.Cluster().IsLeader() {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// WaitNewLeader waits up to 15 s for a leader among the running nodes and
+// returns it.
+func (c *Cluster) WaitNewLeader() int {
+	c.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if l := c.Leader(); l >= 0 {
+			return l
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.t.Fatal("testcluster: no leader elected")
+	return -1
+}
+
+// Partition cuts the nodes of group off from the others (both ways);
+// connections across the cut are closed. Heal undoes it.
+func (c *Cluster) Partition(group ...int) { c.net.partition(len(c.nodes), group) }
+
+// Heal restores every link.
+func (c *Cluster) Heal() { c.net.heal() }
+
+// Size is the number of nodes, running or not.
+func (c *Cluster) Size() int { return len(c.nodes) }
 
 // Close stops every node.
 func (c *Cluster) Close() {

@@ -71,6 +71,10 @@ type Config struct {
 
 	// RateLimit is "N/duration" (default "5/60s") or "off" (SPEC.md 8).
 	RateLimit string
+	// RateAllow, when set and RateLimit is not "off", decides instead of
+	// this node's own limiter (a cluster-wide limiter on the leader). Its
+	// errors are answered 500 server_error (SPEC.md 4.5).
+	RateAllow RateAllowFunc
 	// SessionIdle and SessionMax bound the SSO session (defaults 2h, 12h).
 	SessionIdle time.Duration
 	SessionMax  time.Duration
@@ -130,6 +134,9 @@ func New(cfg Config) (*Provider, error) {
 	p := &Provider{cfg: cfg, log: cfg.Logger, issuer: u, secure: u.Scheme == "https"}
 	if p.limiter, err = newRateLimiter(cfg.RateLimit, cfg.Now); err != nil {
 		return nil, err
+	}
+	if cfg.RateAllow != nil && p.limiter.backend != nil {
+		p.limiter.backend = cfg.RateAllow
 	}
 	p.metrics = newMetrics(cfg.Registerer)
 	return p, nil

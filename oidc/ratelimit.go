@@ -63,6 +63,25 @@ func newRateLimiter(spec string, now func() time.Time) (*rateLimiter, error) {
 	return &rateLimiter{backend: newWindowLimiter(limit, window, defaultMaxKeys, now)}, nil
 }
 
+// RateAllowFunc decides one request under key (see limiter.Allow).
+type RateAllowFunc func(ctx context.Context, key string) (ok bool, retry time.Duration, err error)
+
+func (f RateAllowFunc) Allow(ctx context.Context, key string) (bool, time.Duration, error) {
+	return f(ctx, key)
+}
+
+// NewLocalLimiter returns the sliding-window limiter of spec on clock now,
+// or nil for "off". A cluster runs one on its leader and points every
+// node's Config.RateAllow at it, so the limit holds for the cluster as a
+// whole (SPEC.md section 8).
+func NewLocalLimiter(spec string, now func() time.Time) (RateAllowFunc, error) {
+	rl, err := newRateLimiter(spec, now)
+	if err != nil || rl.backend == nil {
+		return nil, err
+	}
+	return rl.backend.Allow, nil
+}
+
 // Allow asks the backend about key; a nil limiter or backend allows all.
 func (l *rateLimiter) Allow(ctx context.Context, key string) (bool, time.Duration, error) {
 	if l == nil || l.backend == nil {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -230,5 +232,38 @@ func TestRateKey(t *testing.T) {
 		if got := rateKey(limitToken, c.id, r); got != c.want {
 			t.Errorf("rateKey(%q): got %q, want %q", c.remote, got, c.want)
 		}
+	}
+}
+
+// TestRateAllowReplacesLocalLimiter: a provider given RateAllow asks it
+// (the cluster's shared limiter) instead of counting locally, and a
+// failing shared limiter is answered 500 server_error (SPEC.md 4.5).
+func TestRateAllowReplacesLocalLimiter(t *testing.T) {
+	shared, err := NewLocalLimiter("2/60s", time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var broken atomic.Bool
+	allow := func(ctx context.Context, key string) (bool, time.Duration, error) {
+		if broken.Load() {
+			return false, 0, errors.New("leader unreachable")
+		}
+		return shared(ctx, key)
+	}
+	a := newHarness(t, func(c *Config) { c.RateLimit, c.RateAllow = "5/60s", allow })
+	b := newHarness(t, func(c *Config) { c.RateLimit, c.RateAllow = "5/60s", allow })
+	req := bcReq{method: "POST", path: PathIntrospect, user: hConfidential, pass: hSecret, form: url.Values{"token": {"x"}}}
+	for i, want := range []int{200, 200, 429} { // two nodes, one budget of 2
+		h := a
+		if i%2 == 1 {
+			h = b
+		}
+		if got := bcDo(t, h, req).Code; got != want {
+			t.Fatalf("request %d: got %d, want %d", i+1, got, want)
+		}
+	}
+	broken.Store(true)
+	if rec := bcDo(t, a, req); rec.Code != 500 || !strings.Contains(rec.Body.String(), "server_error") {
+		t.Fatalf("failing shared limiter: got %d %s, want 500 server_error", rec.Code, rec.Body)
 	}
 }

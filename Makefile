@@ -5,7 +5,7 @@ LDFLAGS   := -X main.version=$(VERSION)
 BIN       := bin/oidcd
 DATA_DIR  ?= ./data
 
-.PHONY: build run test bench lint fmt clean
+.PHONY: build run test bench lint fmt clean fuzz
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/oidcd
@@ -24,6 +24,16 @@ test:
 ## bench: the benchmarks whose figures go into BENCHMARKS.md.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./fsm/ ./keys/ ./oidc/ ./internal/... ./node/
+
+## fuzz: every fuzz target for FUZZTIME each (make test runs their seed corpora).
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzAuthorizeQuery$$' -fuzztime $(FUZZTIME) ./oidc/
+	$(GO) test -run '^$$' -fuzz '^FuzzTokenForm$$' -fuzztime $(FUZZTIME) ./oidc/
+	$(GO) test -run '^$$' -fuzz '^FuzzBearer$$' -fuzztime $(FUZZTIME) ./oidc/
+	$(GO) test -run '^$$' -fuzz '^FuzzIntrospectToken$$' -fuzztime $(FUZZTIME) ./oidc/
+	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) ./internal/seal/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeCommand$$' -fuzztime $(FUZZTIME) ./fsm/
 
 lint:
 	$(GO) vet ./...

@@ -53,6 +53,9 @@ func init() {
 
 func applyPutClient(tx *bolt.Tx, _ uint64, p []byte) Result {
 	c := decode[PutClient](p)
+	if !validID(c.Client.ID, c.Client.OrganizationID) {
+		return invalid
+	}
 	var cur Client
 	found := get(tx, bucketClients, c.Client.ID, &cur)
 	switch {
@@ -78,6 +81,9 @@ func applyPutClient(tx *bolt.Tx, _ uint64, p []byte) Result {
 
 func applyDeleteClient(tx *bolt.Tx, _ uint64, p []byte) Result {
 	c := decode[DeleteClient](p)
+	if !validID(c.ID) {
+		return invalid
+	}
 	if !exists(tx, bucketClients, c.ID) {
 		return Result{Err: ErrNotFound}
 	}

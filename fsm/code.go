@@ -67,6 +67,9 @@ func init() {
 
 func applyIssueCode(tx *bolt.Tx, _ uint64, p []byte) Result {
 	c := decode[IssueCode](p)
+	if !validKey(c.Code.Hash) || !validID(c.NewSID, c.Code.SSOSessionID, c.Code.ClientID, c.Code.OrgID, c.Code.UserID) {
+		return invalid
+	}
 	code := c.Code
 	var sso SSOSession
 	if !get(tx, bucketSSO, code.SSOSessionID, &sso) || !sso.Live(code.IssuedAt) || sso.UserID != code.UserID {
@@ -104,6 +107,9 @@ func applyIssueCode(tx *bolt.Tx, _ uint64, p []byte) Result {
 
 func applyRedeemCode(tx *bolt.Tx, _ uint64, p []byte) Result {
 	c := decode[RedeemCode](p)
+	if !validKey(c.Hash) {
+		return invalid
+	}
 	var code Code
 	if !get(tx, bucketCodes, c.Hash, &code) {
 		return Result{Err: ErrNotFound}

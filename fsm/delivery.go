@@ -23,14 +23,14 @@ type Delivery struct {
 	// ID is "<raft index>-<seq>": deterministic, unique, and ordered by
 	// creation. Senders use it as the logout token's jti, so a retried
 	// delivery carries the same jti and receivers can drop duplicates.
-	ID       string `json:"id"`
+	ID          string `json:"id"`
 	LogoutIndex uint64 `json:"logout_index"` // raft index of the command that caused it
-	ClientID string `json:"client_id"`
-	URI      string `json:"uri"`
-	Sub      string `json:"sub"`
-	OrgID    string `json:"organization_id"`
-	SID      string `json:"sid,omitempty"` // empty: the sub-only shape
-	Cause    string `json:"cause"`
+	ClientID    string `json:"client_id"`
+	URI         string `json:"uri"`
+	Sub         string `json:"sub"`
+	OrgID       string `json:"organization_id"`
+	SID         string `json:"sid,omitempty"` // empty: the sub-only shape
+	Cause       string `json:"cause"`
 
 	CreatedAt     time.Time `json:"created_at"`
 	State         string    `json:"state"`

@@ -17,6 +17,11 @@ var (
 	ErrAccessChanged = errors.New("fsm: access changed")
 	// ErrMismatch: the code was issued to another client.
 	ErrMismatch = errors.New("fsm: mismatch")
+	// ErrInvalid: a command that decodes but names an empty, oversized or
+	// malformed key. Proposers validate first, so this means a bug or a
+	// hostile entry; refusing it keeps every replica running, where a panic
+	// would crash-loop all of them on the same entry.
+	ErrInvalid = errors.New("fsm: invalid command")
 )
 
 // ConflictError says which unique field collided.

@@ -399,3 +399,39 @@ func TestResultAt(t *testing.T) {
 		t.Fatal("ResultAt of an index pushed out of the ring: got ok")
 	}
 }
+
+// TestInvalidKeysAreRefusedNotPanics: a command that decodes but names an
+// empty, slash-carrying or oversized key is refused with ErrInvalid. A
+// panic would crash every replica on the same log entry.
+func TestInvalidKeysAreRefusedNotPanics(t *testing.T) {
+	cases := []struct {
+		name string
+		typ  Type
+		cmd  any
+	}{
+		{"empty org", TypeCreateOrg, CreateOrg{}},
+		{"empty user", TypeCreateUser, CreateUser{}},
+		{"user without email", TypeCreateUser, CreateUser{User: User{ID: "u9"}}},
+		{"slash in user id", TypeCreateUser, CreateUser{User: User{ID: userA + "/x", Email: "x@y"}}},
+		{"slash in membership id", TypeCreateMembership, CreateMembership{Membership: Membership{ID: "m/1", UserID: userA, OrgID: orgA}}},
+		{"oversized key", TypeAddKey, AddKey{Key: Key{Kid: string(make([]byte, 40000))}}},
+		{"empty client", TypeCreateClient, PutClient{Create: true}},
+		{"empty sso", TypeStartSSOSession, StartSSOSession{}},
+		{"empty code", TypeIssueCode, IssueCode{}},
+		{"empty revoke", TypeRevokeToken, RevokeToken{}},
+		{"empty secret name", TypeSetSecret, SetSecret{}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t)
+			seed(h)
+			before := dump(t, h.f)
+			if r := h.apply(c.typ, c.cmd); !errors.Is(r.Err, ErrInvalid) {
+				t.Fatalf("got %v, want ErrInvalid", r.Err)
+			}
+			if !reflect.DeepEqual(dump(t, h.f), before) {
+				t.Fatal("a refused command changed the state")
+			}
+		})
+	}
+}

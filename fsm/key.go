@@ -37,6 +37,9 @@ func init() {
 
 func applyAddKey(tx *bolt.Tx, index uint64, p []byte) Result {
 	c := decode[AddKey](p)
+	if !validKey(c.Key.Kid) {
+		return invalid
+	}
 	if exists(tx, bucketKeys, c.Key.Kid) {
 		return Result{Err: &ConflictError{Field: "kid"}}
 	}
@@ -54,6 +57,9 @@ func applyAddKey(tx *bolt.Tx, index uint64, p []byte) Result {
 
 func applyRemoveKey(tx *bolt.Tx, index uint64, p []byte) Result {
 	c := decode[RemoveKey](p)
+	if !validKey(c.Kid) {
+		return invalid
+	}
 	if !exists(tx, bucketKeys, c.Kid) {
 		return Result{Err: ErrNotFound}
 	}

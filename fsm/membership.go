@@ -50,6 +50,9 @@ func pairKey(userID, orgID string) string { return userID + "/" + orgID }
 
 func applyCreateMembership(tx *bolt.Tx, _ uint64, p []byte) Result {
 	m := decode[CreateMembership](p).Membership
+	if !validID(m.ID, m.UserID, m.OrgID) {
+		return invalid
+	}
 	if !exists(tx, bucketUsers, m.UserID) {
 		return Result{Err: &NotFoundError{Field: "user_id"}}
 	}
@@ -72,6 +75,9 @@ func applyCreateMembership(tx *bolt.Tx, _ uint64, p []byte) Result {
 
 func applyUpdateMembership(tx *bolt.Tx, _ uint64, p []byte) Result {
 	c := decode[UpdateMembership](p)
+	if !validID(c.ID) {
+		return invalid
+	}
 	var m Membership
 	if !get(tx, bucketMembers, c.ID, &m) {
 		return Result{Err: ErrNotFound}
@@ -83,6 +89,9 @@ func applyUpdateMembership(tx *bolt.Tx, _ uint64, p []byte) Result {
 
 func applyDeleteMembership(tx *bolt.Tx, _ uint64, p []byte) Result {
 	c := decode[DeleteMembership](p)
+	if !validID(c.ID) {
+		return invalid
+	}
 	if !exists(tx, bucketMembers, c.ID) {
 		return Result{Err: ErrNotFound}
 	}

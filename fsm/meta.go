@@ -55,6 +55,9 @@ func secretKey(name string) []byte { return []byte("secret/" + name) }
 
 func applySetSecret(tx *bolt.Tx, _ uint64, p []byte) Result {
 	c := decode[SetSecret](p)
+	if !validID(c.Name) {
+		return invalid
+	}
 	meta := tx.Bucket(bucketMeta)
 	if meta.Get(secretKey(c.Name)) != nil {
 		return Result{Err: &ConflictError{Field: c.Name}}

@@ -44,6 +44,9 @@ func init() {
 
 func applyCreateOrg(tx *bolt.Tx, _ uint64, p []byte) Result {
 	c := decode[CreateOrg](p)
+	if !validID(c.ID) || !validKey(c.Slug) {
+		return invalid
+	}
 	if exists(tx, bucketOrgs, c.ID) {
 		return Result{Err: &ConflictError{Field: "id"}}
 	}
@@ -60,6 +63,9 @@ func applyCreateOrg(tx *bolt.Tx, _ uint64, p []byte) Result {
 
 func applyDeleteOrg(tx *bolt.Tx, index uint64, p []byte) Result {
 	c := decode[DeleteOrg](p)
+	if !validID(c.ID) {
+		return invalid
+	}
 	var o Org
 	if !get(tx, bucketOrgs, c.ID, &o) {
 		return Result{Err: ErrNotFound}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -28,16 +29,16 @@ var (
 	bucketSSO        = []byte("sso_sessions")
 	bucketSSOToken   = []byte("sso_by_token") // token hash -> sso id
 	bucketApp        = []byte("app_sessions")
-	bucketAppKey     = []byte("app_by_key")  // sso/client/org -> sid
-	bucketAppBySSO   = []byte("app_by_sso")  // sso/sid
-	bucketAppByUser  = []byte("app_by_user") // user/sid
-	bucketAppByOrg   = []byte("app_by_org")  // org/sid
-	bucketSSOByUser  = []byte("sso_by_user") // user/sso id
-	bucketDeliveries = []byte("deliveries")  // delivery id -> Delivery
+	bucketAppKey     = []byte("app_by_key")         // sso/client/org -> sid
+	bucketAppBySSO   = []byte("app_by_sso")         // sso/sid
+	bucketAppByUser  = []byte("app_by_user")        // user/sid
+	bucketAppByOrg   = []byte("app_by_org")         // org/sid
+	bucketSSOByUser  = []byte("sso_by_user")        // user/sso id
+	bucketDeliveries = []byte("deliveries")         // delivery id -> Delivery
 	bucketPending    = []byte("deliveries_pending") // delivery id (pending only)
-	bucketCodes      = []byte("codes")       // code hash -> Code
-	bucketRevoked    = []byte("revoked")     // jti -> expiry (RFC 3339)
-	bucketConsents   = []byte("consents")    // user/client -> Consent
+	bucketCodes      = []byte("codes")              // code hash -> Code
+	bucketRevoked    = []byte("revoked")            // jti -> expiry (RFC 3339)
+	bucketConsents   = []byte("consents")           // user/client -> Consent
 
 	keySchema     = []byte("schema_version")
 	keyApplied    = []byte("applied_index")
@@ -118,3 +119,26 @@ func decode[T any](payload []byte) T {
 	}
 	return v
 }
+
+// validID reports whether s can be a record id: 1 to 256 bytes without
+// '/', which separates the parts of composite index keys.
+func validID(s ...string) bool {
+	for _, v := range s {
+		if v == "" || len(v) > 256 || strings.ContainsRune(v, '/') {
+			return false
+		}
+	}
+	return true
+}
+
+// validKey reports whether s can be a bbolt key of ours: 1 to 1024 bytes.
+func validKey(s ...string) bool {
+	for _, v := range s {
+		if v == "" || len(v) > 1024 {
+			return false
+		}
+	}
+	return true
+}
+
+var invalid = Result{Err: ErrInvalid}

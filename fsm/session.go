@@ -91,6 +91,9 @@ func init() {
 
 func applyStartSSOSession(tx *bolt.Tx, index uint64, p []byte) Result {
 	c := decode[StartSSOSession](p)
+	if !validID(c.Session.ID, c.Session.UserID) || !validKey(c.TokenHash) || (c.Supersedes != "" && !validID(c.Supersedes)) {
+		return invalid
+	}
 	if exists(tx, bucketSSO, c.Session.ID) || exists(tx, bucketSSOToken, c.TokenHash) {
 		return Result{Err: &ConflictError{Field: "id"}}
 	}
@@ -110,6 +113,9 @@ func applyStartSSOSession(tx *bolt.Tx, index uint64, p []byte) Result {
 
 func applyEndSSOSession(tx *bolt.Tx, index uint64, p []byte) Result {
 	c := decode[EndSSOSession](p)
+	if !validID(c.ID) {
+		return invalid
+	}
 	if !exists(tx, bucketSSO, c.ID) {
 		return Result{Err: ErrNotFound}
 	}

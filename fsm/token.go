@@ -18,6 +18,9 @@ func init() {
 
 func applyRevokeToken(tx *bolt.Tx, _ uint64, p []byte) Result {
 	c := decode[RevokeToken](p)
+	if !validKey(c.JTI) {
+		return invalid
+	}
 	revoke(tx, c.JTI, c.ExpiresAt)
 	return Result{}
 }

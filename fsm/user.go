@@ -50,6 +50,9 @@ func emailKey(email string) string { return strings.ToLower(email) }
 
 func applyCreateUser(tx *bolt.Tx, _ uint64, p []byte) Result {
 	u := decode[CreateUser](p).User
+	if !validID(u.ID) || !validKey(u.Email) || len(u.Phone) > 64 {
+		return invalid
+	}
 	if exists(tx, bucketUsers, u.ID) {
 		return Result{Err: &ConflictError{Field: "id"}}
 	}
@@ -69,6 +72,9 @@ func applyCreateUser(tx *bolt.Tx, _ uint64, p []byte) Result {
 
 func applyUpdateUser(tx *bolt.Tx, _ uint64, p []byte) Result {
 	c := decode[UpdateUser](p)
+	if !validID(c.ID) || (c.Email != nil && !validKey(*c.Email)) || (c.Phone != nil && len(*c.Phone) > 64) {
+		return invalid
+	}
 	var u User
 	if !get(tx, bucketUsers, c.ID, &u) {
 		return Result{Err: ErrNotFound}
@@ -106,6 +112,9 @@ func applyUpdateUser(tx *bolt.Tx, _ uint64, p []byte) Result {
 
 func applyDeleteUser(tx *bolt.Tx, index uint64, p []byte) Result {
 	c := decode[DeleteUser](p)
+	if !validID(c.ID) {
+		return invalid
+	}
 	var u User
 	if !get(tx, bucketUsers, c.ID, &u) {
 		return Result{Err: ErrNotFound}

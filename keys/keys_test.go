@@ -9,6 +9,7 @@ import (
 	"errors"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -617,6 +618,13 @@ func TestVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The last character of the signature carries unused low bits: a
+	// different spelling of it decodes to the same bytes under a lenient
+	// decoder. Only the canonical spelling may verify.
+	respelled := slices.Clone(good)
+	last := respelled[len(respelled)-1]
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	respelled[len(respelled)-1] = alphabet[(strings.IndexByte(alphabet, last)^1)%64]
 	c.Advance(time.Hour) // the good token has expired: Verify does not care
 
 	tests := []struct {
@@ -635,6 +643,9 @@ func TestVerify(t *testing.T) {
 		{"JSON serialization", jsonSerialized, false},
 		{"garbage", []byte("a.b.c"), false},
 		{"too large", append(slices.Clone(good), make([]byte, MaxTokenSize)...), false},
+		{"trailing newline", append(slices.Clone(good), '\n'), false},
+		{"leading space", append([]byte(" "), good...), false},
+		{"non-canonical last character", respelled, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

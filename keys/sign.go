@@ -3,6 +3,7 @@ package keys
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 
@@ -58,7 +59,7 @@ func (m *Manager) Verify(token []byte) (jwt.Token, error) {
 	if len(token) > MaxTokenSize {
 		return nil, fmt.Errorf("%w: larger than %d bytes", ErrInvalidToken, MaxTokenSize)
 	}
-	if bytes.Count(token, []byte{'.'}) != 2 {
+	if !compactJWS(token) {
 		return nil, fmt.Errorf("%w: not a compact JWS", ErrInvalidToken)
 	}
 	ks, err := m.current()
@@ -145,4 +146,27 @@ func (m *Manager) List() ([]Info, error) {
 		}
 	}
 	return out, nil
+}
+
+// strictB64URL decodes only canonical unpadded base64url.
+var strictB64URL = base64.RawURLEncoding.Strict()
+
+// compactJWS reports whether token has the shape of a compact JWS: three
+// parts of canonical unpadded base64url separated by dots, and nothing
+// else. jwt.Parse is more lenient: it trims surrounding white space and
+// ignores the unused low bits of a part's last character, so one token
+// would have many spellings that all verify. (The decoder skips CR and
+// LF even when strict: they are refused first.)
+func compactJWS(token []byte) bool {
+	parts := bytes.Split(token, []byte{'.'})
+	if len(parts) != 3 || bytes.ContainsAny(token, "\r\n") {
+		return false
+	}
+	buf := make([]byte, strictB64URL.DecodedLen(len(token)))
+	for _, p := range parts {
+		if _, err := strictB64URL.Decode(buf, p); err != nil {
+			return false
+		}
+	}
+	return true
 }

@@ -47,6 +47,7 @@ const (
 	hSiblingApp   = "sibling-app" // confidential, owned by org A (same owner as conf-app)
 	hSiblingSec   = "sibling-secret-0123456789"
 	hRedirect     = "https://app.example/cb"
+	hLoopback     = "http://127.0.0.1:9999/cb" // every client's second redirect URI
 )
 
 // harness is a Provider over a real bbolt FSM, real keys and real pages,
@@ -61,8 +62,33 @@ type harness struct {
 	hasher  *password.Hasher
 }
 
-func newHarness(t testing.TB, tweak ...func(*Config)) *harness {
+// harnessOption is one option of newHarness: a func(*Config), which
+// tweaks the provider's Config before New (it runs after the defaults, so
+// it may replace the issuer), or withoutBrowserKey. The type is any so
+// that plain func(*Config) literals stay valid options; newHarness fails
+// the test on anything else.
+type harnessOption any
+
+// withoutBrowserKey seeds everything but the browser key: a node that has
+// not received it yet.
+var withoutBrowserKey harnessOption = noBrowserKey{}
+
+type noBrowserKey struct{}
+
+func newHarness(t testing.TB, opts ...harnessOption) *harness {
 	t.Helper()
+	var tweaks []func(*Config)
+	browserKey := true
+	for _, o := range opts {
+		switch o := o.(type) {
+		case func(*Config):
+			tweaks = append(tweaks, o)
+		case noBrowserKey:
+			browserKey = false
+		default:
+			t.Fatalf("newHarness: unknown option %T", o)
+		}
+	}
 	h := &harness{t: t, clock: &testClock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}}
 	h.applier = fsmtest.New(t)
 	h.hasher = password.New(password.Params{Memory: 64, Time: 1, Threads: 1}, 4)
@@ -80,7 +106,7 @@ func newHarness(t testing.TB, tweak ...func(*Config)) *harness {
 		Issuer: issuer, State: h.applier.State(), Applier: h.applier, Keys: h.keys, UI: ui,
 		Hasher: h.hasher, Now: h.clock.Now, RateLimit: "off",
 	}
-	for _, f := range tweak {
+	for _, f := range tweaks {
 		f(&cfg)
 	}
 	h.p, err = New(cfg)
@@ -92,7 +118,7 @@ func newHarness(t testing.TB, tweak ...func(*Config)) *harness {
 	h.srv.Config.Handler = mux
 	h.srv.Start()
 	t.Cleanup(h.srv.Close)
-	h.seed()
+	h.seed(browserKey)
 	return h
 }
 
@@ -114,11 +140,12 @@ func (h *harness) hash(s string) string {
 	return out
 }
 
-func (h *harness) seed() {
+func (h *harness) seed(browserKey bool) {
 	now := h.clock.Now()
-	h.apply(fsm.TypeSetSecret, fsm.SetSecret{Name: fsm.SecretBrowserKey, Value: bytes.Repeat([]byte{7}, 32)})
-	for i, o := range []struct{ id, slug string }{{hOrgA, "alpha"}, {hOrgB, "beta"}, {hOrgC, "gamma"}} {
-		_ = i
+	if browserKey {
+		h.apply(fsm.TypeSetSecret, fsm.SetSecret{Name: fsm.SecretBrowserKey, Value: bytes.Repeat([]byte{7}, 32)})
+	}
+	for _, o := range []struct{ id, slug string }{{hOrgA, "alpha"}, {hOrgB, "beta"}, {hOrgC, "gamma"}} {
 		h.apply(fsm.TypeCreateOrg, fsm.CreateOrg{ID: o.id, Slug: o.slug, Name: "Org " + o.slug, CreatedAt: now})
 	}
 	h.apply(fsm.TypeCreateUser, fsm.CreateUser{User: fsm.User{ID: hUser, Email: hEmail, EmailVerified: true, PasswordHash: h.hash(hPassword), CreatedAt: now}})
@@ -135,7 +162,7 @@ func (h *harness) seed() {
 		{ID: hSiblingApp, Name: "Sibling App", Type: fsm.ClientConfidential, SecretHash: password.HashSecret(hSiblingSec), Scopes: []string{"openid"}, OrganizationID: hOrgA, SkipConsent: true},
 	}
 	for _, c := range clients {
-		c.RedirectURIs = []string{hRedirect, "http://127.0.0.1:9999/cb"}
+		c.RedirectURIs = []string{hRedirect, hLoopback}
 		c.AccessTokenTTL = 600
 		c.CreatedAt, c.UpdatedAt = now, now
 		h.apply(fsm.TypeCreateClient, fsm.PutClient{Create: true, Client: c})
@@ -148,11 +175,7 @@ func (h *harness) seed() {
 func (h *harness) signedInCode(clientID, userID, orgID string, scopes []string, nonce, verifier string) string {
 	h.t.Helper()
 	now := h.clock.Now()
-	ssoID := newID()
-	h.apply(fsm.TypeStartSSOSession, fsm.StartSSOSession{TokenHash: hashToken(newID()), Session: fsm.SSOSession{
-		ID: ssoID, UserID: userID, AuthTime: now, AMR: []string{AMRPassword}, ACR: ACRPwd,
-		CreatedAt: now, LastSeen: now, IdleExpiresAt: now.Add(2 * time.Hour), ExpiresAt: now.Add(12 * time.Hour),
-	}})
+	ssoID, _ := h.ssoSession(userID)
 	code := newID()
 	h.apply(fsm.TypeIssueCode, fsm.IssueCode{NewSID: newID(), IdleExpiresAt: now.Add(2 * time.Hour), Code: fsm.Code{
 		Hash: hashToken(code), ClientID: clientID, RedirectURI: hRedirect, UserID: userID, OrgID: orgID,
@@ -160,4 +183,17 @@ func (h *harness) signedInCode(clientID, userID, orgID string, scopes []string, 
 		AuthTime: now, AMR: []string{AMRPassword}, ACR: ACRPwd, RequestedAt: now, IssuedAt: now, ExpiresAt: now.Add(60 * time.Second),
 	}})
 	return code
+}
+
+// ssoSession opens a live SSO session for userID, signed in by password
+// now, and returns its id and the secret its cookie would carry.
+func (h *harness) ssoSession(userID string) (id, secret string) {
+	h.t.Helper()
+	now := h.clock.Now()
+	id, secret = newID(), newID()
+	h.apply(fsm.TypeStartSSOSession, fsm.StartSSOSession{TokenHash: hashToken(secret), Session: fsm.SSOSession{
+		ID: id, UserID: userID, AuthTime: now, AMR: []string{AMRPassword}, ACR: ACRPwd,
+		CreatedAt: now, LastSeen: now, IdleExpiresAt: now.Add(2 * time.Hour), ExpiresAt: now.Add(12 * time.Hour),
+	}})
+	return id, secret
 }

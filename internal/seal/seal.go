@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -67,16 +68,22 @@ func (b *Box) Seal(purpose string, v any, exp time.Time) (string, error) {
 	return base64.RawURLEncoding.EncodeToString(out), nil
 }
 
+// sealedEncoding decodes what Seal's encoder writes. Strict: otherwise the
+// unused low bits of the last character are ignored, and one sealed value
+// would have several spellings that all open (Open also refuses the CR
+// and LF that the decoder skips, for the same reason).
+var sealedEncoding = base64.RawURLEncoding.Strict()
+
 // MaxSealed bounds the input Open accepts, so a hostile value costs little.
 const MaxSealed = 8 << 10
 
 // Open decodes a value sealed for purpose into v if it is intact and not
 // expired at now.
 func (b *Box) Open(purpose, sealed string, now time.Time, v any) error {
-	if len(sealed) > MaxSealed {
+	if len(sealed) > MaxSealed || strings.ContainsAny(sealed, "\r\n") {
 		return ErrInvalid
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(sealed)
+	raw, err := sealedEncoding.DecodeString(sealed)
 	if err != nil || len(raw) < b.aead.NonceSize()+b.aead.Overhead() {
 		return ErrInvalid
 	}

@@ -1,8 +1,46 @@
 // Package logout ends sessions on RP-initiated logout (SPEC.md 4.10, 4.11)
 // and delivers back-channel logout tokens (SPEC.md section 6).
 //
-// Deliveries are recorded by the FSM in the same command that ends the
-// sessions; only the leader sends them, and a new leader picks up whatever
-// is still pending. logout imports fsm, keys and webui, never oidc or
-// cluster.
+// End session (endsession.go). GET and POST /logout take id_token_hint
+// (required), post_logout_redirect_uri, client_id and state; POST reads
+// them from an application/x-www-form-urlencoded body only (a POST with a
+// query string is refused, so no parameter is split between the two).
+// Other parameters are ignored. The hint must be an ID token of ours:
+// RS256 under a published kid (keys.Verify), iss equal to the issuer, exp
+// not passed by more than a few seconds, aud a non-empty array (an access
+// token's empty aud and a logout token's string aud are refused), a sub
+// and a sid. client_id, when sent, must be in aud; the hint's client is
+// aud[0], which must exist and not be suspended; post_logout_redirect_uri,
+// when sent, must equal one of that client's redirect URIs byte for byte.
+// A request that fails any check, or repeats a parameter, is answered 400
+// with an error page quoting the correlation id (GET) or the status alone
+// (POST), and never redirects.
+//
+// The browser's SSO session (the cookie secret's SHA-256, as oidc stores
+// it) is ended with EndSSOSession only when it is the SSO session of the
+// hint's sid and still live, and its cookie is then cleared. A hint of
+// another session ends nothing, but the redirect still happens (4.10 rule
+// 2). Before redirecting, a logout that created deliveries waits at most
+// FrontChannelWait (2 s) for them to leave the pending state, so that an
+// app rarely sees the browser before its back-channel token. state is
+// appended to the redirect, keeping the registered URI's query as it is.
+//
+// Back-channel delivery (sender.go). Deliveries are recorded by the FSM in
+// the same command that ends the sessions, so an acknowledged logout
+// always has its deliveries on record. Only the leader sends them
+// (RunSender); it wakes on Notify and every second, posts
+// logout_token=<jwt> to each due delivery with at most 8 in flight and
+// never two attempts of one delivery at once, counts any 2xx as sent (a
+// redirect is not followed and counts as a failure), retries after 1 s,
+// 2 s, 4 s and 8 s, abandons after the fifth attempt, and records
+// outcomes with DeliveryOutcome. A new leader picks up whatever is still
+// pending: delivery is at least once, and the logout token's jti is the
+// delivery id, so repeats carry the same jti. The token is signed with
+// typ logout+jwt; its claims are iss, aud (the client_id as a plain
+// string), iat, exp = iat + 120 s, jti, sub, organization_id, sid (absent
+// in the sub-only shape) and events with the back-channel logout event
+// mapped to an empty object; never a nonce.
+//
+// logout imports fsm, keys and webui, never oidc or cluster; writes go
+// through the narrow Applier interface.
 package logout

@@ -2,14 +2,18 @@ package logout
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/lestrrat-go/jwx/v2/jwt"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/keys"
 	"github.com/oidcd/oidcd/webui"
 )
 
@@ -23,6 +27,26 @@ type Keys interface {
 	Sign(claims any, typ string) ([]byte, error)
 	Verify(token []byte) (jwt.Token, error)
 }
+
+var _ Keys = (*keys.Manager)(nil)
+
+// Defaults of the tunables in Config and of the sender.
+const (
+	DefaultFrontChannelWait = 2 * time.Second
+	// DefaultSendTimeout bounds one POST to a receiver.
+	DefaultSendTimeout = 5 * time.Second
+	// DefaultConcurrency is how many deliveries are in flight at most.
+	DefaultConcurrency = 8
+	// DefaultMaxAttempts is how many times a delivery is tried in all
+	// before it is abandoned.
+	DefaultMaxAttempts = 5
+	// LogoutTokenLifetime is exp - iat of a logout token (SPEC.md 8).
+	LogoutTokenLifetime = 120 * time.Second
+)
+
+// DefaultBackoff is the wait before each retry: after the first failed
+// attempt 1s, then 2s, 4s and 8s (four retries, five attempts in all).
+var DefaultBackoff = []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}
 
 // Config wires logout to one node.
 type Config struct {
@@ -39,7 +63,7 @@ type Config struct {
 	// SecureCookies: the issuer is https.
 	SecureCookies bool
 	// FrontChannelWait bounds how long a logout waits for its back-channel
-	// deliveries before redirecting (default 2s).
+	// deliveries before redirecting (default 2s; negative: do not wait).
 	FrontChannelWait time.Duration
 	// HTTPClient sends deliveries (default: 5s timeout, no redirects).
 	HTTPClient *http.Client
@@ -47,26 +71,106 @@ type Config struct {
 
 // Service is RP-initiated logout and back-channel delivery.
 type Service struct {
-	cfg    Config
-	notify chan struct{}
+	cfg     Config
+	log     *slog.Logger
+	client  *http.Client
+	metrics *metrics
+	notify  chan struct{}
+
+	// changed is closed and replaced by every Notify, so front-channel
+	// waiters wake when a delivery outcome is applied.
+	changedMu sync.Mutex
+	changed   chan struct{}
+
+	// Sender tuning; New sets the defaults, package tests shorten them.
+	tick        time.Duration   // rescan period without a Notify
+	sendTimeout time.Duration   // one POST
+	concurrency int             // deliveries in flight
+	backoff     []time.Duration // wait before retry i+1; the last repeats
+	maxAttempts int             // attempts in all before abandoning
+	pollEvery   time.Duration   // front-channel wait fallback poll
 }
 
-// New returns a Service.
+// New returns a Service. It registers the back-channel metrics on
+// cfg.Registerer when set.
 func New(cfg Config) (*Service, error) {
-	return &Service{cfg: cfg, notify: make(chan struct{}, 1)}, nil
+	if cfg.State == nil || cfg.Applier == nil || cfg.Keys == nil || cfg.UI == nil {
+		return nil, errors.New("logout: State, Applier, Keys and UI are required")
+	}
+	if cfg.Issuer == "" || cfg.SessionCookie == "" {
+		return nil, errors.New("logout: Issuer and SessionCookie are required")
+	}
+	cfg.Issuer = strings.TrimRight(cfg.Issuer, "/")
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.FrontChannelWait == 0 {
+		cfg.FrontChannelWait = DefaultFrontChannelWait
+	}
+	s := &Service{
+		cfg:         cfg,
+		log:         cfg.Logger.With("component", "logout"),
+		client:      cfg.HTTPClient,
+		notify:      make(chan struct{}, 1),
+		changed:     make(chan struct{}),
+		tick:        time.Second,
+		sendTimeout: DefaultSendTimeout,
+		concurrency: DefaultConcurrency,
+		backoff:     DefaultBackoff,
+		maxAttempts: DefaultMaxAttempts,
+		pollEvery:   20 * time.Millisecond,
+	}
+	if s.client == nil {
+		s.client = defaultClient()
+	}
+	m, err := newMetrics(cfg.Registerer, cfg.State)
+	if err != nil {
+		return nil, err
+	}
+	s.metrics = m
+	return s, nil
+}
+
+// defaultClient posts deliveries: its own transport (no shared global
+// state), a 5 s timeout, and redirects are answers, not hops to follow (a
+// 3xx is a failed delivery).
+func defaultClient() *http.Client {
+	return &http.Client{
+		Transport:     http.DefaultTransport.(*http.Transport).Clone(),
+		Timeout:       DefaultSendTimeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 }
 
 // Register mounts GET and POST /logout.
-func (s *Service) Register(mux *http.ServeMux) {}
+func (s *Service) Register(mux *http.ServeMux) {
+	mux.HandleFunc("GET "+Path, s.handleGet)
+	mux.HandleFunc("POST "+Path, s.handlePost)
+}
 
-// Notify wakes the sender: deliveries may be pending. It never blocks.
+// Notify wakes the sender: deliveries may be pending. It never blocks. It
+// also wakes logouts waiting for their deliveries (FrontChannelWait); the
+// node calls it after every applied command that may create or finish a
+// delivery.
 func (s *Service) Notify() {
 	select {
 	case s.notify <- struct{}{}:
 	default:
 	}
+	s.changedMu.Lock()
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.changedMu.Unlock()
 }
 
-// RunSender delivers pending back-channel logouts while ctx lives; the node
-// runs it only on the leader.
-func (s *Service) RunSender(ctx context.Context) { <-ctx.Done() }
+// changes returns a channel that is closed by the next Notify.
+func (s *Service) changes() <-chan struct{} {
+	s.changedMu.Lock()
+	defer s.changedMu.Unlock()
+	return s.changed
+}
+
+func (s *Service) now() time.Time { return s.cfg.Now() }

@@ -65,9 +65,8 @@ func (a *api) deleteOrg(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	// TODO(logout issue): end the organization's app sessions and send the
-	// back-channel logout tokens of SPEC.md section 6 (sub-only to apps
-	// registered to it, one per sid to multi-organization apps).
+	// The same command ends the organization's app sessions and records the
+	// back-channel deliveries of SPEC.md section 6; the leader sends them.
 	if _, ok := a.apply(w, r, fsm.MustCommand(fsm.TypeDeleteOrg, fsm.DeleteOrg{ID: id, At: a.now()})); !ok {
 		return
 	}

@@ -158,8 +158,8 @@ func (a *api) deleteUser(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	// TODO(logout issue): end every session of the person and send sub-only
-	// back-channel logout tokens (SPEC.md section 6, account erasure).
+	// The same command ends every session of the person and records the
+	// sub-only back-channel deliveries (SPEC.md section 6, account erasure).
 	if _, ok := a.apply(w, r, fsm.MustCommand(fsm.TypeDeleteUser, fsm.DeleteUser{ID: id, At: a.now()})); !ok {
 		return
 	}

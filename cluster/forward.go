@@ -2,19 +2,273 @@ package cluster
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/oidcd/oidcd/fsm"
 )
 
-// forwarder carries writes from followers to the leader.
-type forwarder struct{}
+// leaderPoll is how often a caller looks again for a leader while none is
+// known, or after the node it asked was not (or no longer) the leader.
+const leaderPoll = 20 * time.Millisecond
 
-func (c *Cluster) startForwarding() error { return nil }
+// forwarder carries leader operations (writes, read indexes, rate checks)
+// from any node to the leader, and answers them when this node leads.
+type forwarder struct {
+	pool   rpcPool
+	server rpcServer
+	reads  readIndexer
+	stop   context.CancelFunc
 
-func (c *Cluster) stopForwarding() {}
+	limMu   sync.RWMutex
+	limiter RateLimiter
+}
+
+// RateLimiter decides whether a request under key may proceed at now; when
+// not, it says how long to wait. Only the leader's limiter is consulted, so
+// limits hold for the cluster as a whole. Its state is not replicated: a
+// new leader starts afresh.
+type RateLimiter interface {
+	Allow(key string, now time.Time) (allowed bool, retryAfter time.Duration, err error)
+}
+
+// ErrNoRateLimiter: the leader has no RateLimiter registered.
+var ErrNoRateLimiter = errors.New("cluster: no rate limiter")
+
+func (c *Cluster) startForwarding() error {
+	base, stop := context.WithCancel(context.Background())
+	c.fwd = &forwarder{stop: stop}
+	c.fwd.pool.dial = func(ctx context.Context, addr string) (net.Conn, error) {
+		return c.stream.dialNode(ctx, addr, protoForward)
+	}
+	c.fwd.server = rpcServer{handle: c.serveOp, base: base}
+	c.stream.serve(c.fwd.server.serveConn)
+	return nil
+}
+
+// drainForwarding runs first in Shutdown: peers' requests not yet read
+// are refused with a goaway, so their senders try the next leader without
+// doubt; requests already read are answered ErrNotLeader when they had not
+// reached raft yet (serveOp checks c.stopped).
+func (c *Cluster) drainForwarding() {
+	if c.fwd != nil {
+		c.fwd.server.drain()
+	}
+}
+
+// stopForwarding runs after raft has shut down: it closes the listener and
+// every node-to-node connection and waits for the goroutines serving them.
+func (c *Cluster) stopForwarding() {
+	if c.fwd == nil {
+		return
+	}
+	c.fwd.stop()
+	c.stream.Close()
+	c.fwd.pool.close()
+	c.stream.wait() // every serveConn has returned: no more server.wg.Add
+	c.fwd.server.wg.Wait()
+	c.fwd.reads.stop()
+}
+
+// serveOp runs one leader operation on this node: for a peer's request
+// (rpc.go) or for a caller of this node while it leads.
+func (c *Cluster) serveOp(ctx context.Context, op byte, body []byte) ([]byte, error) {
+	select {
+	case <-c.stopped:
+		// Nothing done: the caller may ask the next leader.
+		return nil, fmt.Errorf("%w: %s is stopping", ErrNotLeader, c.cfg.NodeID)
+	default:
+	}
+	switch op {
+	case opApply:
+		return c.leaderApply(ctx, body)
+	case opReadIndex:
+		idx, err := c.leaderReadIndex(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return u64(idx), nil
+	case opRate:
+		return c.leaderRate(string(body))
+	}
+	return nil, fmt.Errorf("cluster: unknown operation %d", op)
+}
+
+// leaderApply proposes a command and answers its raft index once it is
+// committed and applied here. The error says whether anything happened:
+// ErrNotLeader only when raft refused the entry before appending it, so
+// that the caller may send it again elsewhere without applying it twice.
+func (c *Cluster) leaderApply(ctx context.Context, data []byte) ([]byte, error) {
+	if _, err := fsm.Decode(data); err != nil {
+		return nil, err // the FSM would panic on it: the log would be corrupt
+	}
+	f := c.raft.Apply(data, timeLeft(ctx, c.cfg.ApplyTimeout))
+	if err := f.Error(); err != nil {
+		switch {
+		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+			return nil, fmt.Errorf("%w: %v", ErrNotLeader, err)
+		case errors.Is(err, raft.ErrRaftShutdown):
+			return nil, fmt.Errorf("%w: %v", ErrShutdown, err)
+		}
+		// ErrLeadershipLost and the like: the entry may still commit.
+		return nil, fmt.Errorf("%w: write outcome unknown: %v", ErrNoLeader, err)
+	}
+	return u64(f.Index()), nil
+}
 
 // forwardApply sends cmd to the leader and waits until this node has
-// applied it.
+// applied it. Its result is read from this node's own apply of that index
+// (fsm.ResultAt): apply is deterministic, so it is the leader's result too.
 func (c *Cluster) forwardApply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
-	return fsm.Result{}, ErrNoLeader
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	reply, err := c.leaderDo(ctx, opApply, cmd.Encode())
+	if err != nil {
+		return fsm.Result{}, err
+	}
+	index := binary.BigEndian.Uint64(reply)
+	if err := c.fsm.WaitApplied(ctx, index); err != nil {
+		return fsm.Result{}, fmt.Errorf("cluster: write committed at %d but not yet applied here: %w", index, err)
+	}
+	res, ok := c.fsm.ResultAt(index)
+	if !ok {
+		return fsm.Result{}, fmt.Errorf("cluster: result of entry %d no longer held", index)
+	}
+	return res, nil
+}
+
+// SetRateLimiter registers the limiter this node consults while it leads.
+// Every node should register one: any of them may become leader.
+func (c *Cluster) SetRateLimiter(l RateLimiter) {
+	c.fwd.limMu.Lock()
+	c.fwd.limiter = l
+	c.fwd.limMu.Unlock()
+}
+
+// RateAllow asks the leader's RateLimiter whether a request under key may
+// proceed. Errors: ErrNoLeader (wrapped) when no leader answers before ctx
+// ends; any other error means the limiter could not answer.
+func (c *Cluster) RateAllow(ctx context.Context, key string) (bool, time.Duration, error) {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	reply, err := c.leaderDo(ctx, opRate, []byte(key))
+	if err != nil {
+		return false, 0, err
+	}
+	if len(reply) != 9 {
+		return false, 0, fmt.Errorf("cluster: rate reply of %d bytes", len(reply))
+	}
+	return reply[0] == 1, time.Duration(binary.BigEndian.Uint64(reply[1:])), nil
+}
+
+func (c *Cluster) leaderRate(key string) ([]byte, error) {
+	if c.raft.State() != raft.Leader {
+		return nil, ErrNotLeader
+	}
+	c.fwd.limMu.RLock()
+	l := c.fwd.limiter
+	c.fwd.limMu.RUnlock()
+	if l == nil {
+		return nil, ErrNoRateLimiter
+	}
+	ok, wait, err := l.Allow(key, c.now())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 9)
+	if ok {
+		out[0] = 1
+	}
+	binary.BigEndian.PutUint64(out[1:], uint64(max(wait, 0)))
+	return out, nil
+}
+
+// leaderDo runs op on the leader: here when this node leads, otherwise
+// over the leader's forwarding connection. It tries again, until ctx ends,
+// while no leader is known, while the request could not be sent, and when
+// the node asked answered that it is not the leader: in all three cases
+// nothing was done, so a write is never applied twice. Any other failure
+// is returned at once.
+func (c *Cluster) leaderDo(ctx context.Context, op byte, body []byte) ([]byte, error) {
+	var last error
+	for {
+		addr, id := c.raft.LeaderWithID()
+		var reply []byte
+		var err error
+		switch {
+		case addr == "":
+			err = fmt.Errorf("%w: none known", ErrNoLeader)
+		case string(id) == c.cfg.NodeID:
+			reply, err = c.serveOp(ctx, op, body)
+		default:
+			reply, err = c.callNode(ctx, string(addr), string(id), op, body)
+		}
+		if err == nil {
+			return reply, nil
+		}
+		if errors.Is(err, ErrShutdown) { // this node is stopping
+			return nil, err
+		}
+		if addr != "" && !errors.Is(err, errNotSent) && !errors.Is(err, ErrNotLeader) {
+			return nil, err
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: %v (%v)", ErrNoLeader, ctx.Err(), last)
+		case <-c.stopped:
+			return nil, ErrShutdown
+		case <-time.After(leaderPoll):
+		}
+	}
+}
+
+// callNode sends one request to the node at addr and maps its reply.
+func (c *Cluster) callNode(ctx context.Context, addr, id string, op byte, body []byte) ([]byte, error) {
+	cl, err := c.fwd.pool.get(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	r, err := cl.call(ctx, op, body)
+	if err != nil {
+		// Not sent: the caller may try again. Otherwise the leader may have
+		// acted on it; for the caller, the leader went away.
+		if errors.Is(err, errNotSent) {
+			return nil, fmt.Errorf("cluster: call to leader %s: %w", id, err)
+		}
+		return nil, fmt.Errorf("%w: call to leader %s: %w", ErrNoLeader, id, err)
+	}
+	if r.class != classOK {
+		return nil, replyError(r, id)
+	}
+	return r.body, nil
+}
+
+// bound gives ctx the ApplyTimeout deadline when it has none.
+func (c *Cluster) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, c.cfg.ApplyTimeout)
+}
+
+func (c *Cluster) now() time.Time {
+	if c.cfg.Now != nil {
+		return c.cfg.Now()
+	}
+	return time.Now()
+}
+
+// timeLeft is the time until ctx's deadline, or d when it has none.
+func timeLeft(ctx context.Context, d time.Duration) time.Duration {
+	if dl, ok := ctx.Deadline(); ok {
+		return max(time.Until(dl), time.Millisecond)
+	}
+	return d
 }

@@ -1,0 +1,248 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	"github.com/hashicorp/raft"
+)
+
+// Sentinel errors of RemoveNode.
+var (
+	// ErrUnknownNode: no raft server has this id.
+	ErrUnknownNode = errors.New("cluster: no such node")
+	// ErrNodeAlive: the node is alive in gossip; stop it first (or let it
+	// Leave), else the leader would add it straight back.
+	ErrNodeAlive = errors.New("cluster: node is alive")
+	// ErrRemoveLeader: the leader does not remove itself; transfer
+	// leadership (or stop it) first.
+	ErrRemoveLeader = errors.New("cluster: cannot remove the leader")
+)
+
+// nodeMeta is what each node advertises in gossip (memberlist NodeMeta,
+// at most 512 bytes of JSON).
+type nodeMeta struct {
+	ID       string `json:"id"` // raft server id, equal to the memberlist name
+	RaftAddr string `json:"raft_addr"`
+	HTTPAddr string `json:"http_addr,omitempty"`
+	Version  string `json:"version,omitempty"`
+	// Expect is BootstrapExpect while the node waits to form a cluster;
+	// zero once it has a raft configuration or when it only joins.
+	Expect int `json:"expect,omitempty"`
+	// Bootstrapped: the node has a raft configuration (it formed a cluster
+	// or was added to one). Seeing one such member stops bootstrap-expect.
+	Bootstrapped bool `json:"bootstrapped,omitempty"`
+	// Leaving: the node leaves the cluster for good (Cluster.Leave); the
+	// leader removes it from raft at once.
+	Leaving bool `json:"leaving,omitempty"`
+	// Stopping: the node shuts down (and will probably come back); when it
+	// then disappears, it has left rather than failed. Its place is kept.
+	Stopping bool `json:"stopping,omitempty"`
+}
+
+func parseMeta(n *memberlist.Node) (nodeMeta, error) {
+	var m nodeMeta
+	if err := json.Unmarshal(n.Meta, &m); err != nil {
+		return m, fmt.Errorf("node %q: metadata: %v", n.Name, err)
+	}
+	if m.ID != n.Name || m.RaftAddr == "" {
+		return m, fmt.Errorf("node %q: metadata names %q at %q", n.Name, m.ID, m.RaftAddr)
+	}
+	return m, nil
+}
+
+// member is the gossip table's view of one node. State is alive, dead or
+// left (suspect counts as alive); since is when it took that state.
+type member struct {
+	name  string
+	addr  string // gossip host:port
+	meta  nodeMeta
+	state memberlist.NodeStateType
+	since time.Time
+}
+
+func (m member) alive() bool { return m.state == memberlist.StateAlive }
+
+func stateName(s memberlist.NodeStateType) string {
+	switch s {
+	case memberlist.StateAlive, memberlist.StateSuspect:
+		return "alive"
+	case memberlist.StateLeft:
+		return "left"
+	default:
+		return "failed"
+	}
+}
+
+// snapshot copies the gossip table (nil without gossip).
+func (g *gossiper) snapshot() map[string]member {
+	if g == nil {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make(map[string]member, len(g.members))
+	for id, m := range g.members {
+		out[id] = *m
+	}
+	return out
+}
+
+// Status is the cluster as this node sees it (GET /admin/v1/cluster).
+type Status struct {
+	Leader  string   `json:"leader"` // leader's id, "" when none is known
+	Members []Member `json:"members"`
+}
+
+// Member is one node: every raft server, plus nodes alive in gossip that
+// the leader has not added yet.
+type Member struct {
+	ID         string `json:"id"`
+	RaftAddr   string `json:"raft_addr"`
+	GossipAddr string `json:"gossip_addr"`
+	HTTPAddr   string `json:"http_addr"`
+	// State is leader, follower or candidate for this node and the known
+	// leader; for other raft servers follower while gossip sees them
+	// alive, else failed or left; alive for a node not yet in raft.
+	State string `json:"state"`
+	Voter bool   `json:"voter"`
+}
+
+// Status joins the raft configuration with gossip metadata. Without gossip
+// (a single node, static peers) only this node's gossip and HTTP addresses
+// are known.
+func (c *Cluster) Status(ctx context.Context) (Status, error) {
+	if err := ctx.Err(); err != nil {
+		return Status{}, err
+	}
+	servers, err := c.Members()
+	if err != nil {
+		return Status{}, mapRaftError(err)
+	}
+	_, leader := c.Leader()
+	gossip := c.gossip.snapshot()
+	st := Status{Leader: leader, Members: []Member{}}
+	inRaft := map[string]bool{}
+	for _, s := range servers {
+		id := string(s.ID)
+		inRaft[id] = true
+		m := Member{ID: id, RaftAddr: string(s.Address), Voter: s.Suffrage == raft.Voter}
+		g, seen := gossip[id]
+		if seen {
+			m.GossipAddr, m.HTTPAddr = g.addr, g.meta.HTTPAddr
+		}
+		switch {
+		case id == c.cfg.NodeID:
+			m.State = strings.ToLower(c.raft.State().String())
+		case id == leader:
+			m.State = "leader"
+		case c.gossip == nil || (seen && g.alive()):
+			m.State = "follower" // without gossip, raft's view is all we have
+		case seen:
+			m.State = stateName(g.state)
+		default:
+			m.State = "failed" // never seen, or forgotten long ago
+		}
+		st.Members = append(st.Members, m)
+	}
+	for id, g := range gossip {
+		if !inRaft[id] && g.alive() {
+			st.Members = append(st.Members, Member{ID: id, RaftAddr: g.meta.RaftAddr, GossipAddr: g.addr, HTTPAddr: g.meta.HTTPAddr, State: "alive"})
+		}
+	}
+	for i := range st.Members {
+		if st.Members[i].ID == c.cfg.NodeID {
+			st.Members[i].GossipAddr, st.Members[i].HTTPAddr = c.GossipAddr(), c.cfg.Gossip.HTTPAddr
+			if st.Members[i].GossipAddr == "" {
+				st.Members[i].GossipAddr = c.cfg.Gossip.Addr
+			}
+		}
+	}
+	slices.SortFunc(st.Members, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
+	return st, nil
+}
+
+// RemoveNode removes a failed node from the raft configuration, on the
+// leader (elsewhere it fails with ErrNotLeader naming the leader). A node
+// alive in gossip is refused with ErrNodeAlive, since reconciliation would
+// add it back; the leader refuses to remove itself (ErrRemoveLeader).
+func (c *Cluster) RemoveNode(ctx context.Context, id string) error {
+	if !c.IsLeader() {
+		_, leader := c.Leader()
+		return fmt.Errorf("%w: run remove-node on the leader (%q)", ErrNotLeader, leader)
+	}
+	if id == c.cfg.NodeID {
+		return ErrRemoveLeader
+	}
+	servers, err := c.Members()
+	if err != nil {
+		return mapRaftError(err)
+	}
+	if !slices.ContainsFunc(servers, func(s raft.Server) bool { return string(s.ID) == id }) {
+		return fmt.Errorf("%w: %q", ErrUnknownNode, id)
+	}
+	if m, ok := c.gossip.snapshot()[id]; ok && m.alive() && !m.meta.Leaving {
+		return fmt.Errorf("%w: %q is alive in gossip; stop it first", ErrNodeAlive, id)
+	}
+	if err := c.raft.RemoveServer(raft.ServerID(id), 0, c.membershipTimeout(ctx)).Error(); err != nil {
+		return mapRaftError(err)
+	}
+	c.log.Info("removed node from the cluster", "id", id, "by", "operator")
+	return nil
+}
+
+// Leave takes this node out of the cluster for good: it advertises that
+// it is leaving, the leader removes it from the raft configuration at once,
+// and Leave returns when that change has reached this node (or ctx ends).
+// Call Shutdown afterwards. A leader first hands leadership over. A plain
+// Shutdown is not a leave: a stopped node keeps its place until reaped.
+func (c *Cluster) Leave(ctx context.Context) error {
+	g := c.gossip
+	if g == nil {
+		return errors.New("cluster: leave needs gossip; this node runs alone")
+	}
+	if c.IsLeader() {
+		if err := c.raft.LeadershipTransfer().Error(); err != nil {
+			return fmt.Errorf("cluster: leave: handing over leadership: %w", err)
+		}
+	}
+	g.mu.Lock()
+	g.meta.Leaving = true
+	g.mu.Unlock()
+	if err := g.ml.UpdateNode(metaUpdateTimeout); err != nil {
+		g.log.Warn("leave: advertising", "error", err)
+	}
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		servers, err := c.Members()
+		if err != nil {
+			return mapRaftError(err)
+		}
+		if !slices.ContainsFunc(servers, func(s raft.Server) bool { return string(s.ID) == c.cfg.NodeID }) {
+			c.log.Info("left the cluster")
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.stopped:
+			return ErrShutdown
+		case <-t.C:
+		}
+	}
+}
+
+// membershipTimeout is what is left of ctx, or ApplyTimeout without a deadline.
+func (c *Cluster) membershipTimeout(ctx context.Context) time.Duration {
+	if dl, ok := ctx.Deadline(); ok {
+		return max(time.Until(dl), time.Millisecond)
+	}
+	return c.cfg.ApplyTimeout
+}

@@ -1,0 +1,210 @@
+package cluster
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/hashicorp/raft"
+)
+
+// ReadIndex returns once this node's state reflects every write that
+// completed, anywhere in the cluster, before ReadIndex was called: a read
+// of fsm.State made afterwards is linearizable. It asks the leader for its
+// read index (below) and waits until this node has applied up to it. With
+// no reachable leader it fails (wrapping ErrNoLeader) when ctx ends, or
+// after ApplyTimeout when ctx has no deadline.
+func (c *Cluster) ReadIndex(ctx context.Context) error {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	reply, err := c.leaderDo(ctx, opReadIndex, nil)
+	if err != nil {
+		return err
+	}
+	if len(reply) != 8 {
+		return fmt.Errorf("cluster: read index reply of %d bytes", len(reply))
+	}
+	index := binary.BigEndian.Uint64(reply)
+	if err := c.fsm.WaitApplied(ctx, index); err != nil {
+		return fmt.Errorf("%w: applying up to read index %d: %v", ErrNoLeader, index, err)
+	}
+	return nil
+}
+
+// leaderReadIndex is the read index of the Raft thesis (section 6.4), on
+// the leader. Concurrent requests share one round: a request joins the
+// next round to start, never one already under way, because a round's
+// commit index must be read after the request arrived.
+func (c *Cluster) leaderReadIndex(ctx context.Context) (uint64, error) {
+	if c.raft.State() != raft.Leader {
+		return 0, ErrNotLeader
+	}
+	r, err := c.fwd.reads.join(c.verifiedReadIndex)
+	if err != nil {
+		return 0, err
+	}
+	select {
+	case <-r.done:
+		return r.index, r.err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// verifiedReadIndex runs one round:
+//
+//  1. read the term T, then the commit index; the entry at the commit index
+//     must be of term T: a new leader knows which entries are committed
+//     only once it has committed one of its own term (raft appends a no-op
+//     at once; until it commits, a barrier waits for it);
+//  2. VerifyLeader: a quorum answers a heartbeat sent after step 1, so no
+//     other leader had been elected when the commit index was read;
+//  3. the term is still T, so the verification was of the same leadership.
+//
+// Every write acknowledged before the round started is then at or below
+// the commit index. The answer is not the commit index itself but the last
+// entry at or below it that the FSM sees (fsm.FSM counts only commands and
+// configurations; raft's no-ops and barriers never reach it), so that a
+// node waiting for fsm.Applied to reach it does not wait forever.
+func (c *Cluster) verifiedReadIndex() (uint64, error) {
+	for attempt := 0; ; attempt++ {
+		term := c.raft.CurrentTerm()
+		commit := c.raft.CommitIndex()
+		commitTerm, fsmIndex, err := c.fwd.reads.scan(c.store, commit, c.fsm.Applied)
+		if err != nil {
+			return 0, err
+		}
+		if commitTerm != term {
+			if attempt == 2 {
+				return 0, fmt.Errorf("%w: no entry of term %d committed", ErrNotLeader, term)
+			}
+			if err := c.raft.Barrier(c.cfg.ApplyTimeout).Error(); err != nil {
+				return 0, readErr(err)
+			}
+			continue
+		}
+		if err := c.raft.VerifyLeader().Error(); err != nil {
+			return 0, readErr(err)
+		}
+		if now := c.raft.CurrentTerm(); now != term {
+			return 0, fmt.Errorf("%w: term changed from %d to %d", ErrNotLeader, term, now)
+		}
+		return fsmIndex, nil
+	}
+}
+
+// readErr maps raft's answer to a read: whatever went wrong, nothing was
+// written, so the caller may ask the (new) leader again.
+func readErr(err error) error {
+	if errors.Is(err, raft.ErrRaftShutdown) {
+		return fmt.Errorf("%w: %v", ErrShutdown, err)
+	}
+	return fmt.Errorf("%w: %v", ErrNotLeader, err)
+}
+
+// readIndexer coalesces concurrent read-index requests into rounds.
+type readIndexer struct {
+	mu      sync.Mutex
+	next    *readRound // the round new requests join; nil when none waits
+	running bool
+	stopped bool
+	wg      sync.WaitGroup
+
+	scanMu                        sync.Mutex
+	scanCommit, scanTerm, scanFSM uint64 // last scan: commit index, its term, FSM index
+}
+
+type readRound struct {
+	done  chan struct{}
+	index uint64
+	err   error
+}
+
+// join returns the round that will next read the commit index, starting
+// the round runner if it is idle.
+func (ri *readIndexer) join(verify func() (uint64, error)) (*readRound, error) {
+	ri.mu.Lock()
+	defer ri.mu.Unlock()
+	if ri.stopped {
+		return nil, ErrShutdown
+	}
+	if ri.next == nil {
+		ri.next = &readRound{done: make(chan struct{})}
+	}
+	r := ri.next
+	if !ri.running {
+		ri.running = true
+		ri.wg.Add(1)
+		go ri.run(verify)
+	}
+	return r, nil
+}
+
+// run completes rounds until no request waits.
+func (ri *readIndexer) run(verify func() (uint64, error)) {
+	defer ri.wg.Done()
+	for {
+		ri.mu.Lock()
+		r := ri.next
+		ri.next = nil
+		if r == nil {
+			ri.running = false
+			ri.mu.Unlock()
+			return
+		}
+		ri.mu.Unlock()
+		r.index, r.err = verify()
+		close(r.done)
+	}
+}
+
+// stop waits for the runner; raft must already be shut down, so that a
+// round in progress ends.
+func (ri *readIndexer) stop() {
+	ri.mu.Lock()
+	ri.stopped = true
+	ri.mu.Unlock()
+	ri.wg.Wait()
+}
+
+// scan returns the term of the entry at commit and the index of the last
+// entry at or below commit that reaches the FSM. Committed entries never
+// change, so the previous answer bounds the walk back: usually one or two
+// log reads. applied is the fallback when the walk reaches compacted
+// entries, which the FSM has applied already.
+func (ri *readIndexer) scan(logs raft.LogStore, commit uint64, applied func() uint64) (term, fsmIndex uint64, err error) {
+	ri.scanMu.Lock()
+	defer ri.scanMu.Unlock()
+	if commit == ri.scanCommit {
+		return ri.scanTerm, ri.scanFSM, nil
+	}
+	floor, floorFSM := uint64(0), uint64(0)
+	if commit > ri.scanCommit {
+		floor, floorFSM = ri.scanCommit, ri.scanFSM
+	}
+	fsmIndex = floorFSM
+	for i := commit; i > floor; i-- {
+		var l raft.Log
+		if err := logs.GetLog(i, &l); err != nil {
+			if !errors.Is(err, raft.ErrLogNotFound) {
+				return 0, 0, fmt.Errorf("cluster: read log %d: %w", i, err)
+			}
+			if i == commit {
+				return 0, 0, fmt.Errorf("%w: commit index %d not in the log", ErrNotLeader, commit)
+			}
+			fsmIndex = max(floorFSM, min(applied(), commit))
+			break
+		}
+		if i == commit {
+			term = l.Term
+		}
+		if l.Type == raft.LogCommand || l.Type == raft.LogConfiguration {
+			fsmIndex = i
+			break
+		}
+	}
+	ri.scanCommit, ri.scanTerm, ri.scanFSM = commit, term, fsmIndex
+	return term, fsmIndex, nil
+}

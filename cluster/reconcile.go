@@ -1,0 +1,157 @@
+package cluster
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// reconcileLoop runs on the leader (registered with OnLeader): it brings
+// the raft configuration in line with gossip on every membership event and
+// every ReconcileInterval.
+func (g *gossiper) reconcileLoop(ctx context.Context) {
+	t := time.NewTicker(g.cfg.ReconcileInterval)
+	defer t.Stop()
+	// missing: raft servers that gossip has never shown this leader, and
+	// since when; a new leader gives them a full ReapAfter.
+	missing := map[raft.ServerID]time.Time{}
+	for {
+		g.reconcile(ctx, missing)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-g.reconcileCh:
+		}
+	}
+}
+
+// reconcile makes one pass:
+//   - a member alive in gossip but not a voter (or at another raft address)
+//     is added as a voter; a failed server holding its raft address is
+//     removed first, so a replacement can take a dead node's address;
+//   - a member that announced it is leaving (Cluster.Leave) is removed;
+//   - a server failed or left in gossip, or unknown to it, for ReapAfter
+//     is removed, but only while the failed servers are a minority of the
+//     voters: when gossip calls most servers dead while raft still has a
+//     quorum, gossip is the one that is wrong.
+//
+// The leader never removes itself.
+func (g *gossiper) reconcile(ctx context.Context, missing map[raft.ServerID]time.Time) {
+	c := g.c
+	servers, err := c.Members()
+	if err != nil || ctx.Err() != nil {
+		return
+	}
+	members := g.snapshot()
+	self := raft.ServerID(c.cfg.NodeID)
+	now := time.Now()
+
+	ids := make([]string, 0, len(members))
+	for id := range members {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		m := members[id]
+		// Self too: a leader restarted on a new raft address corrects its
+		// own entry.
+		if !m.alive() || m.meta.Leaving || m.meta.Stopping {
+			continue
+		}
+		addr := raft.ServerAddress(m.meta.RaftAddr)
+		i := slices.IndexFunc(servers, func(s raft.Server) bool { return string(s.ID) == id })
+		if i >= 0 && servers[i].Address == addr && servers[i].Suffrage == raft.Voter {
+			continue
+		}
+		if j := slices.IndexFunc(servers, func(s raft.Server) bool { return s.Address == addr && string(s.ID) != id }); j >= 0 {
+			old := servers[j]
+			if o, ok := members[string(old.ID)]; (ok && o.alive()) || old.ID == self {
+				g.log.Warn("two nodes claim one raft address; not adding", "id", id, "other", old.ID, "raft_addr", addr)
+				continue
+			}
+			if !g.remove(ctx, old.ID, "replaced by a node at its raft address") {
+				return
+			}
+		}
+		if err := c.raft.AddVoter(raft.ServerID(id), addr, 0, c.cfg.ApplyTimeout).Error(); err != nil {
+			g.log.Warn("adding voter", "id", id, "raft_addr", addr, "error", err)
+			return
+		}
+		g.log.Info("added voter", "id", id, "raft_addr", addr)
+		if servers, err = c.Members(); err != nil {
+			return
+		}
+	}
+
+	voters, failed := 0, 0
+	for _, s := range servers {
+		if s.Suffrage == raft.Voter {
+			voters++
+		}
+		if m, ok := members[string(s.ID)]; s.ID != self && (!ok || !m.alive()) {
+			failed++
+		}
+	}
+	for _, s := range servers {
+		if s.ID == self {
+			continue
+		}
+		m, seen := members[string(s.ID)]
+		switch {
+		case seen && m.meta.Leaving:
+			if !g.remove(ctx, s.ID, "left the cluster") {
+				return
+			}
+			continue
+		case seen && m.alive():
+			delete(missing, s.ID)
+			continue
+		}
+		since := m.since
+		if !seen {
+			if _, ok := missing[s.ID]; !ok {
+				missing[s.ID] = now
+			}
+			since = missing[s.ID]
+		}
+		if now.Sub(since) < g.cfg.ReapAfter {
+			continue
+		}
+		if 2*failed >= voters {
+			g.log.Warn("not reaping: failed servers are not a minority", "id", s.ID, "failed", failed, "voters", voters)
+			continue
+		}
+		state := "unseen in gossip"
+		if seen {
+			state = stateName(m.state)
+		}
+		if !g.remove(ctx, s.ID, "reaped: "+state+" for "+now.Sub(since).Round(time.Millisecond).String()) {
+			return
+		}
+		delete(missing, s.ID)
+		failed--
+		if s.Suffrage == raft.Voter {
+			voters--
+		}
+	}
+	for id := range missing {
+		if !slices.ContainsFunc(servers, func(s raft.Server) bool { return s.ID == id }) {
+			delete(missing, id)
+		}
+	}
+}
+
+func (g *gossiper) remove(ctx context.Context, id raft.ServerID, why string) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	if err := g.c.raft.RemoveServer(id, 0, g.c.cfg.ApplyTimeout).Error(); err != nil {
+		g.log.Warn("removing server", "id", id, "reason", why, "error", err)
+		return false
+	}
+	g.log.Info("removed server", "id", id, "reason", why)
+	return true
+}

@@ -1,0 +1,482 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The node-to-node RPC protocol, after the protocol byte 'F'. Requests and
+// replies are frames: a 4-byte big-endian length, then
+//
+//	request: id uint64 | op byte    | timeout int64 (ns) | body
+//	reply:   id uint64 | class byte | body
+//
+// One connection carries many calls at once; replies come back in any
+// order and are matched by id, so one connection per leader is enough and
+// concurrent callers share it.
+const (
+	opApply     byte = 1 // body: encoded command; reply: raft index uint64
+	opReadIndex byte = 2 // body: empty; reply: read index uint64
+	opRate      byte = 3 // body: key; reply: allowed byte | retry-after int64 (ns)
+)
+
+// Reply classes: the outcome of a call, which the caller maps back to the
+// package's sentinel errors. The body of a failed reply is a message.
+const (
+	classOK        byte = 0
+	classNotLeader byte = 1 // nothing was done; ask the leader again
+	classNoLeader  byte = 2 // no quorum, or leadership lost: a write's outcome is unknown
+	classShutdown  byte = 3 // the leader is stopping
+	classOther     byte = 4
+	// classGoaway is not a reply but the server's last word before it
+	// closes the connection: its id is the last request it read.
+	classGoaway byte = 5
+)
+
+const (
+	maxFrame          = 16 << 20
+	defaultRPCTimeout = 10 * time.Second
+	reqHeader         = 8 + 1 + 8
+	replHeader        = 8 + 1
+)
+
+// errNotSent marks a failure before the request reached any server (dial
+// or TLS failed, connection already known broken): repeating it is safe.
+var errNotSent = errors.New("cluster: request not sent")
+
+func readFrame(r *bufio.Reader) ([]byte, error) {
+	var n [4]byte
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return nil, err
+	}
+	size := binary.BigEndian.Uint32(n[:])
+	if size > maxFrame {
+		return nil, fmt.Errorf("cluster: frame of %d bytes", size)
+	}
+	buf := make([]byte, size)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// writeFrame writes one frame made of head and body and flushes it.
+func writeFrame(w *bufio.Writer, head, body []byte) error {
+	var n [4]byte
+	binary.BigEndian.PutUint32(n[:], uint32(len(head)+len(body)))
+	w.Write(n[:])
+	w.Write(head)
+	w.Write(body)
+	return w.Flush()
+}
+
+func u64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+// rpcClient is one multiplexed connection to another node.
+type rpcClient struct {
+	conn     net.Conn
+	wmu      sync.Mutex // serializes frames on w
+	w        *bufio.Writer
+	lastRecv atomic.Int64 // unix nanos of the last frame received
+
+	mu      sync.Mutex
+	pending map[uint64]chan rpcReply
+	next    uint64
+	goaway  bool   // the server stops: no new calls on this connection
+	last    uint64 // with goaway: the last request id the server read
+	err     error  // why the connection broke; set once
+	done    chan struct{}
+}
+
+type rpcReply struct {
+	class byte
+	body  []byte
+}
+
+func newRPCClient(conn net.Conn) *rpcClient {
+	c := &rpcClient{conn: conn, w: bufio.NewWriter(conn), pending: make(map[uint64]chan rpcReply), done: make(chan struct{})}
+	go c.readLoop()
+	return c
+}
+
+func (c *rpcClient) readLoop() {
+	r := bufio.NewReader(c.conn)
+	for {
+		buf, err := readFrame(r)
+		if err == nil && len(buf) < replHeader {
+			err = errors.New("cluster: short reply frame")
+		}
+		if err != nil {
+			c.fail(err)
+			return
+		}
+		c.lastRecv.Store(time.Now().UnixNano())
+		id, class := binary.BigEndian.Uint64(buf), buf[8]
+		if class == classGoaway {
+			c.markGoaway(id)
+			continue
+		}
+		c.mu.Lock()
+		ch := c.pending[id]
+		delete(c.pending, id)
+		c.mu.Unlock()
+		if ch != nil { // nil: the caller gave up
+			ch <- rpcReply{class: class, body: buf[replHeader:]}
+		}
+	}
+}
+
+// markGoaway records that the server read requests up to last and no more:
+// the calls after it were never seen and fail as not sent.
+func (c *rpcClient) markGoaway(last uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.goaway, c.last = true, last
+	for id, ch := range c.pending {
+		if id > last {
+			ch <- rpcReply{class: classGoaway}
+			delete(c.pending, id)
+		}
+	}
+}
+
+// fail marks the connection broken and closes it; waiting calls return.
+func (c *rpcClient) fail(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return
+	}
+	c.err = err
+	c.pending = nil
+	close(c.done)
+	c.conn.Close()
+}
+
+// usable reports whether new calls may use the connection.
+func (c *rpcClient) usable() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err == nil && !c.goaway
+}
+
+// lost is the error of call id on a broken connection: not sent when the
+// server said it stopped reading before id.
+func (c *rpcClient) lost(id uint64, err error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.goaway && id > c.last {
+		return fmt.Errorf("%w: server stopping", errNotSent)
+	}
+	return err
+}
+
+// call sends one request and waits for its reply or the end of ctx. An
+// error wrapping errNotSent means the server never read the request.
+func (c *rpcClient) call(ctx context.Context, op byte, body []byte) (rpcReply, error) {
+	ch := make(chan rpcReply, 1)
+	c.mu.Lock()
+	if c.err != nil || c.goaway {
+		err := c.err
+		c.mu.Unlock()
+		return rpcReply{}, fmt.Errorf("%w: connection closing (%v)", errNotSent, err)
+	}
+	c.next++
+	id := c.next
+	c.pending[id] = ch
+	c.mu.Unlock()
+
+	head := make([]byte, reqHeader)
+	binary.BigEndian.PutUint64(head, id)
+	head[8] = op
+	dl, _ := ctx.Deadline() // zero: none, and the server applies its default
+	if !dl.IsZero() {
+		binary.BigEndian.PutUint64(head[9:], uint64(max(time.Until(dl), time.Millisecond)))
+	}
+	sent := time.Now()
+	c.wmu.Lock()
+	c.conn.SetWriteDeadline(dl)
+	err := writeFrame(c.w, head, body)
+	c.wmu.Unlock()
+	if err != nil {
+		c.fail(err) // a partial frame may be on the wire: the stream is lost
+		return rpcReply{}, c.lost(id, err)
+	}
+	select {
+	case r := <-ch:
+		return c.reply(r)
+	case <-c.done:
+		select {
+		case r := <-ch: // the reply won the race with the failure
+			return c.reply(r)
+		default:
+		}
+		return rpcReply{}, c.lost(id, c.err)
+	case <-ctx.Done():
+		c.mu.Lock()
+		if c.pending != nil {
+			delete(c.pending, id)
+		}
+		c.mu.Unlock()
+		// Nothing at all came back while we waited: the connection may be
+		// dead without an RST (a partition). Drop it so that the next call
+		// dials afresh instead of waiting on it too.
+		if c.lastRecv.Load() < sent.UnixNano() {
+			c.fail(fmt.Errorf("cluster: no reply within %v", time.Since(sent).Round(time.Millisecond)))
+		}
+		return rpcReply{}, ctx.Err()
+	}
+}
+
+func (c *rpcClient) reply(r rpcReply) (rpcReply, error) {
+	if r.class == classGoaway {
+		return rpcReply{}, fmt.Errorf("%w: server stopping", errNotSent)
+	}
+	return r, nil
+}
+
+// rpcPool keeps one client per node address.
+type rpcPool struct {
+	dial func(ctx context.Context, addr string) (net.Conn, error)
+
+	mu      sync.Mutex
+	clients map[string]*poolSlot
+	closed  bool
+}
+
+type poolSlot struct {
+	ready  chan struct{} // closed when the dial ended
+	client *rpcClient
+	err    error
+}
+
+// get returns a healthy client for addr, dialing one if needed; concurrent
+// callers share one dial. Dial failures wrap errNotSent.
+func (p *rpcPool) get(ctx context.Context, addr string) (*rpcClient, error) {
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return nil, fmt.Errorf("%w: %w", errNotSent, ErrShutdown)
+		}
+		s := p.clients[addr]
+		if s == nil {
+			s = &poolSlot{ready: make(chan struct{})}
+			if p.clients == nil {
+				p.clients = make(map[string]*poolSlot)
+			}
+			p.clients[addr] = s
+			p.mu.Unlock()
+			p.connect(ctx, addr, s)
+			if s.err != nil {
+				return nil, s.err
+			}
+			return s.client, nil
+		}
+		p.mu.Unlock()
+		select {
+		case <-s.ready:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: %w", errNotSent, ctx.Err())
+		}
+		if s.err == nil && s.client.usable() {
+			return s.client, nil
+		}
+		p.drop(addr, s)
+		if s.err != nil {
+			return nil, s.err
+		}
+	}
+}
+
+func (p *rpcPool) connect(ctx context.Context, addr string, s *poolSlot) {
+	conn, err := p.dial(ctx, addr)
+	if err != nil {
+		s.err = fmt.Errorf("%w: %w", errNotSent, err)
+		p.drop(addr, s)
+	} else {
+		s.client = newRPCClient(conn)
+		p.mu.Lock()
+		if p.closed {
+			s.client.fail(ErrShutdown)
+		}
+		p.mu.Unlock()
+	}
+	close(s.ready)
+}
+
+func (p *rpcPool) drop(addr string, s *poolSlot) {
+	p.mu.Lock()
+	if p.clients[addr] == s {
+		delete(p.clients, addr)
+	}
+	p.mu.Unlock()
+}
+
+// close breaks every connection; later gets fail. It does not wait for
+// dials under way (they end with their callers' contexts).
+func (p *rpcPool) close() {
+	p.mu.Lock()
+	p.closed = true
+	slots := p.clients
+	p.clients = nil
+	p.mu.Unlock()
+	for _, s := range slots {
+		select {
+		case <-s.ready:
+			if s.client != nil {
+				s.client.fail(ErrShutdown)
+			}
+		default: // still dialing: connect sees closed and fails it
+		}
+	}
+}
+
+// rpcServer answers requests on accepted forwarding connections. Each
+// request runs in its own goroutine, so slow calls (a write waiting for its
+// commit) do not hold up the others and raft can batch them.
+type rpcServer struct {
+	handle func(ctx context.Context, op byte, body []byte) ([]byte, error)
+	base   context.Context // cancelled when the node stops
+	wg     sync.WaitGroup  // request goroutines
+
+	mu       sync.Mutex
+	conns    map[*serverConn]struct{}
+	draining bool
+}
+
+type serverConn struct {
+	conn     net.Conn
+	wmu      sync.Mutex
+	w        *bufio.Writer
+	readDone chan struct{} // the reader stopped, and sent goaway if draining
+}
+
+func (sc *serverConn) write(head, body []byte) error {
+	sc.wmu.Lock()
+	defer sc.wmu.Unlock()
+	sc.conn.SetWriteDeadline(time.Now().Add(handshakeTimeout))
+	return writeFrame(sc.w, head, body)
+}
+
+// serveConn reads requests until the connection ends or the server
+// drains, then waits for the replies of the requests it read.
+func (s *rpcServer) serveConn(conn net.Conn) {
+	sc := &serverConn{conn: conn, w: bufio.NewWriter(conn), readDone: make(chan struct{})}
+	s.mu.Lock()
+	draining := s.draining
+	if !draining {
+		if s.conns == nil {
+			s.conns = make(map[*serverConn]struct{})
+		}
+		s.conns[sc] = struct{}{}
+	}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, sc)
+		s.mu.Unlock()
+		conn.Close()
+	}()
+	var inflight sync.WaitGroup
+	var last uint64
+	r := bufio.NewReader(conn)
+	for !draining {
+		buf, err := readFrame(r)
+		if err != nil || len(buf) < reqHeader {
+			break
+		}
+		id, op := binary.BigEndian.Uint64(buf), buf[8]
+		timeout := time.Duration(binary.BigEndian.Uint64(buf[9:]))
+		if timeout <= 0 {
+			timeout = defaultRPCTimeout
+		}
+		last = id
+		inflight.Add(1)
+		s.wg.Add(1) // wait() runs only after every serveConn returned
+		go func() {
+			defer s.wg.Done()
+			defer inflight.Done()
+			ctx, cancel := context.WithTimeout(s.base, timeout)
+			defer cancel()
+			body, err := s.handle(ctx, op, buf[reqHeader:])
+			head := make([]byte, replHeader)
+			binary.BigEndian.PutUint64(head, id)
+			if err != nil {
+				head[8], body = classify(err), []byte(err.Error())
+			}
+			if sc.write(head, body) != nil {
+				conn.Close() // the reader ends too
+			}
+		}()
+	}
+	s.mu.Lock()
+	draining = s.draining
+	s.mu.Unlock()
+	if draining {
+		// Tell the client which requests were read: it may send the
+		// later ones to another node, as they never ran here.
+		head := make([]byte, replHeader)
+		binary.BigEndian.PutUint64(head, last)
+		head[8] = classGoaway
+		sc.write(head, nil)
+	}
+	close(sc.readDone)
+	inflight.Wait()
+}
+
+// drain stops reading requests on every connection and tells each client
+// the last request read (goaway). Requests already read still get their
+// replies while the connections stay open.
+func (s *rpcServer) drain() {
+	s.mu.Lock()
+	s.draining = true
+	conns := make([]*serverConn, 0, len(s.conns))
+	for sc := range s.conns {
+		conns = append(conns, sc)
+	}
+	s.mu.Unlock()
+	for _, sc := range conns {
+		sc.conn.SetReadDeadline(time.Now())
+	}
+	for _, sc := range conns {
+		<-sc.readDone
+	}
+}
+
+// classify maps a handler's error to the reply class.
+func classify(err error) byte {
+	switch {
+	case errors.Is(err, ErrNotLeader):
+		return classNotLeader
+	case errors.Is(err, ErrShutdown):
+		return classShutdown
+	case errors.Is(err, ErrNoLeader), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return classNoLeader
+	}
+	return classOther
+}
+
+// replyError maps a failed reply from the node id back to an error.
+func replyError(r rpcReply, id string) error {
+	msg := string(r.body)
+	switch r.class {
+	case classNotLeader:
+		return fmt.Errorf("%w: %s: %s", ErrNotLeader, id, msg)
+	case classNoLeader:
+		return fmt.Errorf("%w: leader %s: %s", ErrNoLeader, id, msg)
+	case classShutdown:
+		// The leader is stopping, not this node: for the caller it is a
+		// leader that went away.
+		return fmt.Errorf("%w: leader %s is shutting down", ErrNoLeader, id)
+	}
+	return fmt.Errorf("cluster: leader %s: %s", id, msg)
+}

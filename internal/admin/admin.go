@@ -50,7 +50,20 @@ type KeyInfo struct {
 // adapted by package node).
 type Cluster interface {
 	Status(ctx context.Context) (ClusterStatus, error)
+	// RemoveNode takes a dead node out of the raft configuration. Errors
+	// that are the caller's to fix are *ClusterError.
+	RemoveNode(ctx context.Context, id string) error
 }
+
+// ClusterError is a refusal of a cluster operation with its answer: for
+// example NOT_FOUND for an unknown node, CONFLICT for a node still alive.
+type ClusterError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *ClusterError) Error() string { return e.Message }
 
 // ClusterStatus is the answer of GET /cluster.
 type ClusterStatus struct {
@@ -137,6 +150,7 @@ func (a *api) routes(mux *http.ServeMux) {
 		{"/keys", map[string]http.HandlerFunc{"GET": a.listKeys}},
 		{"/keys/rotate", map[string]http.HandlerFunc{"POST": a.rotateKey}},
 		{"/cluster", map[string]http.HandlerFunc{"GET": a.clusterStatus}},
+		{"/cluster/nodes/{id}", map[string]http.HandlerFunc{"DELETE": a.removeNode}},
 	}
 	for _, rt := range table {
 		var allow []string

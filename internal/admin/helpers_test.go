@@ -84,11 +84,21 @@ func (k *fakeKeys) List() ([]KeyInfo, error) {
 }
 
 type fakeCluster struct {
-	status ClusterStatus
-	err    error
+	status    ClusterStatus
+	err       error
+	removed   []string
+	removeErr error
 }
 
 func (c *fakeCluster) Status(context.Context) (ClusterStatus, error) { return c.status, c.err }
+
+func (c *fakeCluster) RemoveNode(_ context.Context, id string) error {
+	if c.removeErr != nil {
+		return c.removeErr
+	}
+	c.removed = append(c.removed, id)
+	return nil
+}
 
 // env is one admin API over a fresh FSM.
 type env struct {

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/oidcd/oidcd/internal/httpx"
@@ -61,4 +62,27 @@ func (a *api) clusterStatus(w http.ResponseWriter, r *http.Request) {
 		s.Members = []ClusterMember{}
 	}
 	httpx.WriteJSON(w, http.StatusOK, s)
+}
+
+// removeNode answers DELETE /cluster/nodes/{id}.
+func (a *api) removeNode(w http.ResponseWriter, r *http.Request) {
+	if a.Cluster == nil {
+		a.unavailable(w, r, "remove node", errNotWired)
+		return
+	}
+	id := r.PathValue("id")
+	if id == "" || len(id) > 256 {
+		writeInvalid(w, r, []httpx.Detail{{Field: "id", Message: "must be a node id", Code: "invalid"}})
+		return
+	}
+	err := a.Cluster.RemoveNode(r.Context(), id)
+	var ce *ClusterError
+	switch {
+	case err == nil:
+		w.WriteHeader(http.StatusNoContent)
+	case errors.As(err, &ce):
+		httpx.WriteError(w, r, ce.Status, ce.Code, ce.Message)
+	default:
+		a.unavailable(w, r, "remove node", err)
+	}
 }

@@ -74,3 +74,33 @@ func TestNotWired(t *testing.T) {
 		checkEnvelope(t, e.do(r.method, r.path, ""), 503, httpx.CodeUnavailable)
 	}
 }
+
+func TestRemoveNode(t *testing.T) {
+	cases := []struct {
+		name       string
+		err        error
+		wantStatus int
+		wantCode   string
+	}{
+		{"removed", nil, 204, ""},
+		{"unknown", &ClusterError{Status: 404, Code: httpx.CodeNotFound, Message: "no such node"}, 404, httpx.CodeNotFound},
+		{"alive", &ClusterError{Status: 409, Code: httpx.CodeConflict, Message: "alive"}, 409, httpx.CodeConflict},
+		{"no quorum", errors.New("no leader"), 503, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.cluster.removeErr = c.err
+			rec := e.do("DELETE", Prefix+"/cluster/nodes/node-2", "")
+			if rec.Code != c.wantStatus {
+				t.Fatalf("got %d %s, want %d", rec.Code, rec.Body, c.wantStatus)
+			}
+			if c.wantCode != "" && !strings.Contains(rec.Body.String(), c.wantCode) {
+				t.Fatalf("body %s lacks %s", rec.Body, c.wantCode)
+			}
+			if c.err == nil && (len(e.cluster.removed) != 1 || e.cluster.removed[0] != "node-2") {
+				t.Fatalf("removed: got %v, want [node-2]", e.cluster.removed)
+			}
+		})
+	}
+}

@@ -134,6 +134,8 @@ func commands() []noun {
 		}},
 		{name: "cluster", summary: "the raft cluster", verbs: []verb{
 			{name: "status", summary: "show the leader and the members", setup: clusterStatus},
+			{name: "remove-node", args: []string{"ID"}, summary: "remove a dead node from the raft configuration (run against any node)",
+				setup: deleteOne("/cluster/nodes", "node")},
 		}},
 	}
 }

@@ -40,6 +40,8 @@ func (fakeCluster) Status(context.Context) (admin.ClusterStatus, error) {
 	}}, nil
 }
 
+func (fakeCluster) RemoveNode(context.Context, string) error { return nil }
+
 // cli runs `oidcd admin` against a real admin API over a fresh FSM, with
 // the token in a token file as `oidcd serve` leaves it.
 type cli struct {

@@ -2,9 +2,16 @@ package node
 
 import (
 	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/oidcd/oidcd/cluster"
+	"github.com/oidcd/oidcd/internal/httpx"
 
 	"github.com/oidcd/oidcd/internal/admin"
 	"github.com/oidcd/oidcd/keys"
+	"github.com/oidcd/oidcd/oidc"
 )
 
 // adminKeys adapts keys.Manager to the admin API's Keys interface.
@@ -32,22 +39,39 @@ type adminCluster struct{ n *Node }
 var _ admin.Cluster = adminCluster{}
 
 func (a adminCluster) Status(ctx context.Context) (admin.ClusterStatus, error) {
-	servers, err := a.n.cluster.Members()
+	st, err := a.n.cluster.Status(ctx)
 	if err != nil {
 		return admin.ClusterStatus{}, err
 	}
-	_, leaderID := a.n.cluster.Leader()
-	st := admin.ClusterStatus{Leader: leaderID}
-	for _, s := range servers {
-		m := admin.ClusterMember{ID: string(s.ID), RaftAddr: string(s.Address), Voter: s.Suffrage.String() == "Voter", State: "follower"}
-		if string(s.ID) == leaderID {
-			m.State = "leader"
-		}
-		if string(s.ID) == a.n.ID() {
-			m.HTTPAddr = a.n.Addr()
-			m.GossipAddr = a.n.cfg.GossipAddr
-		}
-		st.Members = append(st.Members, m)
+	out := admin.ClusterStatus{Leader: st.Leader, Members: make([]admin.ClusterMember, len(st.Members))}
+	for i, m := range st.Members {
+		out.Members[i] = admin.ClusterMember(m)
 	}
-	return st, nil
+	return out, nil
+}
+
+func (a adminCluster) RemoveNode(ctx context.Context, id string) error {
+	err := a.n.cluster.RemoveNode(ctx, id)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, cluster.ErrUnknownNode):
+		return &admin.ClusterError{Status: http.StatusNotFound, Code: httpx.CodeNotFound, Message: "no such node: " + id}
+	case errors.Is(err, cluster.ErrNodeAlive):
+		return &admin.ClusterError{Status: http.StatusConflict, Code: httpx.CodeConflict, Message: "the node is alive; stop it first, or let it leave"}
+	case errors.Is(err, cluster.ErrRemoveLeader):
+		return &admin.ClusterError{Status: http.StatusConflict, Code: httpx.CodeConflict, Message: "the node leads; remove it after leadership moves"}
+	case errors.Is(err, cluster.ErrNotLeader):
+		_, leader := a.n.cluster.Leader()
+		return &admin.ClusterError{Status: http.StatusConflict, Code: httpx.CodeConflict, Message: "run this against the leader (" + leader + ")"}
+	}
+	return err
+}
+
+// rateAdapter lets the leader's cluster RPC consult oidc's sliding-window
+// limiter (which keeps its own clock).
+type rateAdapter oidc.RateAllowFunc
+
+func (f rateAdapter) Allow(key string, _ time.Time) (bool, time.Duration, error) {
+	return f(context.Background(), key)
 }

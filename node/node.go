@@ -31,6 +31,9 @@ import (
 	"github.com/oidcd/oidcd/webui"
 )
 
+// Version is the build's version, advertised to peers (set by cmd/oidcd).
+var Version = "dev"
+
 // Node is one running oidcd node.
 type Node struct {
 	cfg      Config
@@ -108,6 +111,10 @@ func New(cfg Config) (*Node, error) {
 	// The hook must be in place before raft starts applying entries.
 	n.fsm.OnApply = n.onApply
 	key, _ := cfg.clusterKey() // validated above
+	httpAddr := cfg.HTTPAddr
+	if cfg.HTTPListener != nil {
+		httpAddr = cfg.HTTPListener.Addr().String()
+	}
 	var peers []raft.Server
 	for _, p := range cfg.StaticPeers {
 		peers = append(peers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr)})
@@ -118,9 +125,11 @@ func New(cfg Config) (*Node, error) {
 		RaftAddr:         cfg.RaftAddr,
 		RaftListener:     cfg.RaftListener,
 		Dial:             cfg.Dial,
+		ApplyTimeout:     applyTimeout,
+		Now:              cfg.Now,
 		BootstrapPeers:   peers,
 		Transport:        cluster.TransportConfig{ClusterKey: key},
-		Gossip:           cluster.GossipConfig{Addr: cfg.GossipAddr, Join: cfg.Join, HTTPAddr: cfg.HTTPAddr},
+		Gossip:           cluster.GossipConfig{Addr: cfg.GossipAddr, Join: cfg.Join, HTTPAddr: httpAddr, Version: Version},
 		BootstrapExpect:  cfg.BootstrapExpect,
 		FSM:              n.fsm,
 		Logger:           n.log,
@@ -148,6 +157,8 @@ func New(cfg Config) (*Node, error) {
 		Logger:      n.log,
 		Registerer:  n.registry,
 		RateLimit:   cfg.RateLimit,
+		RateAllow:   n.cluster.RateAllow,
+		ReadIndex:   n.readIndex,
 		SessionIdle: cfg.SessionIdle,
 		SessionMax:  cfg.SessionMax,
 	})
@@ -155,6 +166,17 @@ func New(cfg Config) (*Node, error) {
 		n.cluster.Shutdown()
 		n.fsm.Close()
 		return nil, err
+	}
+	// One limiter per node, consulted only while the node leads, so SPEC.md
+	// section 8's limits hold for the cluster as a whole.
+	local, err := oidc.NewLocalLimiter(cfg.RateLimit, cfg.Now)
+	if err != nil {
+		n.cluster.Shutdown()
+		n.fsm.Close()
+		return nil, err
+	}
+	if local != nil {
+		n.cluster.SetRateLimiter(rateAdapter(local))
 	}
 	n.cluster.OnLeader(n.logout.RunSender)
 	n.handler = n.routes()
@@ -225,6 +247,23 @@ func (n *Node) onApply(types []fsm.Type) {
 			return
 		}
 	}
+}
+
+// Bounds of the cluster calls a request waits for: a node cut off from the
+// leader answers 503 within these instead of holding the browser or the
+// relying party.
+const (
+	applyTimeout     = 5 * time.Second
+	readIndexTimeout = 3 * time.Second
+)
+
+// readIndex waits until this node has applied every write acknowledged
+// anywhere before the call (see cluster.ReadIndex), for at most
+// readIndexTimeout.
+func (n *Node) readIndex(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, readIndexTimeout)
+	defer cancel()
+	return n.cluster.ReadIndex(ctx)
 }
 
 // Apply replicates a command through raft (the write path of every

@@ -3,6 +3,7 @@ package node_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -68,7 +69,7 @@ func newRP(t *testing.T, c *testcluster.Cluster, clientID, secret, cb string, sc
 
 func newRPTB(t testing.TB, c *testcluster.Cluster, clientID, secret, cb string, scopes ...string) *rp {
 	t.Helper()
-	p, err := gooidc.NewProvider(context.Background(), c.URL(0))
+	p, err := gooidc.NewProvider(context.Background(), c.Issuer())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,9 @@ func newRPTB(t testing.TB, c *testcluster.Cluster, clientID, secret, cb string, 
 func signIn(t *testing.T, c *testcluster.Cluster, b *testcluster.Browser, r *rp, w world, pkceVerifier, nonce string, extra ...oauth2.AuthCodeOption) url.Values {
 	t.Helper()
 	opts := append([]oauth2.AuthCodeOption{oauth2.S256ChallengeOption(pkceVerifier), gooidc.Nonce(nonce)}, extra...)
-	page := b.Follow(b.Get(r.oauth.AuthCodeURL("state-0123456789", opts...)), c.URL(0))
+	au, _ := url.Parse(r.oauth.Endpoint.AuthURL)
+	base := au.Scheme + "://" + au.Host // the node (or balancer) the browser talks to
+	page := b.Follow(b.Get(r.oauth.AuthCodeURL("state-0123456789", opts...)), base)
 	for i := 0; i < 4 && page.Location() == ""; i++ {
 		switch {
 		case strings.Contains(page.Body, `name="password"`):
@@ -93,7 +96,7 @@ func signIn(t *testing.T, c *testcluster.Cluster, b *testcluster.Browser, r *rp,
 		default:
 			t.Fatalf("unexpected page %d at %s:\n%s", page.Status, page.URL, page.Body)
 		}
-		page = b.Follow(page, c.URL(0))
+		page = b.Follow(page, base)
 	}
 	loc, err := url.Parse(page.Location())
 	if err != nil || !strings.HasPrefix(page.Location(), w.cb) {
@@ -249,3 +252,17 @@ func TestPublicAndMultiOrganizationApps(t *testing.T) {
 		t.Fatalf("organization_id: got %q, want the picked %q", mc.Org, w.orgB)
 	}
 }
+
+func decodeResp(t testing.TB, c *testcluster.Cluster, req *http.Request) (int, map[string]any) {
+	t.Helper()
+	resp, err := c.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

@@ -52,6 +52,7 @@ type Cluster struct {
 	t     testing.TB
 	opts  Options
 	net   *network
+	lb    *balancer
 	mu    sync.Mutex
 	nodes []*member
 }
@@ -74,6 +75,12 @@ func New(t testing.TB, opts Options) *Cluster {
 	rand.Read(key)
 	httpLns, raftLns := make([]net.Listener, opts.Size), make([]net.Listener, opts.Size)
 	var peers []node.Peer
+	issuer := ""
+	if opts.Size > 1 {
+		lbLn := listen(t)
+		issuer = "http://" + lbLn.Addr().String()
+		c.startBalancer(lbLn)
+	}
 	for i := range opts.Size {
 		httpLns[i], raftLns[i] = listen(t), listen(t)
 		peers = append(peers, node.Peer{ID: fmt.Sprintf("node-%d", i), RaftAddr: raftLns[i].Addr().String()})
@@ -84,7 +91,7 @@ func New(t testing.TB, opts Options) *Cluster {
 		httpLn, raftLn := httpLns[i], raftLns[i]
 		m := &member{httpAddr: httpLn.Addr().String(), raftAddr: raftLn.Addr().String()}
 		m.cfg = node.Config{
-			Issuer:           "http://" + m.httpAddr,
+			Issuer:           "http://" + httpLns[i].Addr().String(),
 			HTTPAddr:         m.httpAddr,
 			DataDir:          dir,
 			RaftAddr:         m.raftAddr,
@@ -100,6 +107,8 @@ func New(t testing.TB, opts Options) *Cluster {
 			Dial:             c.net.dialer(i),
 		}
 		if opts.Size > 1 {
+			// One issuer for the whole cluster: the load balancer in front.
+			m.cfg.Issuer = issuer
 			m.cfg.StaticPeers = peers
 			m.cfg.ClusterKey = base64.StdEncoding.EncodeToString(key)
 		}
@@ -190,8 +199,12 @@ func (c *Cluster) Node(i int) *node.Node {
 	return c.nodes[i].node
 }
 
-// URL is node i's base URL, which is also its issuer.
-func (c *Cluster) URL(i int) string { return c.nodes[i].cfg.Issuer }
+// URL is node i's base URL.
+func (c *Cluster) URL(i int) string { return "http://" + c.nodes[i].httpAddr }
+
+// Issuer is the issuer every node shares: the node's own URL for a single
+// node, the load balancer in front of the nodes for a cluster.
+func (c *Cluster) Issuer() string { return c.nodes[0].cfg.Issuer }
 
 // Client is an HTTP client that does not follow redirects, so tests see
 // every 302 of the protocol.
@@ -301,8 +314,11 @@ func (c *Cluster) Heal() { c.net.heal() }
 // Size is the number of nodes, running or not.
 func (c *Cluster) Size() int { return len(c.nodes) }
 
-// Close stops every node.
+// Close stops every node and the balancer.
 func (c *Cluster) Close() {
+	if c.lb != nil {
+		c.lb.srv.Close()
+	}
 	for i := range c.nodes {
 		c.Kill(i)
 	}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	gooidc "github.com/coreos/go-oidc/v3/oidc"
@@ -18,8 +19,10 @@ import (
 // benchNode is a real node with production password parameters and the
 // rate limit off (CONTRACT.md: benchmarks only), provisioned through the
 // admin API.
-func benchNode(b *testing.B) (*testcluster.Cluster, world) {
-	c := testcluster.New(b, testcluster.Options{Configure: func(_ int, cfg *node.Config) {
+func benchNode(b *testing.B) (*testcluster.Cluster, world) { return benchCluster(b, 1) }
+
+func benchCluster(b *testing.B, size int) (*testcluster.Cluster, world) {
+	c := testcluster.New(b, testcluster.Options{Size: size, Configure: func(_ int, cfg *node.Config) {
 		cfg.PasswordParams = password.DefaultParams
 		cfg.RateLimit = "off"
 	}})
@@ -29,9 +32,9 @@ func benchNode(b *testing.B) (*testcluster.Cluster, world) {
 // benchSignIn is signIn for benchmarks: password form, no consent (the public
 // app skips it), callback query returned.
 func benchSignIn(b *testing.B, c *testcluster.Cluster, br *testcluster.Browser, r *rp, w world, pkce string) string {
-	page := br.Follow(br.Get(r.oauth.AuthCodeURL("state-0123456789", oauth2.S256ChallengeOption(pkce), gooidc.Nonce("nonce-0123456789"))), c.URL(0))
+	page := br.Follow(br.Get(r.oauth.AuthCodeURL("state-0123456789", oauth2.S256ChallengeOption(pkce), gooidc.Nonce("nonce-0123456789"))), r.authBase())
 	if page.Location() == "" {
-		page = br.Follow(br.Submit(page, map[string]string{"email": w.email, "password": w.password}, "method", "password"), c.URL(0))
+		page = br.Follow(br.Submit(page, map[string]string{"email": w.email, "password": w.password}, "method", "password"), r.authBase())
 	}
 	loc, err := url.Parse(page.Location())
 	if err != nil || loc.Query().Get("code") == "" {
@@ -90,9 +93,10 @@ func benchToken(b *testing.B, c *testcluster.Cluster, w world) string {
 	r := newRPTB(b, c, w.confID, w.confSecret, w.cb, gooidc.ScopeOpenID, "email")
 	br := testcluster.NewBrowser(b)
 	pkce := oauth2.GenerateVerifier()
-	page := br.Follow(br.Get(r.oauth.AuthCodeURL("state-0123456789", oauth2.S256ChallengeOption(pkce))), c.URL(0))
-	page = br.Follow(br.Submit(page, map[string]string{"email": w.email, "password": w.password}, "method", "password"), c.URL(0))
-	page = br.Follow(br.Submit(page, nil, "decision", "allow"), c.URL(0))
+	base := r.authBase()
+	page := br.Follow(br.Get(r.oauth.AuthCodeURL("state-0123456789", oauth2.S256ChallengeOption(pkce))), base)
+	page = br.Follow(br.Submit(page, map[string]string{"email": w.email, "password": w.password}, "method", "password"), base)
+	page = br.Follow(br.Submit(page, nil, "decision", "allow"), base)
 	loc, _ := url.Parse(page.Location())
 	return exchangeAndVerify(b, r, loc.Query().Get("code"), pkce).AccessToken
 }
@@ -133,6 +137,50 @@ func BenchmarkIntrospect(b *testing.B) {
 			resp, err := client.Do(req)
 			if err != nil || resp.StatusCode != 200 {
 				b.Fatalf("introspect: %v %v", err, resp)
+			}
+			resp.Body.Close()
+		}
+	})
+}
+
+// BenchmarkCluster3SilentSignIn: silent sign-ins on a 3-node cluster, the
+// browser on one node and the exchange on the next (round robin), so most
+// writes are forwarded to the leader.
+func BenchmarkCluster3SilentSignIn(b *testing.B) {
+	c, w := benchCluster(b, 3)
+	var next atomic.Int32
+	b.SetParallelism(4)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := int(next.Add(1))
+		r := rpOn(b, c, i%3, (i+1)%3, w.publicID, "", w.cb)
+		br := testcluster.NewBrowser(b)
+		pkce := oauth2.GenerateVerifier()
+		benchSignIn(b, c, br, r, w, pkce)
+		for pb.Next() {
+			pkce := oauth2.GenerateVerifier()
+			exchangeAndVerify(b, r, benchSignIn(b, c, br, r, w, pkce), pkce)
+		}
+	})
+}
+
+// BenchmarkCluster3Userinfo: userinfo spread over the three nodes; every
+// call pays a read index (on followers an RPC to the leader, coalesced).
+func BenchmarkCluster3Userinfo(b *testing.B) {
+	c, w := benchCluster(b, 3)
+	token := benchToken(b, c, w)
+	var next atomic.Int32
+	b.SetParallelism(8)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		base := c.URL(int(next.Add(1)) % 3)
+		client := &http.Client{}
+		for pb.Next() {
+			req, _ := http.NewRequest("GET", base+"/userinfo", nil)
+			req.Header.Set("Authorization", "Bearer "+token)
+			resp, err := client.Do(req)
+			if err != nil || resp.StatusCode != 200 {
+				b.Fatalf("userinfo: %v %v", err, resp)
 			}
 			resp.Body.Close()
 		}

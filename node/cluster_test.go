@@ -239,3 +239,33 @@ func get(t testing.TB, c *testcluster.Cluster, i int, path string) int {
 	resp.Body.Close()
 	return resp.StatusCode
 }
+
+// TestSignInThroughTheBalancer: a balancer spreads one browser's steps over
+// the nodes (sign-in form on one, consent on the next, ...), so a step can
+// reach a node that has not yet applied the session the previous step
+// opened. The person must never be asked for the password twice.
+func TestSignInThroughTheBalancer(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Size: 3, Configure: func(_ int, cfg *node.Config) { cfg.RateLimit = "off" }})
+	w := provision(t, c)
+	r := newRP(t, c, w.confID, w.confSecret, w.cb, gooidc.ScopeOpenID) // endpoints on the balancer
+	base := r.authBase()
+	for round := 0; round < 10; round++ {
+		b := testcluster.NewBrowser(t)
+		pkce := oauth2.GenerateVerifier()
+		page := b.Follow(b.Get(r.oauth.AuthCodeURL("state-0123456789", oauth2.S256ChallengeOption(pkce))), base)
+		page = b.Follow(b.Submit(page, map[string]string{"email": w.email, "password": w.password}, "method", "password"), base)
+		if strings.Contains(page.Body, `name="password"`) {
+			t.Fatalf("round %d: asked for the password again right after signing in", round)
+		}
+		if strings.Contains(page.Body, `value="allow"`) {
+			page = b.Follow(b.Submit(page, nil, "decision", "allow"), base)
+		}
+		loc, err := url.Parse(page.Location())
+		if err != nil || loc.Query().Get("code") == "" {
+			t.Fatalf("round %d: no code: %d %q", round, page.Status, page.Location())
+		}
+		if _, err := r.oauth.Exchange(context.Background(), loc.Query().Get("code"), oauth2.VerifierOption(pkce)); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+	}
+}

@@ -82,8 +82,7 @@ func newRPTB(t testing.TB, c *testcluster.Cluster, clientID, secret, cb string, 
 func signIn(t *testing.T, c *testcluster.Cluster, b *testcluster.Browser, r *rp, w world, pkceVerifier, nonce string, extra ...oauth2.AuthCodeOption) url.Values {
 	t.Helper()
 	opts := append([]oauth2.AuthCodeOption{oauth2.S256ChallengeOption(pkceVerifier), gooidc.Nonce(nonce)}, extra...)
-	au, _ := url.Parse(r.oauth.Endpoint.AuthURL)
-	base := au.Scheme + "://" + au.Host // the node (or balancer) the browser talks to
+	base := r.authBase()
 	page := b.Follow(b.Get(r.oauth.AuthCodeURL("state-0123456789", opts...)), base)
 	for i := 0; i < 4 && page.Location() == ""; i++ {
 		switch {
@@ -266,3 +265,10 @@ func decodeResp(t testing.TB, c *testcluster.Cluster, req *http.Request) (int, m
 }
 
 func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
+
+// authBase is the origin of the RP's authorization endpoint: the node or
+// balancer its browser talks to.
+func (r *rp) authBase() string {
+	au, _ := url.Parse(r.oauth.Endpoint.AuthURL)
+	return au.Scheme + "://" + au.Host
+}

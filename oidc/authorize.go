@@ -217,6 +217,12 @@ func (f *flow) loadSession() bool {
 		return true
 	}
 	s, err := f.p.cfg.State.SSOSessionByToken(hashToken(secret))
+	if errors.Is(err, fsm.ErrNotFound) && f.p.linearize(f.r.Context()) == nil {
+		// The cookie may name a session another node opened a moment ago
+		// (a balancer spreads one browser's steps over nodes): catch up
+		// with the cluster once before concluding there is none.
+		s, err = f.p.cfg.State.SSOSessionByToken(hashToken(secret))
+	}
 	if errors.Is(err, fsm.ErrNotFound) || (err == nil && !s.Live(f.now)) {
 		return true
 	}

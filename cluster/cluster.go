@@ -238,6 +238,7 @@ func (c *Cluster) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error
 	if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipTransferInProgress) {
 		// Not the leader: hand the write to it, then wait until this node
 		// has applied it too, so the caller's answer is true here.
+		c.metrics.forwarded.Inc()
 		res, ferr := c.forwardApply(ctx, cmd)
 		if ferr == nil {
 			c.metrics.applyLatency.Observe(time.Since(start).Seconds())

@@ -8,9 +8,12 @@ import (
 )
 
 type metrics struct {
-	applyLatency  prometheus.Histogram
-	applyErrors   prometheus.Counter
-	leaderChanges prometheus.Counter
+	applyLatency   prometheus.Histogram
+	applyErrors    prometheus.Counter
+	leaderChanges  prometheus.Counter
+	forwarded      prometheus.Counter
+	readIndex      prometheus.Histogram
+	readIndexFails prometheus.Counter
 }
 
 func newMetrics(c *Cluster, reg prometheus.Registerer) *metrics {
@@ -28,6 +31,19 @@ func newMetrics(c *Cluster, reg prometheus.Registerer) *metrics {
 			Name: "oidcd_raft_leadership_acquired_total",
 			Help: "Times this node became leader.",
 		}),
+		forwarded: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "oidcd_raft_forwarded_writes_total",
+			Help: "Writes this node forwarded to the leader.",
+		}),
+		readIndex: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "oidcd_raft_read_index_duration_seconds",
+			Help:    "Time to obtain a read index and apply up to it (linearizable liveness checks).",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}),
+		readIndexFails: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "oidcd_raft_read_index_errors_total",
+			Help: "Read indexes that failed (no leader reachable): answered 503.",
+		}),
 	}
 	if reg == nil {
 		return m
@@ -38,7 +54,7 @@ func newMetrics(c *Cluster, reg prometheus.Registerer) *metrics {
 			return v
 		}
 	}
-	reg.MustRegister(m.applyLatency, m.applyErrors, m.leaderChanges,
+	reg.MustRegister(m.applyLatency, m.applyErrors, m.leaderChanges, m.forwarded, m.readIndex, m.readIndexFails,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "oidcd_raft_state",
 			Help: "Raft state of this node: 0 follower, 1 candidate, 2 leader, 3 shutdown.",

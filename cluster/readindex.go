@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -16,7 +17,15 @@ import (
 // read index (below) and waits until this node has applied up to it. With
 // no reachable leader it fails (wrapping ErrNoLeader) when ctx ends, or
 // after ApplyTimeout when ctx has no deadline.
-func (c *Cluster) ReadIndex(ctx context.Context) error {
+func (c *Cluster) ReadIndex(ctx context.Context) (err error) {
+	start := time.Now()
+	defer func() {
+		if err != nil {
+			c.metrics.readIndexFails.Inc()
+		} else {
+			c.metrics.readIndex.Observe(time.Since(start).Seconds())
+		}
+	}()
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
 	reply, err := c.leaderDo(ctx, opReadIndex, nil)

@@ -269,3 +269,45 @@ func TestSignInThroughTheBalancer(t *testing.T) {
 		}
 	}
 }
+
+// TestLogoutDeliveredByTheNextLeader: a logout acknowledged by a follower,
+// the leader killed right after while the receivers still hold every
+// request: the new leader delivers every token.
+func TestLogoutDeliveredByTheNextLeader(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Size: 3, Configure: func(_ int, cfg *node.Config) { cfg.RateLimit = "off" }})
+	w := provision(t, c)
+	rConf, rPub := newBCReceiver(t, c, w.confID, nil), newBCReceiver(t, c, w.publicID, nil)
+	gate := make(chan struct{})
+	for _, r := range []*bcReceiver{rConf, rPub} {
+		r.mu.Lock()
+		r.gate = gate // nothing is answered before the leader dies
+		r.mu.Unlock()
+	}
+	setBackchannel(t, c, w.confID, rConf.URL())
+	setBackchannel(t, c, w.publicID, rPub.URL())
+	b := testcluster.NewBrowser(t)
+	sConf := signInApp(t, c, b, newRP(t, c, w.confID, w.confSecret, w.cb, gooidc.ScopeOpenID), w)
+	sPub := signInApp(t, c, b, newRP(t, c, w.publicID, "", w.cb, gooidc.ScopeOpenID), w)
+
+	leader := c.WaitNewLeader()
+	follower := (leader + 1) % 3
+	v := url.Values{"id_token_hint": {sPub.idToken}}
+	if p := b.Get(c.URL(follower) + "/logout?" + v.Encode()); p.Status != http.StatusOK {
+		t.Fatalf("logout on follower %d: %d", follower, p.Status)
+	}
+	c.Kill(leader) // right after the acknowledgement
+	close(gate)
+	c.WaitNewLeader()
+	for _, tt := range []struct {
+		r *bcReceiver
+		s session
+	}{{rConf, sConf}, {rPub, sPub}} {
+		got := tt.r.waitAccepted(1)
+		if got[0].SID != tt.s.sid {
+			t.Fatalf("token: %+v, want sid %s", got[0], tt.s.sid)
+		}
+	}
+	if status, _ := bearerGetOn(t, c, follower, "/userinfo", sConf.access); status != 401 {
+		t.Fatalf("userinfo after logout: %d, want 401", status)
+	}
+}

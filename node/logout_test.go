@@ -71,7 +71,7 @@ func newBCReceiver(t *testing.T, c *testcluster.Cluster, clientID string, now fu
 	if now == nil {
 		now = time.Now
 	}
-	r := &bcReceiver{t: t, clientID: clientID, issuer: c.URL(0), now: now, attempts: map[string]int{},
+	r := &bcReceiver{t: t, clientID: clientID, issuer: c.Issuer(), now: now, attempts: map[string]int{},
 		status: func(int) int { return http.StatusOK }}
 	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
 	t.Cleanup(r.srv.Close)

@@ -2,9 +2,7 @@ package logout
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/httpx"
+	"github.com/oidcd/oidcd/internal/password"
 	"github.com/oidcd/oidcd/keys"
 	"github.com/oidcd/oidcd/webui"
 )
@@ -160,7 +159,7 @@ func (s *Service) endSession(w http.ResponseWriter, r *http.Request, params url.
 	}
 	location := req.redirectURI
 	if req.state != "" {
-		location = appendQuery(location, url.Values{paramState: {req.state}})
+		location = httpx.AppendQuery(location, url.Values{paramState: {req.state}})
 	}
 	h := w.Header()
 	h.Set("Location", location)
@@ -425,26 +424,6 @@ func reference(r *http.Request) string {
 	return httpx.NewID()[:12]
 }
 
-// hashToken is how oidc stores the SSO cookie secret: hex SHA-256 (the
-// same one-liner as oidc's; logout does not import oidc).
-func hashToken(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])
-}
-
-// appendQuery adds params to a registered redirect URI, keeping its own
-// query byte for byte and any fragment last.
-func appendQuery(base string, params url.Values) string {
-	frag := ""
-	if i := strings.IndexByte(base, '#'); i >= 0 {
-		base, frag = base[:i], base[i:]
-	}
-	sep := "?"
-	switch {
-	case strings.HasSuffix(base, "?") || strings.HasSuffix(base, "&"):
-		sep = ""
-	case strings.Contains(base, "?"):
-		sep = "&"
-	}
-	return base + sep + params.Encode() + frag
-}
+// hashToken is how oidc stores the SSO cookie secret (a 256-bit random
+// value): password.HashSecret.
+func hashToken(s string) string { return password.HashSecret(s) }

@@ -423,21 +423,6 @@ func TestFrontChannelWaitIsBounded(t *testing.T) {
 	}
 }
 
-func TestAppendQuery(t *testing.T) {
-	st := url.Values{"state": {"a b"}}
-	for _, tt := range []struct{ base, want string }{
-		{"https://a.example/cb", "https://a.example/cb?state=a+b"},
-		{"https://a.example/cb?x=1", "https://a.example/cb?x=1&state=a+b"},
-		{"https://a.example/cb?", "https://a.example/cb?state=a+b"},
-		{"https://a.example/cb?x=%2F&", "https://a.example/cb?x=%2F&state=a+b"},
-		{"https://a.example/cb#f", "https://a.example/cb?state=a+b#f"},
-	} {
-		if got := appendQuery(tt.base, st); got != tt.want {
-			t.Errorf("appendQuery(%q): got %q, want %q", tt.base, got, tt.want)
-		}
-	}
-}
-
 func TestNewRequiresItsDependencies(t *testing.T) {
 	if _, err := New(Config{}); err == nil {
 		t.Fatal("New(Config{}) succeeded")

@@ -31,7 +31,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -488,14 +487,14 @@ func (f *flow) issue(org fsm.Org, grant bool) {
 	}
 	f.p.log.Info("authorize: code issued", "client_id", f.client.ID, "org_id", org.ID,
 		"sid", res.Value, "reference", f.reference())
-	f.redirect(appendQuery(req.RedirectURI, url.Values{"code": {code}, "state": {req.State}}))
+	f.redirect(httpx.AppendQuery(req.RedirectURI, url.Values{"code": {code}, "state": {req.State}}))
 }
 
 // fail redirects an error to the client (SPEC.md 7.2).
 func (f *flow) fail(e *Error) {
 	f.p.log.Info("authorize: error redirected", "error", e.Code, "error_description", e.Description,
 		"client_id", f.pend.Req.ClientID, "reference", f.reference())
-	f.redirect(appendQuery(f.pend.Req.RedirectURI, url.Values{
+	f.redirect(httpx.AppendQuery(f.pend.Req.RedirectURI, url.Values{
 		"error": {e.Code}, "error_description": {e.Description}, "state": {f.pend.Req.State},
 	}))
 }
@@ -520,23 +519,6 @@ func (f *flow) redirectTo(location string, status int) {
 	h.Set("Pragma", "no-cache")
 	h.Set("Referrer-Policy", "no-referrer")
 	f.w.WriteHeader(status)
-}
-
-// appendQuery adds params to a registered redirect URI, keeping its own
-// query byte for byte and any fragment last.
-func appendQuery(base string, params url.Values) string {
-	frag := ""
-	if i := strings.IndexByte(base, '#'); i >= 0 {
-		base, frag = base[:i], base[i:]
-	}
-	sep := "?"
-	switch {
-	case strings.HasSuffix(base, "?") || strings.HasSuffix(base, "&"):
-		sep = ""
-	case strings.Contains(base, "?"):
-		sep = "&"
-	}
-	return base + sep + params.Encode() + frag
 }
 
 // reference is the id quoted on error pages and in the log: the request's

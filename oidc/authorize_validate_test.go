@@ -421,26 +421,6 @@ func TestValidateAuthorizeOrder(t *testing.T) {
 	}
 }
 
-func TestAppendQuery(t *testing.T) {
-	params := url.Values{"code": {"c/d+e"}, "state": {"s t&u=v"}}
-	enc := "code=c%2Fd%2Be&state=s+t%26u%3Dv"
-	for _, tc := range []struct{ base, want string }{
-		{"https://app.example/cb", "https://app.example/cb?" + enc},
-		{"https://app.example/cb?x=1", "https://app.example/cb?x=1&" + enc},
-		{"https://app.example/cb?x=%2F&y", "https://app.example/cb?x=%2F&y&" + enc},
-		{"https://app.example/cb?", "https://app.example/cb?" + enc},
-		{"https://app.example/cb?x=1&", "https://app.example/cb?x=1&" + enc},
-		{"https://app.example/cb#frag", "https://app.example/cb?" + enc + "#frag"},
-		{"com.example.app:/cb", "com.example.app:/cb?" + enc},
-	} {
-		t.Run(tc.base, func(t *testing.T) {
-			if got := appendQuery(tc.base, params); got != tc.want {
-				t.Errorf("got %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
 func TestCSRFMatch(t *testing.T) {
 	a, b := newID(), newID()
 	for _, tc := range []struct {

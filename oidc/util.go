@@ -1,10 +1,11 @@
 package oidc
 
 import (
+	"github.com/oidcd/oidcd/internal/password"
+
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 )
 
 // newID returns 32 random bytes, base64url: codes, cookie secrets, jtis.
@@ -14,12 +15,9 @@ func newID() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// hashToken is how codes and cookie secrets are stored: hex SHA-256. These
-// are 256-bit random values, so a fast hash is enough (no dictionary).
-func hashToken(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])
-}
+// hashToken is how codes and cookie secrets are stored: they are 256-bit
+// random values, so password.HashSecret (hex SHA-256) is enough.
+func hashToken(s string) string { return password.HashSecret(s) }
 
 // s256 is the PKCE S256 transform of a verifier (RFC 7636 4.2).
 func s256(verifier string) string {

@@ -1,0 +1,249 @@
+// Command oidcd-bench is a load generator for oidcd that behaves like many
+// browsers and relying parties at once. It provisions its own organization,
+// people and clients through the admin API, runs one scenario with a fixed
+// number of concurrent workers until a deadline or a request count, and
+// reports throughput, latency percentiles and errors by kind.
+//
+// It sends traffic only to loopback addresses (127.0.0.0/8, ::1,
+// localhost): any other target is refused, and every connection it dials
+// is checked again at connect time.
+//
+// Usage:
+//
+//	oidcd-bench [flags]
+//
+// Examples:
+//
+//	# a single node started with `oidcd serve --rate-limit off` (token in ./data/admin-token)
+//	oidcd-bench --scenario password-signin --duration 30s
+//
+//	# silent sign-ins spread over a three-node cluster, 64 workers, JSON report
+//	oidcd-bench --target http://127.0.0.1:8080,http://127.0.0.1:8081,http://127.0.0.1:8082 \
+//	    --issuer http://127.0.0.1:8080 --admin-token-file ./n1/admin-token \
+//	    --scenario silent-signin --concurrency 64 --json
+//
+//	# exactly 100000 userinfo calls, however long they take
+//	oidcd-bench --scenario userinfo --requests 100000 --duration 0
+//
+//	# a two-hour mixed soak reporting the node's data dir size and RSS
+//	oidcd-bench --scenario mixed --duration 2h --soak --data-dir ./data --pid "$(pgrep -n oidcd)"
+//
+// Scenarios (one operation each, timed end to end):
+//
+//	password-signin  fresh browser: GET /authorize, sign-in form, code (the
+//	                 public client skips consent), token exchange on the
+//	                 next target, ID token verified with go-oidc
+//	silent-signin    prompt=none with the worker's live SSO session, then
+//	                 the exchange and verification
+//	userinfo         GET /userinfo with the worker's access token
+//	introspect       POST /oauth2/introspect of that token by the
+//	                 confidential client
+//	discovery        GET /.well-known/openid-configuration
+//	jwks             GET /.well-known/jwks.json
+//	mixed            10 % password-signin, 30 % silent-signin, 40 %
+//	                 userinfo, 10 % introspect, 5 % discovery, 5 % jwks
+//
+// Workers that need a session or a token sign in once before the clock
+// starts. Operations go to the targets round robin; a sign-in runs its
+// browser part on one target and the exchange on the next, as behind a
+// balancer. The rate limit of the token and introspection endpoints must
+// be off on the node (`--rate-limit off`), or most operations end in 429.
+//
+// Exit status: 0 when the run completed and at least one operation
+// succeeded (errors are part of the measurement), 1 when provisioning or
+// the workers' sign-in failed or nothing succeeded, 2 on a usage error.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		// The first Ctrl-C ends the run (report and clean-up follow); a
+		// second one kills the process.
+		<-ctx.Done()
+		stop()
+	}()
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// config is the parsed command line.
+type config struct {
+	targets        []string // base URLs without a trailing slash, loopback only
+	issuer         string
+	adminToken     string
+	scenario       string
+	concurrency    int
+	duration       time.Duration // 0: bounded by requests only
+	requests       int64         // 0: bounded by duration only
+	timeout        time.Duration // per operation
+	json           bool
+	users          int
+	keep           bool
+	soak           bool
+	dataDir        string
+	pid            int
+	reportInterval time.Duration
+}
+
+// targetList is a repeatable, comma-separated --target.
+type targetList []string
+
+func (l *targetList) String() string { return strings.Join(*l, ",") }
+
+func (l *targetList) Set(s string) error {
+	for _, t := range strings.Split(s, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			*l = append(*l, t)
+		}
+	}
+	return nil
+}
+
+const defaultTarget = "http://127.0.0.1:8080"
+
+// parseFlags turns args into a config; the error is for the user.
+func parseFlags(args []string, stderr io.Writer) (*config, error) {
+	fs := flag.NewFlagSet("oidcd-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg := &config{}
+	var targets targetList
+	var tokenFile string
+	fs.Var(&targets, "target", "base URL of a node; repeat or separate with commas to spread the load (default "+defaultTarget+")")
+	fs.StringVar(&cfg.issuer, "issuer", "", "the issuer the tokens carry (default: the first target)")
+	fs.StringVar(&cfg.adminToken, "admin-token", "", "admin API token (default: read from --admin-token-file)")
+	fs.StringVar(&tokenFile, "admin-token-file", "./data/admin-token", "file holding the admin API token")
+	fs.StringVar(&cfg.scenario, "scenario", "", "one of "+strings.Join(scenarioNames, ", "))
+	fs.IntVar(&cfg.concurrency, "concurrency", 32, "concurrent workers (browsers and relying parties)")
+	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "how long to run; 0 = until --requests operations")
+	fs.Int64Var(&cfg.requests, "requests", 0, "stop after this many operations; 0 = unbounded by count")
+	fs.DurationVar(&cfg.timeout, "timeout", 10*time.Second, "time limit of one operation")
+	fs.BoolVar(&cfg.json, "json", false, "print the report as JSON instead of a table")
+	fs.IntVar(&cfg.users, "users", 16, "how many people to provision")
+	fs.BoolVar(&cfg.keep, "keep", false, "keep the provisioned organization, people and clients afterwards")
+	fs.BoolVar(&cfg.soak, "soak", false, "report --data-dir size and --pid RSS at start and end, and progress every --report-interval")
+	fs.StringVar(&cfg.dataDir, "data-dir", "", "with --soak: the node's data directory")
+	fs.IntVar(&cfg.pid, "pid", 0, "with --soak: the node's process id (RSS from /proc/PID/status)")
+	fs.DurationVar(&cfg.reportInterval, "report-interval", time.Minute, "with --soak: progress line on stderr this often; 0 = none")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: oidcd-bench --scenario NAME [flags]\n\nA load generator for oidcd over loopback. Flags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, errPrinted{err} // the flag package has said why
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if len(targets) == 0 {
+		targets = targetList{defaultTarget}
+	}
+	for _, t := range targets {
+		u, err := checkLoopbackURL(t)
+		if err != nil {
+			return nil, fmt.Errorf("--target: %w", err)
+		}
+		cfg.targets = append(cfg.targets, u)
+	}
+	if cfg.issuer == "" {
+		cfg.issuer = cfg.targets[0]
+	}
+	cfg.issuer = strings.TrimSuffix(cfg.issuer, "/")
+	if _, ok := scenarios[cfg.scenario]; !ok {
+		return nil, fmt.Errorf("--scenario %q: want one of %s", cfg.scenario, strings.Join(scenarioNames, ", "))
+	}
+	switch {
+	case cfg.concurrency < 1:
+		return nil, errors.New("--concurrency must be at least 1")
+	case cfg.users < 1:
+		return nil, errors.New("--users must be at least 1")
+	case cfg.duration < 0 || cfg.requests < 0:
+		return nil, errors.New("--duration and --requests must not be negative")
+	case cfg.duration == 0 && cfg.requests == 0:
+		return nil, errors.New("--duration 0 needs --requests N: the run must be bounded")
+	case cfg.timeout <= 0:
+		return nil, errors.New("--timeout must be positive")
+	case !cfg.soak && (cfg.dataDir != "" || cfg.pid != 0):
+		return nil, errors.New("--data-dir and --pid go with --soak")
+	case cfg.soak && cfg.dataDir == "" && cfg.pid == 0:
+		return nil, errors.New("--soak needs --data-dir PATH, --pid PID or both")
+	}
+	if cfg.pid != 0 {
+		if _, err := readRSS(cfg.pid); err != nil {
+			return nil, fmt.Errorf("--pid %d: %w", cfg.pid, err)
+		}
+	}
+	if cfg.dataDir != "" {
+		if _, err := dirSize(cfg.dataDir); err != nil {
+			return nil, fmt.Errorf("--data-dir: %w", err)
+		}
+	}
+	if cfg.adminToken == "" {
+		b, err := os.ReadFile(tokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("no admin token: pass --admin-token or --admin-token-file (%w)", err)
+		}
+		cfg.adminToken = strings.TrimSpace(string(b))
+		if cfg.adminToken == "" {
+			return nil, fmt.Errorf("no admin token: %s is empty", tokenFile)
+		}
+	}
+	return cfg, nil
+}
+
+// run is the whole command; main only wires signals and the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		if !errors.As(err, new(errPrinted)) {
+			fmt.Fprintln(stderr, "oidcd-bench:", err)
+		}
+		return 2
+	}
+	rep, cleanup, err := execute(ctx, cfg, stderr)
+	defer cleanup()
+	if err != nil {
+		fmt.Fprintln(stderr, "oidcd-bench:", err)
+		return 1
+	}
+	if cfg.json {
+		err = rep.writeJSON(stdout)
+	} else {
+		err = rep.writeTable(stdout)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "oidcd-bench:", err)
+		return 1
+	}
+	if rep.Ops == 0 {
+		fmt.Fprintln(stderr, "oidcd-bench: no operation succeeded")
+		return 1
+	}
+	return 0
+}
+
+// errPrinted is an error the flag package has already printed.
+type errPrinted struct{ error }
+
+func (e errPrinted) Unwrap() error { return e.error }
+
+// logf writes a progress line to stderr.
+func logf(w io.Writer, format string, args ...any) {
+	fmt.Fprintf(w, "oidcd-bench: "+format+"\n", args...)
+}

@@ -94,7 +94,7 @@ func (c *Cluster) verifiedReadIndex() (uint64, error) {
 			}
 			continue
 		}
-		if err := c.raft.VerifyLeader().Error(); err != nil {
+		if err := c.verifyLeader(); err != nil {
 			return 0, readErr(err)
 		}
 		if now := c.raft.CurrentTerm(); now != term {
@@ -216,4 +216,23 @@ func (ri *readIndexer) scan(logs raft.LogStore, commit uint64, applied func() ui
 	}
 	ri.scanCommit, ri.scanTerm, ri.scanFSM = commit, term, fsmIndex
 	return term, fsmIndex, nil
+}
+
+// verifyLeader waits for raft's VerifyLeader for at most ApplyTimeout, and
+// not at all once the node stops. raft v1.7.3's verify future has no
+// shutdown channel: a round started around shutdown can stay in raft's
+// buffer unanswered, and waiting for it hung Shutdown.
+func (c *Cluster) verifyLeader() error {
+	done := make(chan error, 1)
+	go func() { done <- c.raft.VerifyLeader().Error() }()
+	t := time.NewTimer(c.cfg.ApplyTimeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-c.stopped:
+		return raft.ErrRaftShutdown
+	case <-t.C:
+		return fmt.Errorf("%w: leadership not confirmed within %s", ErrNoLeader, c.cfg.ApplyTimeout)
+	}
 }

@@ -56,17 +56,27 @@ func (m *Manager) Sign(claims any, typ string) ([]byte, error) {
 // all wrapped in ErrInvalidToken. It does not validate exp, iat, iss or
 // aud: callers decide (an expired id_token_hint is still ours).
 func (m *Manager) Verify(token []byte) (jwt.Token, error) {
+	t, _, err := m.VerifyKid(token)
+	return t, err
+}
+
+// VerifyKid is Verify that also returns the kid of the key that verified
+// the token. A kid is the thumbprint of its key, so for that token and
+// kid, Published(kid) later tells whether Verify would still accept the
+// signature: callers that cache verified tokens ask it on every hit.
+func (m *Manager) VerifyKid(token []byte) (jwt.Token, string, error) {
 	if len(token) > MaxTokenSize {
-		return nil, fmt.Errorf("%w: larger than %d bytes", ErrInvalidToken, MaxTokenSize)
+		return nil, "", fmt.Errorf("%w: larger than %d bytes", ErrInvalidToken, MaxTokenSize)
 	}
 	if !compactJWS(token) {
-		return nil, fmt.Errorf("%w: not a compact JWS", ErrInvalidToken)
+		return nil, "", fmt.Errorf("%w: not a compact JWS", ErrInvalidToken)
 	}
 	ks, err := m.current()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	now, retention := m.now(), m.cfg.Retention
+	var kid string
 	provider := jws.KeyProviderFunc(func(_ context.Context, sink jws.KeySink, sig *jws.Signature, _ *jws.Message) error {
 		h := sig.ProtectedHeaders()
 		if h.Algorithm() != jwa.RS256 {
@@ -76,14 +86,26 @@ func (m *Manager) Verify(token []byte) (jwt.Token, error) {
 		if i < 0 {
 			return fmt.Errorf("kid %q not published", h.KeyID())
 		}
+		kid = h.KeyID()
 		sink.Key(jwa.RS256, &ks.priv[i].PublicKey)
 		return nil
 	})
 	t, err := jwt.Parse(token, jwt.WithKeyProvider(provider), jwt.WithValidate(false))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidToken, err)
+		return nil, "", fmt.Errorf("%w: %w", ErrInvalidToken, err)
 	}
-	return t, nil
+	return t, kid, nil
+}
+
+// Published reports whether kid names a key that is published now, which
+// is what Verify requires of a token's kid. It is cheap: the cached key
+// set and a scan of its few entries.
+func (m *Manager) Published(kid string) (bool, error) {
+	ks, err := m.current()
+	if err != nil {
+		return false, err
+	}
+	return ks.publishedKey(kid, m.now(), m.cfg.Retention) >= 0, nil
 }
 
 // JWKS returns the encoded key set of the keys published now:

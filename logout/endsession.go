@@ -271,6 +271,11 @@ func (s *Service) checkHint(raw string, now time.Time) (hint, *requestError) {
 // session, or a browser without a session, ends nothing (SPEC.md 4.10
 // rule 2). endedHere reports that the browser's session was the hint's.
 func (s *Service) endBrowserSession(w http.ResponseWriter, r *http.Request, req logoutRequest, now time.Time) (ended fsm.EndedApps, endedHere bool, rerr *requestError) {
+	if s.cfg.ReadIndex != nil {
+		if err := s.cfg.ReadIndex(r.Context()); err != nil {
+			return ended, false, unavailable("read index: %v", err)
+		}
+	}
 	app, err := s.cfg.State.AppSession(req.hint.sid)
 	switch {
 	case errors.Is(err, fsm.ErrNotFound):

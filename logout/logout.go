@@ -65,6 +65,10 @@ type Config struct {
 	// FrontChannelWait bounds how long a logout waits for its back-channel
 	// deliveries before redirecting (default 2s; negative: do not wait).
 	FrontChannelWait time.Duration
+	// ReadIndex, when set, brings the local state up to every write
+	// acknowledged anywhere before a logout decides what to end (a lagging
+	// node must not redirect having ended nothing). Nil: local reads.
+	ReadIndex func(ctx context.Context) error
 	// HTTPClient sends deliveries (default: 5s timeout, no redirects).
 	HTTPClient *http.Client
 }

@@ -102,6 +102,7 @@ func New(cfg Config) (*Node, error) {
 		Logger:        n.log,
 		Registerer:    n.registry,
 		SessionCookie: oidc.SessionCookie,
+		ReadIndex:     n.readIndex,
 		SecureCookies: strings.HasPrefix(cfg.Issuer, "https://"),
 	})
 	if err != nil {

@@ -2,6 +2,7 @@ package oidc
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"net/http"
 	"strings"
@@ -24,7 +25,8 @@ const clockSkew = 5 * time.Second
 // of these get one answer.
 var errTokenInvalid = errors.New("oidc: invalid token")
 
-// accessToken is what a checked access token says.
+// accessToken is what a checked access token says. scopes may be shared
+// with the token cache: read only.
 type accessToken struct {
 	jti, sid, sub, org string
 	scopes             []string
@@ -48,41 +50,68 @@ func (t *accessToken) hasScope(scope string) bool {
 // aud, a logout token a string aud and no scp). It does not consult the
 // store. Token problems are errTokenInvalid; anything else is a fault of
 // ours (the key set could not be read).
+//
+// A token that passed once is remembered (tokenCache): presented again,
+// only what can have changed is checked again, that its key is still
+// published and exp.
 func (p *Provider) parseAccessToken(raw string, now time.Time) (accessToken, error) {
-	if raw == "" {
+	if raw == "" || len(raw) > keys.MaxTokenSize {
 		return accessToken{}, errTokenInvalid
 	}
-	t, err := p.cfg.Keys.Verify([]byte(raw))
-	if err != nil {
-		if errors.Is(err, keys.ErrInvalidToken) {
+	key := sha256.Sum256([]byte(raw))
+	if kid, tok, ok := p.tokens.get(key); ok {
+		published, err := p.cfg.Keys.Published(kid)
+		switch {
+		case err != nil:
+			return accessToken{}, err
+		case !published || !now.Before(tok.exp.Add(clockSkew)):
+			p.tokens.remove(key) // for good: neither comes back
 			return accessToken{}, errTokenInvalid
 		}
+		return tok, nil
+	}
+	tok, kid, err := p.verifyAccessToken(raw, now)
+	if err != nil {
 		return accessToken{}, err
+	}
+	p.tokens.add(key, kid, tok, now)
+	return tok, nil
+}
+
+// verifyAccessToken is parseAccessToken without the cache; it also
+// returns the kid of the key that verified raw.
+func (p *Provider) verifyAccessToken(raw string, now time.Time) (accessToken, string, error) {
+	t, kid, err := p.cfg.Keys.VerifyKid([]byte(raw))
+	if err != nil {
+		if errors.Is(err, keys.ErrInvalidToken) {
+			return accessToken{}, "", errTokenInvalid
+		}
+		return accessToken{}, "", err
 	}
 	out := accessToken{jti: t.JwtID(), sub: t.Subject(), exp: t.Expiration()}
 	if t.Issuer() != p.cfg.Issuer || out.exp.IsZero() || !now.Before(out.exp.Add(clockSkew)) ||
 		len(t.Audience()) != 0 || out.jti == "" || out.sub == "" {
-		return accessToken{}, errTokenInvalid
+		return accessToken{}, "", errTokenInvalid
 	}
 	var ok bool
 	if out.sid, ok = stringClaim(t, "sid"); !ok {
-		return accessToken{}, errTokenInvalid
+		return accessToken{}, "", errTokenInvalid
 	}
 	if out.org, ok = stringClaim(t, "organization_id"); !ok {
-		return accessToken{}, errTokenInvalid
+		return accessToken{}, "", errTokenInvalid
 	}
 	v, ok := t.Get("scp")
 	list, isList := v.([]any)
 	if !ok || !isList {
-		return accessToken{}, errTokenInvalid
+		return accessToken{}, "", errTokenInvalid
 	}
 	out.scopes = make([]string, len(list))
 	for i, s := range list {
 		if out.scopes[i], ok = s.(string); !ok {
-			return accessToken{}, errTokenInvalid
+			return accessToken{}, "", errTokenInvalid
 		}
 	}
-	return out, nil
+	return out, kid, nil
 }
 
 // stringClaim returns a non-empty string claim.
@@ -92,21 +121,23 @@ func stringClaim(t jwt.Token, name string) (string, bool) {
 	return s, ok && isString && s != ""
 }
 
-// checkAccessToken is parseAccessToken plus the live check of the store:
-// not revoked, app and SSO session live, app not suspended, organization
-// and membership active (fsm.State.CheckAccess). A store that cannot be
-// read is an error other than errTokenInvalid.
-func (p *Provider) checkAccessToken(ctx context.Context, raw string, now time.Time) (accessToken, fsm.Access, error) {
+// checkAccessToken is parseAccessToken plus the live check of the store,
+// never cached: not revoked, app and SSO session live, app not suspended,
+// organization and membership active, person exists
+// (fsm.State.CheckAccessLite). With email set and the email scope granted,
+// it also reads the person's email. A store that cannot be read is an
+// error other than errTokenInvalid.
+func (p *Provider) checkAccessToken(ctx context.Context, raw string, now time.Time, email bool) (accessToken, fsm.AccessLite, error) {
 	tok, err := p.parseAccessToken(raw, now)
 	if err != nil {
-		return tok, fsm.Access{}, err
+		return tok, fsm.AccessLite{}, err
 	}
 	// Only a well-formed token of ours costs a read index: no acknowledged
 	// logout, revocation or suspension anywhere may be missed here.
 	if err := p.linearize(ctx); err != nil {
-		return tok, fsm.Access{}, err
+		return tok, fsm.AccessLite{}, err
 	}
-	acc, err := p.cfg.State.CheckAccess(tok.jti, tok.sid, now)
+	acc, err := p.cfg.State.CheckAccessLite(tok.jti, tok.sid, now, email && tok.hasScope(ScopeEmail))
 	switch {
 	case errors.Is(err, fsm.ErrNotFound), errors.Is(err, fsm.ErrSessionEnded),
 		errors.Is(err, fsm.ErrAccessChanged), errors.Is(err, fsm.ErrAlreadyUsed):
@@ -115,7 +146,7 @@ func (p *Provider) checkAccessToken(ctx context.Context, raw string, now time.Ti
 		return tok, acc, err
 	}
 	// The claims are ours and signed, so these hold; checking is cheap.
-	if acc.App.UserID != tok.sub || acc.App.OrgID != tok.org {
+	if acc.UserID != tok.sub || acc.OrgID != tok.org {
 		return tok, acc, errTokenInvalid
 	}
 	return tok, acc, nil
@@ -145,11 +176,12 @@ const (
 	bearerEnvelope                    // /api/v1: 401 as bearerJSON, 500 the INTERNAL_ERROR envelope
 )
 
-// bearer checks the request's bearer token and counts the outcome. On
-// failure it has answered: 401 invalid_token (SPEC.md 7.4) for every
-// token problem, or 500 when the store could not be read.
-func (p *Provider) bearer(w http.ResponseWriter, r *http.Request, style bearerStyle) (accessToken, fsm.Access, bool) {
-	tok, acc, err := p.checkAccessToken(r.Context(), bearerToken(r), p.now())
+// bearer checks the request's bearer token and counts the outcome; email
+// is checkAccessToken's. On failure it has answered: 401 invalid_token
+// (SPEC.md 7.4) for every token problem, or 500 when the store could not
+// be read.
+func (p *Provider) bearer(w http.ResponseWriter, r *http.Request, style bearerStyle, email bool) (accessToken, fsm.AccessLite, bool) {
+	tok, acc, err := p.checkAccessToken(r.Context(), bearerToken(r), p.now(), email)
 	switch {
 	case err == nil:
 		p.metrics.bearerChecks.WithLabelValues(bearerValid).Inc()

@@ -14,6 +14,11 @@
 //     Cache-Control: public, max-age=300, which is why a new key is
 //     published longer than that before it signs. When no key set can be
 //     read the answer is 503 with no body (SPEC.md 4.2) and is not cached.
+//   - A bearer check caches only what a token string cannot change: its
+//     signature and claims, once they passed (tokencache.go). Every hit
+//     still checks that the signing key is published and exp against the
+//     clock, and the live check of the store (revocation, sessions,
+//     suspensions) is never cached.
 //   - oidc imports fsm, keys and webui, never cluster or logout; writes
 //     go through a narrow Applier interface.
 package oidc

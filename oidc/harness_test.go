@@ -89,7 +89,9 @@ func newHarness(t testing.TB, opts ...harnessOption) *harness {
 			t.Fatalf("newHarness: unknown option %T", o)
 		}
 	}
-	h := &harness{t: t, clock: &testClock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}}
+	// The clock starts at the real time: cookie expiry set from it is
+	// judged by the cookie jar against the real clock.
+	h := &harness{t: t, clock: &testClock{t: time.Now().UTC().Truncate(time.Second)}}
 	h.applier = fsmtest.New(t)
 	h.hasher = password.New(password.Params{Memory: 64, Time: 1, Threads: 1}, 4)
 	h.keys = keys.New(keys.Config{State: h.applier.State(), Applier: h.applier, Now: h.clock.Now})

@@ -32,7 +32,7 @@ func (p *Provider) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	tok, acc, err := p.checkAccessToken(r.Context(), formParam(form, "token"), p.now())
+	tok, acc, err := p.checkAccessToken(r.Context(), formParam(form, "token"), p.now(), false)
 	switch {
 	case errors.Is(err, errTokenInvalid):
 		p.inactive(w)
@@ -44,13 +44,13 @@ func (p *Provider) handleIntrospect(w http.ResponseWriter, r *http.Request) {
 		p.logFault(r.Context(), "introspect", err)
 		writeOAuthError(w, errTokServer)
 		return
-	case !sameOwner(caller, acc.Client):
+	case !sameOwner(caller, fsm.Client{ID: acc.ClientID, OrganizationID: acc.ClientOrgID}):
 		p.inactive(w)
 		return
 	}
 	p.metrics.introspections.WithLabelValues("true").Inc()
 	writeNoStoreJSON(w, introspection{
-		Active: true, ClientID: acc.App.ClientID, Exp: tok.exp.Unix(), OrgID: tok.org,
+		Active: true, ClientID: acc.ClientID, Exp: tok.exp.Unix(), OrgID: tok.org,
 		Scope: strings.Join(tok.scopes, " "), SID: tok.sid, Sub: tok.sub,
 	})
 }

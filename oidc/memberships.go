@@ -52,7 +52,7 @@ type membershipList struct {
 // checked first (401 before 400); then page, page_size and the
 // X-Correlation-ID header are validated.
 func (p *Provider) handleMemberships(w http.ResponseWriter, r *http.Request) {
-	tok, _, ok := p.bearer(w, r, bearerEnvelope)
+	tok, _, ok := p.bearer(w, r, bearerEnvelope, false)
 	if !ok {
 		return
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/password"
 	"github.com/oidcd/oidcd/internal/seal"
+	"github.com/oidcd/oidcd/keys"
 	"github.com/oidcd/oidcd/webui"
 )
 
@@ -25,12 +26,17 @@ type Applier interface {
 	Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error)
 }
 
-// Keys signs our tokens and verifies tokens we issued.
+// Keys signs our tokens and verifies tokens we issued. VerifyKid also
+// names the key that verified a token, and Published tells whether that
+// key is still published: together they let verified tokens be cached.
 type Keys interface {
 	KeySource
 	Sign(claims any, typ string) ([]byte, error)
-	Verify(token []byte) (jwt.Token, error)
+	VerifyKid(token []byte) (jwt.Token, string, error)
+	Published(kid string) (bool, error)
 }
+
+var _ Keys = (*keys.Manager)(nil)
 
 // Authentication strength values (SPEC.md 2.5).
 const (
@@ -102,6 +108,7 @@ type Provider struct {
 
 	limiter *rateLimiter
 	metrics *metrics
+	tokens  *tokenCache // verified access tokens (bearer.go)
 }
 
 // New checks cfg and returns a Provider.
@@ -139,6 +146,7 @@ func New(cfg Config) (*Provider, error) {
 		p.limiter.backend = cfg.RateAllow
 	}
 	p.metrics = newMetrics(cfg.Registerer)
+	p.tokens = newTokenCache(tokenCacheSize)
 	return p, nil
 }
 

@@ -36,6 +36,12 @@ func (p *Provider) revoke(r *http.Request, caller fsm.Client, raw string) *Error
 		p.logFault(r.Context(), "revoke: verify", err)
 		return errTokServer
 	}
+	// The decision below reads the local state: it must include every write
+	// acknowledged anywhere, or a lagging node would answer 200 having
+	// revoked nothing.
+	if err := p.linearize(r.Context()); err != nil {
+		return errTokUnavailable
+	}
 	app, err := p.cfg.State.AppSession(tok.sid)
 	if errors.Is(err, fsm.ErrNotFound) {
 		return nil // reaped: the token is dead already

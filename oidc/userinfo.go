@@ -18,14 +18,14 @@ func (p *Provider) handleUserinfo(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost {
 		style = bearerNoBody
 	}
-	tok, acc, ok := p.bearer(w, r, style)
+	tok, acc, ok := p.bearer(w, r, style, true)
 	if !ok {
 		return
 	}
 	out := userinfo{Sub: tok.sub, OrgID: tok.org}
 	if tok.hasScope(ScopeEmail) {
-		verified := acc.User.EmailVerified
-		out.Email, out.EmailVerified = acc.User.Email, &verified
+		verified := acc.EmailVerified
+		out.Email, out.EmailVerified = acc.Email, &verified
 	}
 	writeNoStoreJSON(w, out)
 }

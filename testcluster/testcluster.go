@@ -157,7 +157,9 @@ func (c *Cluster) start(i int, httpLn, raftLn net.Listener) {
 		n.Close()
 		c.t.Fatalf("testcluster: node %d: %v", i, err)
 	}
+	c.mu.Lock()
 	m.node = n
+	c.mu.Unlock()
 }
 
 // WaitLeader waits up to 15 s until every running node knows a leader and

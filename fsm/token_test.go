@@ -1,0 +1,295 @@
+package fsm
+
+import (
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	bolt "go.etcd.io/bbolt"
+)
+
+// TestCheckAccessLiteAgreesWithCheckAccess runs both checks on every way a
+// token can stop being honoured: the same error, and the same facts when
+// it is live.
+func TestCheckAccessLiteAgreesWithCheckAccess(t *testing.T) {
+	now := t0.Add(time.Minute)
+	cases := []struct {
+		name    string
+		prepare func(h *harness)
+		jti     string
+		sid     string
+		at      time.Time
+		want    error
+	}{
+		{name: "live", at: now},
+		{name: "revoked", prepare: func(h *harness) { h.mustApply(TypeRevokeToken, RevokeToken{JTI: "jti-1", ExpiresAt: now}) }, at: now, want: ErrAlreadyUsed},
+		{name: "other jti revoked", prepare: func(h *harness) { h.mustApply(TypeRevokeToken, RevokeToken{JTI: "jti-2", ExpiresAt: now}) }, at: now},
+		{name: "unknown app session", sid: "sid-x", at: now, want: ErrNotFound},
+		{name: "sso idle expired", at: t0.Add(61 * time.Minute), want: ErrSessionEnded},
+		{name: "sso just before idle expiry", at: t0.Add(time.Hour - time.Nanosecond)},
+		{name: "sso max age", prepare: func(h *harness) {
+			rawEdit(h, bucketSSO, "sso1", func(s *SSOSession) { s.ExpiresAt = now })
+		}, at: now, want: ErrSessionEnded},
+		{name: "sso just before max age", prepare: func(h *harness) {
+			rawEdit(h, bucketSSO, "sso1", func(s *SSOSession) { s.ExpiresAt = now.Add(time.Nanosecond) })
+		}, at: now},
+		{name: "logout", prepare: func(h *harness) {
+			h.mustApply(TypeEndSSOSession, EndSSOSession{ID: "sso1", At: now, Reason: EndLogout})
+		}, at: now, want: ErrSessionEnded},
+		{name: "sso ended, deadlines ahead", prepare: func(h *harness) {
+			rawEdit(h, bucketSSO, "sso1", func(s *SSOSession) { s.EndedAt = now })
+		}, at: now, want: ErrSessionEnded},
+		{name: "sso record gone", prepare: func(h *harness) { rawDelete(h, bucketSSO, "sso1") }, at: now, want: ErrSessionEnded},
+		{name: "app session ended alone", prepare: func(h *harness) {
+			rawEdit(h, bucketApp, "sid-1", func(a *AppSession) { a.EndedAt = now })
+		}, at: now, want: ErrSessionEnded},
+		{name: "superseded", prepare: func(h *harness) {
+			h.mustApply(TypeStartSSOSession, StartSSOSession{TokenHash: "tok2", Supersedes: "sso1", Session: SSOSession{
+				ID: "sso2", UserID: userA, CreatedAt: now, IdleExpiresAt: now.Add(time.Hour), ExpiresAt: now.Add(time.Hour)}})
+		}, at: now, want: ErrSessionEnded},
+		{name: "client suspended", prepare: func(h *harness) {
+			c, _ := h.f.State().Client("app")
+			c.Suspended = true
+			h.mustApply(TypeUpdateClient, PutClient{Client: c})
+		}, at: now, want: ErrAccessChanged},
+		{name: "client deleted", prepare: func(h *harness) { h.mustApply(TypeDeleteClient, DeleteClient{ID: "app"}) }, at: now, want: ErrAccessChanged},
+		{name: "org deleted", prepare: func(h *harness) { h.mustApply(TypeDeleteOrg, DeleteOrg{ID: orgA, At: now}) }, at: now, want: ErrSessionEnded},
+		{name: "org record gone", prepare: func(h *harness) { rawDelete(h, bucketOrgs, orgA) }, at: now, want: ErrAccessChanged},
+		{name: "membership suspended", prepare: func(h *harness) {
+			h.mustApply(TypeUpdateMembership, UpdateMembership{ID: memA, Status: MembershipSuspended})
+		}, at: now, want: ErrAccessChanged},
+		{name: "membership removed", prepare: func(h *harness) { h.mustApply(TypeDeleteMembership, DeleteMembership{ID: memA}) }, at: now, want: ErrAccessChanged},
+		{name: "user erased", prepare: func(h *harness) { h.mustApply(TypeDeleteUser, DeleteUser{ID: userA, At: now}) }, at: now, want: ErrSessionEnded},
+		{name: "user record gone", prepare: func(h *harness) { rawDelete(h, bucketUsers, userA) }, at: now, want: ErrAccessChanged},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := signedIn(t)
+			issue(h, "c1", orgA, "sid-1", t0)
+			redeem(h, "c1", "app", "jti-1", t0.Add(time.Second))
+			if c.prepare != nil {
+				c.prepare(h)
+			}
+			jti, sid := "jti-1", "sid-1"
+			if c.jti != "" {
+				jti = c.jti
+			}
+			if c.sid != "" {
+				sid = c.sid
+			}
+			acc, err := h.f.State().CheckAccess(jti, sid, c.at)
+			if !errors.Is(err, c.want) {
+				t.Fatalf("CheckAccess: got %v, want %v", err, c.want)
+			}
+			for _, email := range []bool{false, true} {
+				lite, lerr := h.f.State().CheckAccessLite(jti, sid, c.at, email)
+				if lerr != err {
+					t.Fatalf("CheckAccessLite(email %v): got %v, want %v as CheckAccess", email, lerr, err)
+				}
+				if err != nil {
+					continue
+				}
+				want := AccessLite{ClientID: acc.App.ClientID, ClientOrgID: acc.Client.OrganizationID, UserID: acc.App.UserID, OrgID: acc.App.OrgID}
+				if email {
+					want.Email, want.EmailVerified = acc.User.Email, acc.User.EmailVerified
+				}
+				if lite != want {
+					t.Fatalf("CheckAccessLite(email %v): got %+v, want %+v", email, lite, want)
+				}
+			}
+		})
+	}
+}
+
+// TestCheckAccessLiteEmail: the email comes from the person's record as it
+// is now.
+func TestCheckAccessLiteEmail(t *testing.T) {
+	h := signedIn(t)
+	issue(h, "c1", orgA, "sid-1", t0)
+	redeem(h, "c1", "app", "jti-1", t0.Add(time.Second))
+	verified, addr := true, "ann@new.example"
+	h.mustApply(TypeUpdateUser, UpdateUser{ID: userA, Email: &addr, EmailVerified: &verified, At: t0})
+	acc, err := h.f.State().CheckAccessLite("jti-1", "sid-1", t0.Add(time.Minute), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := AccessLite{ClientID: "app", ClientOrgID: orgA, UserID: userA, OrgID: orgA, Email: addr, EmailVerified: true}
+	if acc != want {
+		t.Fatalf("got %+v, want %+v", acc, want)
+	}
+}
+
+// rawEdit changes a record behind the commands' back (see rawDelete).
+func rawEdit[T any](h *harness, bucket []byte, key string, edit func(*T)) {
+	h.t.Helper()
+	if err := h.f.db.Update(func(tx *bolt.Tx) error {
+		var v T
+		if !get(tx, bucket, key, &v) {
+			return ErrNotFound
+		}
+		edit(&v)
+		put(tx, bucket, key, v)
+		return nil
+	}); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// rawDelete removes a record behind the commands' back: states that no
+// command produces, to reach the checks that guard against them.
+func rawDelete(h *harness, bucket []byte, key string) {
+	h.t.Helper()
+	if err := h.f.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucket).Delete([]byte(key)) }); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// BenchmarkCheckAccess compares the full check with the lean one, with
+// and without the person's email.
+func BenchmarkCheckAccess(b *testing.B) {
+	f, err := Open(filepath.Join(b.TempDir(), "state.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { f.Close() })
+	var index uint64
+	apply := func(typ Type, v any) {
+		index++
+		if r := f.Apply(&raft.Log{Index: index, Type: raft.LogCommand, Data: MustCommand(typ, v).Encode()}).(Result); r.Err != nil {
+			b.Fatalf("%s: %v", typ, r.Err)
+		}
+	}
+	apply(TypeCreateOrg, CreateOrg{ID: orgA, Slug: "alpha", Name: "Alpha", CreatedAt: t0})
+	apply(TypeCreateUser, CreateUser{User: User{ID: userA, Email: "ann@example.com", EmailVerified: true,
+		PasswordHash: "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0c2FsdA$aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaGhhc2g", CreatedAt: t0, UpdatedAt: t0}})
+	apply(TypeCreateMembership, CreateMembership{Membership: Membership{ID: memA, UserID: userA, OrgID: orgA, Status: MembershipActive, CreatedAt: t0, UpdatedAt: t0}})
+	apply(TypeCreateClient, PutClient{Create: true, Client: Client{ID: "app", Name: "App", Type: ClientConfidential,
+		SecretHash: "5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8", OrganizationID: orgA,
+		RedirectURIs: []string{"https://app.example/cb", "http://127.0.0.1:9999/cb"}, Scopes: []string{"openid", "email", "profile"},
+		AccessTokenTTL: 600, CreatedAt: t0, UpdatedAt: t0}})
+	apply(TypeStartSSOSession, StartSSOSession{TokenHash: "tok1", Session: SSOSession{
+		ID: "sso1", UserID: userA, AuthTime: t0, AMR: []string{"pwd"}, ACR: "urn:service:sso:acr:pwd",
+		CreatedAt: t0, LastSeen: t0, IdleExpiresAt: t0.Add(time.Hour), ExpiresAt: t0.Add(8 * time.Hour)}})
+	apply(TypeIssueCode, IssueCode{NewSID: "sid-1", IdleExpiresAt: t0.Add(time.Hour), Code: Code{
+		Hash: "c1", ClientID: "app", UserID: userA, OrgID: orgA, SSOSessionID: "sso1", IssuedAt: t0, ExpiresAt: t0.Add(time.Minute)}})
+	apply(TypeRedeemCode, RedeemCode{Hash: "c1", ClientID: "app", At: t0, AccessJTI: "jti-1", AccessExpires: t0.Add(10 * time.Minute)})
+	s, now := f.State(), t0.Add(time.Minute)
+	b.Run("full", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := s.CheckAccess("jti-1", "sid-1", now); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, email := range []bool{false, true} {
+		name := "lite"
+		if email {
+			name = "lite+email"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.CheckAccessLite("jti-1", "sid-1", now, email); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// recordSeeds are records as the store holds them, and near misses.
+func recordSeeds() [][]byte {
+	enc := func(v any) []byte {
+		b, err := json.Marshal(v)
+		if err != nil {
+			panic(err)
+		}
+		return b
+	}
+	later := t0.Add(90 * time.Minute).In(time.FixedZone("x", 3600))
+	return [][]byte{
+		enc(AppSession{ID: "sid-1", SSOSessionID: "sso1", ClientID: "app", OrgID: orgA, UserID: userA, CreatedAt: t0}),
+		enc(AppSession{ID: "sid-1", SSOSessionID: "sso1", ClientID: "app", OrgID: orgA, UserID: userA, CreatedAt: t0, EndedAt: later, EndReason: EndLogout}),
+		enc(SSOSession{ID: "sso1", UserID: userA, AuthTime: t0, AMR: []string{"pwd", "otp"}, ACR: "urn:x", CreatedAt: t0, LastSeen: t0, IdleExpiresAt: later, ExpiresAt: later.Add(time.Nanosecond)}),
+		enc(Client{ID: "app", Name: "App <&>", Type: ClientConfidential, SecretHash: "h", RedirectURIs: []string{"https://a/cb?x=1&y=\"2\""}, Scopes: []string{"openid"},
+			OrganizationID: orgA, Organizations: []string{orgA, orgB}, AccessTokenTTL: 600, Suspended: true, CreatedAt: t0, UpdatedAt: later}),
+		enc(Org{ID: orgA, Slug: "alpha", Name: "Älpha", Status: OrgActive, CreatedAt: t0}),
+		enc(Membership{ID: memA, UserID: userA, OrgID: orgA, Status: MembershipSuspended, CreatedAt: t0}),
+		enc(User{ID: userA, Email: "ann@example.com", EmailVerified: true, PasswordHash: "$argon2id$v=19$m=19456,t=2,p=1$x$y", Phone: "+15550001", CreatedAt: t0}),
+		enc(User{ID: userA, Email: "ännä+<x>@example.com", CreatedAt: t0}),
+		[]byte(`{}`),
+		[]byte(`{"status":null,"email_verified":null,"ended_at":null}`),
+		[]byte(`{"Status":"active"}`),
+		[]byte(`{"status":"deleted","STATUS":"active"}`),
+		[]byte(`{"status":"active","status":"deleted"}`),
+		[]byte(`{"status":"act\u0069ve"}`),
+		[]byte(`{"st\u0061tus":"active"}`),
+		[]byte(`{ "status": "active" }`),
+		[]byte(`{"status":"active",}`),
+		[]byte(`{"suspended":1,"organization_id":"o"}`),
+		[]byte(`{"n":-0.5e+10,"a":[1,{"b":[true,false,null]}],"o":{}}`),
+		[]byte(`{"n":01}`),
+		[]byte(`{"expires_at":"2026-11-22T10:00:00Z","idle_expires_at":"not a time"}`),
+	}
+}
+
+// FuzzRecordViews: whenever the members scan reads a record, encoding/json
+// reads it too and to the same view.
+func FuzzRecordViews(f *testing.F) {
+	for _, s := range recordSeeds() {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		checkViewAgrees[appView](t, b)
+		checkViewAgrees[ssoView](t, b)
+		checkViewAgrees[clientView](t, b)
+		checkViewAgrees[statusView](t, b)
+		checkViewAgrees[userView](t, b)
+	})
+}
+
+func checkViewAgrees[V any, PV interface {
+	*V
+	view
+}](t *testing.T, b []byte) bool {
+	t.Helper()
+	var scanned, decoded V
+	if !scanMembers(b, PV(&scanned)) {
+		return false
+	}
+	if err := json.Unmarshal(b, &decoded); err != nil {
+		t.Fatalf("%T of %q: scanned, but encoding/json says %v", scanned, b, err)
+	}
+	// time.Time holds a location pointer: compare the encodings.
+	got, _ := json.Marshal(scanned)
+	want, _ := json.Marshal(decoded)
+	if string(got) != string(want) {
+		t.Fatalf("%T of %q: got %s, want %s as encoding/json", scanned, b, got, want)
+	}
+	return true
+}
+
+// TestRecordViewsScanStoredRecords: records as json.Marshal writes them,
+// ASCII, take the scan, not the fallback.
+func TestRecordViewsScanStoredRecords(t *testing.T) {
+	seeds := recordSeeds()
+	for i, ok := range []bool{
+		checkViewAgrees[appView](t, seeds[0]), checkViewAgrees[appView](t, seeds[1]),
+		checkViewAgrees[ssoView](t, seeds[2]), checkViewAgrees[clientView](t, seeds[3]),
+		checkViewAgrees[statusView](t, seeds[4]), checkViewAgrees[statusView](t, seeds[5]),
+		checkViewAgrees[userView](t, seeds[6]),
+	} {
+		if !ok {
+			t.Errorf("record %d (%s): scan gave up, want it read", i, seeds[i])
+		}
+	}
+	for _, b := range []string{`{"Status":"active"}`, `{"status":"act\u0069ve"}`, `{ "status": "active" }`, `{"n":01}`} {
+		if checkViewAgrees[statusView](t, []byte(b)) {
+			t.Errorf("%s: scanned, want left to encoding/json", b)
+		}
+	}
+}

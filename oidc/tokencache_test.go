@@ -1,0 +1,279 @@
+package oidc
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"net/http"
+	"net/url"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v2/jwt"
+
+	"github.com/oidcd/oidcd/fsm"
+)
+
+// cacheKey is a key of shard 0 numbered n (the shard is key[0]'s low
+// bits).
+func cacheKey(n int) [32]byte {
+	var k [32]byte
+	binary.BigEndian.PutUint64(k[8:], uint64(n))
+	return k
+}
+
+func TestTokenCache(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	live := accessToken{jti: "j", sid: "s", sub: "u", org: "o", scopes: []string{"openid"}, exp: now.Add(time.Hour)}
+
+	t.Run("miss, hit, remove", func(t *testing.T) {
+		c := newTokenCache(64)
+		if _, _, ok := c.get(cacheKey(1)); ok {
+			t.Fatal("empty cache: got a hit")
+		}
+		c.add(cacheKey(1), "kid-1", live, now)
+		kid, tok, ok := c.get(cacheKey(1))
+		if !ok || kid != "kid-1" || tok.jti != "j" || !tok.exp.Equal(live.exp) {
+			t.Fatalf("hit: got %q %+v %v, want kid-1 and the claims", kid, tok, ok)
+		}
+		if _, _, ok := c.get(cacheKey(2)); ok {
+			t.Fatal("other key: got a hit")
+		}
+		c.add(cacheKey(1), "kid-2", live, now)
+		if kid, _, _ := c.get(cacheKey(1)); kid != "kid-1" {
+			t.Fatalf("second add: got kid %q, want the first entry kept", kid)
+		}
+		c.remove(cacheKey(1))
+		c.remove(cacheKey(1))
+		if _, _, ok := c.get(cacheKey(1)); ok || c.len() != 0 {
+			t.Fatalf("after remove: got hit %v, %d entries", ok, c.len())
+		}
+		c.add(cacheKey(3), "kid-3", live, now) // reuses the freed slot
+		if _, _, ok := c.get(cacheKey(3)); !ok || c.len() != 1 {
+			t.Fatalf("after re-add: got hit %v, %d entries", ok, c.len())
+		}
+	})
+
+	t.Run("bounded under many distinct tokens", func(t *testing.T) {
+		const size = 256
+		c := newTokenCache(size)
+		for i := range 100_000 {
+			c.add(sha256.Sum256(binary.BigEndian.AppendUint64(nil, uint64(i))), "kid", live, now)
+		}
+		if n := c.len(); n != size {
+			t.Fatalf("entries: got %d, want %d", n, size)
+		}
+		for i := range c.shards {
+			s := &c.shards[i]
+			if len(s.slots) > s.max || len(s.m) > s.max || len(s.free) != 0 {
+				t.Fatalf("shard %d: %d slots, %d entries, %d free; max %d", i, len(s.slots), len(s.m), len(s.free), s.max)
+			}
+		}
+	})
+
+	t.Run("a token in use survives a flood", func(t *testing.T) {
+		c := newTokenCache(4 * tokenCacheShards) // 4 per shard
+		hot := cacheKey(0)
+		c.add(hot, "kid", live, now)
+		for i := 1; i <= 1000; i++ {
+			if _, _, ok := c.get(hot); !ok {
+				t.Fatalf("hot token evicted after %d new ones", i-1)
+			}
+			c.add(cacheKey(i), "kid", live, now)
+		}
+		for i := 1001; i <= 1004; i++ { // unused now: the hand takes it
+			c.add(cacheKey(i), "kid", live, now)
+		}
+		if _, _, ok := c.get(hot); ok {
+			t.Fatal("unused token: still cached, want evicted")
+		}
+	})
+
+	t.Run("expired entries go first", func(t *testing.T) {
+		c := newTokenCache(4 * tokenCacheShards)
+		expired := live
+		expired.exp = now.Add(-clockSkew)
+		for i := range 4 {
+			tok := live
+			if i == 2 {
+				tok = expired
+			}
+			c.add(cacheKey(i), "kid", tok, now)
+			c.get(cacheKey(i)) // every entry in use
+		}
+		c.add(cacheKey(4), "kid", live, now)
+		for i, want := range []bool{true, true, false, true, true} {
+			if _, _, ok := c.get(cacheKey(i)); ok != want {
+				t.Errorf("entry %d: cached %v, want %v", i, ok, want)
+			}
+		}
+	})
+}
+
+// countingKeys counts full verifications.
+type countingKeys struct {
+	Keys
+	verifies atomic.Int64
+}
+
+func (k *countingKeys) VerifyKid(token []byte) (jwt.Token, string, error) {
+	k.verifies.Add(1)
+	return k.Keys.VerifyKid(token)
+}
+
+// withCountingKeys wraps the provider's keys in ck.
+func withCountingKeys(ck *countingKeys) harnessOption {
+	return func(c *Config) { ck.Keys, c.Keys = c.Keys, ck }
+}
+
+func TestBearerCache(t *testing.T) {
+	t.Run("a token is verified once", func(t *testing.T) {
+		ck := &countingKeys{}
+		h := newHarness(t, withCountingKeys(ck))
+		tok := bcTokens(t, h, hConfidential, hSecret, "openid", "email").AccessToken
+		for range 3 {
+			if got := bcUserinfoStatus(t, h, tok); got != http.StatusOK {
+				t.Fatalf("userinfo: got %d, want 200", got)
+			}
+		}
+		if got := bcIntrospect(t, h, hConfidential, hSecret, tok); got["active"] != true {
+			t.Fatalf("introspect: got %v, want active", got)
+		}
+		if n := ck.verifies.Load(); n != 1 {
+			t.Fatalf("verifications: got %d, want 1", n)
+		}
+		if n := h.p.tokens.len(); n != 1 {
+			t.Fatalf("cached: got %d, want 1", n)
+		}
+	})
+
+	t.Run("refused tokens are not cached", func(t *testing.T) {
+		ck := &countingKeys{}
+		h := newHarness(t, withCountingKeys(ck))
+		res := bcTokens(t, h, hConfidential, hSecret)
+		for _, tok := range []string{res.IDToken, flipMiddle(res.AccessToken), "a.b.c"} {
+			for range 2 {
+				if got := bcUserinfoStatus(t, h, tok); got != http.StatusUnauthorized {
+					t.Fatalf("userinfo: got %d, want 401", got)
+				}
+			}
+		}
+		if n := h.p.tokens.len(); n != 0 {
+			t.Fatalf("cached: got %d, want 0", n)
+		}
+		if n := ck.verifies.Load(); n != 6 {
+			t.Fatalf("verifications: got %d, want 6 (every attempt)", n)
+		}
+	})
+
+	t.Run("expiry is checked on every hit", func(t *testing.T) {
+		ck := &countingKeys{}
+		h := newHarness(t, withCountingKeys(ck))
+		tok := bcTokens(t, h, hPublic, "").AccessToken // 600 s
+		bcUserinfoStatus(t, h, tok)
+		h.clock.Add(600*time.Second + clockSkew - time.Nanosecond)
+		if got := bcUserinfoStatus(t, h, tok); got != http.StatusOK {
+			t.Fatalf("just before exp + skew: got %d, want 200", got)
+		}
+		h.clock.Add(time.Nanosecond)
+		if got := bcUserinfoStatus(t, h, tok); got != http.StatusUnauthorized {
+			t.Fatalf("at exp + skew: got %d, want 401", got)
+		}
+		if n, v := h.p.tokens.len(), ck.verifies.Load(); n != 0 || v != 1 {
+			t.Fatalf("got %d cached and %d verifications, want the entry dropped without verifying", n, v)
+		}
+	})
+
+	t.Run("a revoked token is refused though its parse is cached", func(t *testing.T) {
+		h := newHarness(t)
+		tok := bcTokens(t, h, hConfidential, hSecret).AccessToken
+		if got := bcUserinfoStatus(t, h, tok); got != http.StatusOK {
+			t.Fatalf("before: got %d, want 200", got)
+		}
+		rec := bcDo(t, h, bcReq{method: "POST", path: PathRevoke, user: hConfidential, pass: hSecret, form: url.Values{"token": {tok}}})
+		if rec.Code != http.StatusOK {
+			t.Fatalf("revoke: got %d, want 200", rec.Code)
+		}
+		if n := h.p.tokens.len(); n != 1 {
+			t.Fatalf("cached: got %d, want 1", n)
+		}
+		if got := bcUserinfoStatus(t, h, tok); got != http.StatusUnauthorized {
+			t.Fatalf("userinfo: got %d, want 401", got)
+		}
+		if got := bcIntrospect(t, h, hConfidential, hSecret, tok); got["active"] != false {
+			t.Fatalf("introspect: got %v, want inactive", got)
+		}
+	})
+
+	t.Run("a removed key's tokens are refused though cached", func(t *testing.T) {
+		h := newHarness(t)
+		tok := bcTokens(t, h, hConfidential, hSecret).AccessToken
+		if got := bcUserinfoStatus(t, h, tok); got != http.StatusOK {
+			t.Fatalf("before: got %d, want 200", got)
+		}
+		h.clock.Add(time.Second) // past the first key's activation: no tie
+		if _, err := h.keys.Rotate(context.Background(), true); err != nil {
+			t.Fatal(err)
+		}
+		if got := bcUserinfoStatus(t, h, tok); got != http.StatusOK {
+			t.Fatalf("retired key: got %d, want 200 (still published)", got)
+		}
+		bcApply(t, h, fsm.TypeRemoveKey, fsm.RemoveKey{Kid: bcHeader(t, tok)["kid"]})
+		if got := bcUserinfoStatus(t, h, tok); got != http.StatusUnauthorized {
+			t.Fatalf("removed key: got %d, want 401", got)
+		}
+		if n := h.p.tokens.len(); n != 0 {
+			t.Fatalf("cached: got %d, want the entry dropped", n)
+		}
+		if got := bcUserinfoStatus(t, h, bcTokens(t, h, hConfidential, hSecret).AccessToken); got != http.StatusOK {
+			t.Fatalf("token of the new key: got %d, want 200", got)
+		}
+	})
+
+	t.Run("tokens are refused when their key's retention ends, though cached", func(t *testing.T) {
+		ck := &countingKeys{}
+		h := newHarness(t, withCountingKeys(ck))
+		bcSetClient(t, h, hPublic, func(c *fsm.Client) { c.AccessTokenTTL = 3 * 3600 })
+		tok := bcTokens(t, h, hPublic, "").AccessToken
+		bcUserinfoStatus(t, h, tok)
+		h.clock.Add(time.Second) // past the first key's activation: no tie
+		if _, err := h.keys.Rotate(context.Background(), true); err != nil {
+			t.Fatal(err)
+		}
+		h.clock.Add(time.Hour - time.Second) // keys.DefaultRetention
+		if got := bcUserinfoStatus(t, h, tok); got != http.StatusOK {
+			t.Fatalf("within retention: got %d, want 200", got)
+		}
+		h.clock.Add(time.Second)
+		if got := bcUserinfoStatus(t, h, tok); got != http.StatusUnauthorized {
+			t.Fatalf("retention over: got %d, want 401", got)
+		}
+		if n := ck.verifies.Load(); n != 1 {
+			t.Fatalf("verifications: got %d, want 1 (the refusal came from the cache)", n)
+		}
+	})
+
+	t.Run("bounded under many distinct tokens", func(t *testing.T) {
+		ck := &countingKeys{}
+		h := newHarness(t, withCountingKeys(ck))
+		h.p.tokens = newTokenCache(tokenCacheShards) // one per shard
+		var toks []string
+		for range 40 {
+			toks = append(toks, bcTokens(t, h, hPublic, "").AccessToken)
+		}
+		for round := range 2 {
+			for i, tok := range toks {
+				if got := bcUserinfoStatus(t, h, tok); got != http.StatusOK {
+					t.Fatalf("round %d, token %d: got %d, want 200", round, i, got)
+				}
+			}
+		}
+		if n := h.p.tokens.len(); n > tokenCacheShards {
+			t.Fatalf("cached: got %d, want at most %d", n, tokenCacheShards)
+		}
+		if n := ck.verifies.Load(); n <= 40 {
+			t.Fatalf("verifications: got %d, want more than 40 (evicted tokens verified again)", n)
+		}
+	})
+}

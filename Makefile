@@ -44,3 +44,12 @@ fmt:
 
 clean:
 	rm -rf bin
+
+## chaos: TestChaos (node/chaos_test.go) for CHAOSTIME on 3 and on 5 nodes;
+## make test runs it for 8 s on 3. A failure prints its seed: rerun it with
+## CHAOSSEED=<seed>.
+CHAOSTIME ?= 3m
+CHAOSSEED ?= 0
+.PHONY: chaos
+chaos:
+	$(GO) test -race -run '^TestChaos$$' -count=1 -timeout 20m -v ./node/ -chaos.duration=$(CHAOSTIME) -chaos.seed=$(CHAOSSEED)

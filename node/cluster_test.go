@@ -311,3 +311,43 @@ func TestLogoutDeliveredByTheNextLeader(t *testing.T) {
 		t.Fatalf("userinfo after logout: %d, want 401", status)
 	}
 }
+
+// TestFiveNodes: sign-ins spread over five nodes; with the leader and one
+// more node dead (two of five), the remaining three still sign people in
+// and a revocation made there is seen by every surviving node.
+func TestFiveNodes(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Size: 5, Configure: func(_ int, cfg *node.Config) { cfg.RateLimit = "off" }})
+	w := provision(t, c)
+	ctx := context.Background()
+	for _, pair := range [][2]int{{0, 3}, {4, 1}, {2, 2}} {
+		if err := trySignIn(t, c, pair[0], pair[1], w); err != nil {
+			t.Fatalf("sign-in on %d, exchange on %d: %v", pair[0], pair[1], err)
+		}
+	}
+	leader := c.WaitNewLeader()
+	other := (leader + 1) % 5
+	c.Kill(leader)
+	c.Kill(other)
+	c.WaitNewLeader()
+	var alive []int
+	for i := 0; i < 5; i++ {
+		if c.Node(i) != nil {
+			alive = append(alive, i)
+		}
+	}
+	r := rpOn(t, c, alive[0], alive[1], w.confID, w.confSecret, w.cb)
+	pkce := oauth2.GenerateVerifier()
+	q := signIn(t, c, testcluster.NewBrowser(t), r, w, pkce, "nonce-0123456789")
+	tok, err := r.oauth.Exchange(ctx, q.Get("code"), oauth2.VerifierOption(pkce))
+	if err != nil {
+		t.Fatalf("exchange with two of five nodes down: %v", err)
+	}
+	if status, _ := clientPostOn(t, c, alive[2], "/oauth2/revoke", w.confID, w.confSecret, url.Values{"token": {tok.AccessToken}}); status != 200 {
+		t.Fatalf("revoke: %d", status)
+	}
+	for _, i := range alive {
+		if status, _ := bearerGetOn(t, c, i, "/userinfo", tok.AccessToken); status != 401 {
+			t.Fatalf("node %d after revocation: %d, want 401", i, status)
+		}
+	}
+}

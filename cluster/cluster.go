@@ -143,7 +143,8 @@ func New(cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("cluster: log store: %w", err)
 	}
 	store := &guardedStore{s: bolt}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, newHCLog(cfg.Logger, "snapshot"))
+	removeTransferFiles(cfg.DataDir)
+	snaps, err := openSnapshotStore(dir, cfg.FSM, cfg.Logger, newHCLog(cfg.Logger, "snapshot"))
 	if err != nil {
 		store.Close()
 		return nil, fmt.Errorf("cluster: snapshot store: %w", err)
@@ -173,6 +174,7 @@ func New(cfg Config) (*Cluster, error) {
 	}
 	c := &Cluster{cfg: cfg, log: cfg.Logger, raft: r, fsm: cfg.FSM, store: store, transport: transport, stream: stream, stopped: make(chan struct{})}
 	c.metrics = newMetrics(c, cfg.Registerer)
+	registerSnapshotMetrics(cfg.Registerer, cfg.FSM)
 	if err := c.startForwarding(); err != nil {
 		c.Shutdown()
 		return nil, err

@@ -3,11 +3,14 @@ package fsm
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -40,6 +43,11 @@ type FSM struct {
 	applied   uint64
 	appliedCh chan struct{} // closed and replaced on every applied batch
 	results   [resultRing]indexedResult
+
+	expectMu  sync.Mutex
+	expect    uint64 // raft index of the snapshot the next Restore reads
+	expectSet bool
+	restores  atomic.Uint64
 
 	// OnApply, when set, is called after each committed batch with the
 	// command types it held. It must not block. Used for metrics and for
@@ -239,13 +247,47 @@ func (f *FSM) WriteTo(w io.Writer) (int64, error) {
 	return n, err
 }
 
+// ExpectRestore tells the FSM the raft index of the snapshot that the next
+// Restore reads. Restore records that index as the applied index of the
+// new state, whatever index the streamed file holds: a backup taken on
+// another cluster, or at an index this cluster's log has not reached,
+// would otherwise make ApplyBatch skip new entries at or below its stale
+// index, silently. The raft snapshot store of package cluster calls it
+// from Open, through which raft reads every snapshot it restores.
+//
+// Without a call, Restore keeps the file's own index (tests, tools).
+func (f *FSM) ExpectRestore(index uint64) {
+	f.expectMu.Lock()
+	f.expect, f.expectSet = index, true
+	f.expectMu.Unlock()
+}
+
+// takeExpected returns and clears the index set by ExpectRestore.
+func (f *FSM) takeExpected() (uint64, bool) {
+	f.expectMu.Lock()
+	defer f.expectMu.Unlock()
+	index, ok := f.expect, f.expectSet
+	f.expect, f.expectSet = 0, false
+	return index, ok
+}
+
+// Restores counts the snapshots installed by Restore since Open.
+func (f *FSM) Restores() uint64 { return f.restores.Load() }
+
 // Restore replaces the state with a streamed bbolt file. The stream is
-// written to a temporary file, checked, and renamed over the live file, so a
-// failed restore leaves the old state untouched.
+// written to a temporary file, checked, stamped with the applied index
+// given to ExpectRestore, and renamed over the live file, so a failed
+// restore leaves the old state untouched.
 func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
+	index, stamp := f.takeExpected()
 	tmp := f.path + ".restore"
-	if err := writeFile(tmp, rc); err != nil {
+	n, err := writeFile(tmp, rc)
+	if err == nil && n == 0 {
+		// bbolt would turn an empty file into a fresh, empty database.
+		err = errors.New("fsm: restore: empty snapshot")
+	}
+	if err != nil {
 		os.Remove(tmp)
 		return err
 	}
@@ -254,42 +296,126 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		os.Remove(tmp)
 		return fmt.Errorf("fsm: restore: %w", err)
 	}
-	check.Close()
+	if stamp {
+		err = check.Update(func(tx *bolt.Tx) error { return putApplied(tx, index) })
+	}
+	if cerr := check.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("fsm: restore: %w", err)
+	}
 
+	// The old database is not closed here: bbolt's Close waits for every
+	// read transaction, and raft may hold one for a snapshot it is taking
+	// (FSM.Snapshot), a snapshot that waits for raft's main loop, which in
+	// turn waits for this restore. The new file is renamed over the old
+	// one while it is open (POSIX: the old inode lives on for its readers),
+	// the new one is opened and swapped in, and the old one is closed once
+	// its last reader is done.
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.db.Close(); err != nil {
-		return err
-	}
 	if err := os.Rename(tmp, f.path); err != nil {
-		return err
+		os.Remove(tmp)
+		return fmt.Errorf("fsm: restore: %w", err)
 	}
+	// The rename must be durable before raft counts the snapshot as
+	// applied: a state file that came back older after a crash would sit
+	// below the snapshot raft resumes from.
+	syncErr := syncDir(filepath.Dir(f.path))
 	db, err := openDB(f.path)
 	if err != nil {
-		return err
+		return fmt.Errorf("fsm: restore: %w", err)
 	}
+	old := f.db
 	f.db = db
+	go old.Close()
 	f.setApplied(readApplied(db))
+	f.restores.Add(1)
 	if f.OnApply != nil {
 		f.OnApply([]Type{TypeAddKey})
+	}
+	if syncErr != nil {
+		return fmt.Errorf("fsm: restore: sync %s: %w", filepath.Dir(f.path), syncErr)
 	}
 	return nil
 }
 
-func writeFile(path string, r io.Reader) error {
-	fh, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+// CheckFile reports whether path holds a state file that this build can
+// restore: a bbolt file, complete (not truncated), whose pages pass
+// bbolt's consistency check and whose meta bucket carries SchemaVersion.
+// It opens the file read-only and changes nothing. Errors wrap ErrSchema
+// for a sound file of another layout.
+//
+// bbolt trusts the page references inside a file; a file damaged in a way
+// that keeps its meta pages valid but points a branch outside the file can
+// still crash the process while it is checked. A backup that was cut short
+// or is not a bbolt file at all, the likely accidents, is refused cleanly.
+func CheckFile(path string) error {
+	fi, err := os.Stat(path)
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(fh, r); err != nil {
+	if fi.Size() == 0 {
+		return errors.New("fsm: empty file")
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
+	if err != nil {
+		return fmt.Errorf("fsm: not a state file: %w", err)
+	}
+	defer db.Close()
+	return db.View(func(tx *bolt.Tx) error {
+		if tx.Size() > fi.Size() {
+			return fmt.Errorf("fsm: truncated state file: %d bytes of %d", fi.Size(), tx.Size())
+		}
+		var errs []error
+		for cerr := range tx.Check() { // drain: Check's goroutine holds the transaction
+			if len(errs) < 3 {
+				errs = append(errs, cerr)
+			}
+		}
+		if len(errs) > 0 {
+			return fmt.Errorf("fsm: corrupt state file: %w", errors.Join(errs...))
+		}
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			return fmt.Errorf("%w: no %s bucket", ErrSchema, bucketMeta)
+		}
+		if v := meta.Get(keySchema); string(v) != strconv.Itoa(SchemaVersion) {
+			return fmt.Errorf("%w: file has %q, this build reads %d", ErrSchema, v, SchemaVersion)
+		}
+		return nil
+	})
+}
+
+func writeFile(path string, r io.Reader) (int64, error) {
+	fh, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(fh, r)
+	if err != nil {
 		fh.Close()
-		return err
+		return n, err
 	}
 	if err := fh.Sync(); err != nil {
 		fh.Close()
+		return n, err
+	}
+	return n, fh.Close()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
 		return err
 	}
-	return fh.Close()
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // view runs fn in a read transaction on the current database.

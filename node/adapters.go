@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"time"
 
@@ -66,6 +67,45 @@ func (a adminCluster) RemoveNode(ctx context.Context, id string) error {
 		return &admin.ClusterError{Status: http.StatusConflict, Code: httpx.CodeConflict, Message: "run this against the leader (" + leader + ")"}
 	}
 	return err
+}
+
+// Backup serves GET /admin/v1/snapshot from this node's state, after a
+// read index.
+func (a adminCluster) Backup(ctx context.Context, w io.Writer) error {
+	return a.n.cluster.Backup(ctx, w)
+}
+
+// Restore serves POST /admin/v1/snapshot on the leader. The backup brings
+// back its own admin token hash (and browser key): afterwards the admin
+// token is the one of the backup, unless the node runs with --admin-token.
+func (a adminCluster) Restore(ctx context.Context, r io.Reader) error {
+	err := a.n.cluster.RestoreFrom(ctx, r)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, cluster.ErrInvalidBackup):
+		return &admin.ClusterError{Status: http.StatusBadRequest, Code: httpx.CodeBadRequest, Message: err.Error()}
+	case errors.Is(err, cluster.ErrNotLeader) && !a.n.cluster.IsLeader():
+		return &admin.ClusterError{Status: http.StatusConflict, Code: httpx.CodeConflict, Message: "run restore against the leader (" + a.leaderHTTP(ctx) + ")"}
+	}
+	return err
+}
+
+// leaderHTTP names the leader for an operator: its HTTP address when
+// gossip advertises one, else its id and raft address.
+func (a adminCluster) leaderHTTP(ctx context.Context) string {
+	addr, id := a.n.cluster.Leader()
+	if id == "" {
+		return "no leader is known right now"
+	}
+	if st, err := a.n.cluster.Status(ctx); err == nil {
+		for _, m := range st.Members {
+			if m.ID == id && m.HTTPAddr != "" {
+				return m.HTTPAddr
+			}
+		}
+	}
+	return "node " + id + ", raft address " + addr
 }
 
 // rateAdapter lets the leader's cluster RPC consult oidc's sliding-window

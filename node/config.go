@@ -63,6 +63,13 @@ type Config struct {
 	LeaderLease      time.Duration
 	KeyPublishLead   time.Duration
 	KeyRetention     time.Duration
+	// Log compaction (cluster.Config): a snapshot every SnapshotThreshold
+	// entries, checked every SnapshotInterval, keeping TrailingLogs entries
+	// for followers that lag. Zero values take cluster's defaults (8192
+	// entries, 2 minutes, 10240 entries).
+	SnapshotThreshold uint64
+	SnapshotInterval  time.Duration
+	TrailingLogs      uint64
 }
 
 // Peer is a voter of a statically formed cluster.

@@ -138,6 +138,10 @@ func New(cfg Config) (*Node, error) {
 		HeartbeatTimeout: cfg.HeartbeatTimeout,
 		ElectionTimeout:  cfg.ElectionTimeout,
 		LeaderLease:      cfg.LeaderLease,
+
+		SnapshotThreshold: cfg.SnapshotThreshold,
+		SnapshotInterval:  cfg.SnapshotInterval,
+		TrailingLogs:      cfg.TrailingLogs,
 	})
 	if err != nil {
 		n.fsm.Close()

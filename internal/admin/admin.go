@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"runtime"
@@ -53,6 +54,14 @@ type Cluster interface {
 	// RemoveNode takes a dead node out of the raft configuration. Errors
 	// that are the caller's to fix are *ClusterError.
 	RemoveNode(ctx context.Context, id string) error
+	// Backup writes a consistent copy of the whole state (a bbolt file) to
+	// w, including every write acknowledged anywhere before the call. Any
+	// node serves it.
+	Backup(ctx context.Context, w io.Writer) error
+	// Restore replaces the state of the whole cluster with a backup read
+	// from r. A file that is not a usable state file, and a node that
+	// cannot run the restore (not the leader), are *ClusterError.
+	Restore(ctx context.Context, r io.Reader) error
 }
 
 // ClusterError is a refusal of a cluster operation with its answer: for
@@ -94,6 +103,9 @@ type Config struct {
 	// TokenHash returns HashToken of the admin token; default reads the
 	// replicated hash from State. An empty hash lets no request in.
 	TokenHash func() string
+	// MaxSnapshotBytes caps the body of POST /snapshot; default
+	// DefaultMaxSnapshotBytes.
+	MaxSnapshotBytes int64
 }
 
 type api struct {
@@ -115,6 +127,9 @@ func New(cfg Config) http.Handler {
 	}
 	if cfg.Hasher == nil {
 		cfg.Hasher = password.New(password.DefaultParams, runtime.GOMAXPROCS(0))
+	}
+	if cfg.MaxSnapshotBytes <= 0 {
+		cfg.MaxSnapshotBytes = DefaultMaxSnapshotBytes
 	}
 	if cfg.TokenHash == nil {
 		st := cfg.State
@@ -151,6 +166,7 @@ func (a *api) routes(mux *http.ServeMux) {
 		{"/keys/rotate", map[string]http.HandlerFunc{"POST": a.rotateKey}},
 		{"/cluster", map[string]http.HandlerFunc{"GET": a.clusterStatus}},
 		{"/cluster/nodes/{id}", map[string]http.HandlerFunc{"DELETE": a.removeNode}},
+		{"/snapshot", map[string]http.HandlerFunc{"GET": a.backup, "POST": a.restore}},
 	}
 	for _, rt := range table {
 		var allow []string

@@ -1,6 +1,7 @@
 // Package admin is the operator API of CONTRACT.md section 2, served under
 // /admin/v1 as one http.Handler: organizations, users, memberships, clients,
-// signing keys and the cluster view.
+// signing keys, the cluster view, and backup and restore of the whole state
+// (GET and POST /snapshot).
 //
 // Invariants:
 //   - Every request is authenticated first (Authorization: Bearer <admin

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -88,6 +89,33 @@ type fakeCluster struct {
 	err       error
 	removed   []string
 	removeErr error
+
+	backup     []byte // what Backup writes
+	backupErr  error  // returned by Backup after writing backupCut bytes
+	backupCut  int
+	restored   []byte // the last body Restore read
+	restoreErr error
+}
+
+func (c *fakeCluster) Backup(_ context.Context, w io.Writer) error {
+	if c.backupErr != nil {
+		w.Write(c.backup[:c.backupCut])
+		return c.backupErr
+	}
+	_, err := w.Write(c.backup)
+	return err
+}
+
+func (c *fakeCluster) Restore(_ context.Context, r io.Reader) error {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	if c.restoreErr != nil {
+		return c.restoreErr
+	}
+	c.restored = b
+	return nil
 }
 
 func (c *fakeCluster) Status(context.Context) (ClusterStatus, error) { return c.status, c.err }

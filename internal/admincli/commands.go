@@ -27,6 +27,9 @@ type verb struct {
 	synopsis string   // flags, for usage lines
 	summary  string   // one line
 	details  string   // more help, shown by -h
+	// transfer marks a verb that moves a whole file (snapshot save and
+	// restore): --timeout defaults to DefaultTransferTimeout for it.
+	transfer bool
 	// setup registers the verb's flags on fs and returns the function that
 	// turns the parsed command line into a request, or a usage error.
 	setup func(fs *flag.FlagSet) func(in *inv) (*request, error)
@@ -53,6 +56,12 @@ type request struct {
 	// note, when set, returns a remark printed to stderr after a successful
 	// answer in both output modes (secrets shown only once).
 	note func(body []byte) string
+	// upload, when set, is a file sent as the body
+	// (application/octet-stream) instead of a JSON body.
+	upload string
+	// download, when set, is where the body of a successful answer is
+	// saved (atomically, mode 0600) instead of being shown.
+	download string
 }
 
 func findNoun(name string) *noun {
@@ -136,6 +145,24 @@ func commands() []noun {
 			{name: "status", summary: "show the leader and the members", setup: clusterStatus},
 			{name: "remove-node", args: []string{"ID"}, summary: "remove a dead node from the raft configuration (run against any node)",
 				setup: deleteOne("/cluster/nodes", "node")},
+		}},
+		{name: "snapshot", aliases: []string{"snapshots"}, summary: "backups of the whole cluster state", verbs: []verb{
+			{name: "save", args: []string{"FILE"}, summary: "save a backup of the cluster state to FILE", transfer: true, setup: snapshotSave,
+				details: "Any node will do: the copy includes every write acknowledged before the\n" +
+					"call. FILE is written whole or not at all (a temporary file next to it is\n" +
+					"renamed into place), mode 0600. The backup holds every secret of the\n" +
+					"cluster, the admin token hash and the signing keys among them: keep it\n" +
+					"where the admin token would be kept.\n\n" +
+					"--timeout covers the whole download; its default is 10m here."},
+			{name: "restore", args: []string{"FILE"}, summary: "replace the state of the whole cluster with the backup in FILE", transfer: true, setup: snapshotRestore,
+				details: "Run it against the leader; another node answers with the leader's address.\n" +
+					"FILE must come from \"snapshot save\" of this version; the server checks it\n" +
+					"before anything changes. Every node then takes the backup's state: writes\n" +
+					"made after the backup was saved are gone.\n\n" +
+					"The backup brings back its own admin token: afterwards the token that works\n" +
+					"is the one that worked when the backup was saved (unless the nodes run with\n" +
+					"--admin-token). Signing keys and sessions are the backup's too.\n\n" +
+					"--timeout covers the whole upload; its default is 10m here."},
 		}},
 	}
 }

@@ -39,58 +39,82 @@ type answer struct {
 	sentID string // the X-Correlation-ID sent
 }
 
-// do sends req and reads the whole answer. An error means no answer.
-func (c *conn) do(ctx context.Context, req *request) (*answer, error) {
+// newHTTPRequest builds the HTTP request of req with body (nil: req.body
+// as JSON, if any) and the headers every call carries. It returns the
+// correlation id sent.
+func (c *conn) newHTTPRequest(ctx context.Context, req *request, body io.Reader) (*http.Request, string, error) {
 	u := c.base + req.path
 	if len(req.query) > 0 {
 		u += "?" + req.query.Encode()
 	}
-	var body io.Reader
-	if req.body != nil {
+	contentType := ""
+	if body == nil && req.body != nil {
 		b, err := json.Marshal(req.body)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		body = bytes.NewReader(b)
+		body, contentType = bytes.NewReader(b), "application/json"
 	}
 	hr, err := http.NewRequestWithContext(ctx, req.method, u, body)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	id := httpx.NewID()
 	hr.Header.Set("Authorization", "Bearer "+c.token)
 	hr.Header.Set("Accept", "application/json")
 	hr.Header.Set(httpx.HeaderCorrelationID, id)
 	hr.Header.Set("User-Agent", "oidcd-admin")
-	if req.body != nil {
-		hr.Header.Set("Content-Type", "application/json")
+	if contentType != "" {
+		hr.Header.Set("Content-Type", contentType)
+	}
+	return hr, id, nil
+}
+
+// do sends req and reads the whole answer. An error means no answer.
+func (c *conn) do(ctx context.Context, req *request) (*answer, error) {
+	hr, id, err := c.newHTTPRequest(ctx, req, nil)
+	if err != nil {
+		return nil, err
 	}
 	resp, err := c.hc.Do(hr)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
+	return readAnswer(resp, id)
+}
+
+// readAnswer reads the whole of resp (up to maxAnswer).
+func readAnswer(resp *http.Response, sentID string) (*answer, error) {
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
 	if err != nil {
 		return nil, err
 	}
-	return &answer{status: resp.StatusCode, header: resp.Header, body: b, sentID: id}, nil
+	return &answer{status: resp.StatusCode, header: resp.Header, body: b, sentID: sentID}, nil
+}
+
+// failed prints an error answer and returns its exit code.
+func failed(stderr io.Writer, a *answer) int {
+	printAPIError(stderr, a)
+	if a.status == http.StatusUnauthorized {
+		fmt.Fprintf(stderr, "hint: check the admin token (--token, --token-file or $%s)\n", EnvToken)
+		return ExitAuth
+	}
+	return ExitServerError
 }
 
 // call sends req, prints the outcome and returns the exit code.
 func (c *conn) call(ctx context.Context, req *request, asJSON bool, stdout, stderr io.Writer) int {
+	if req.upload != "" || req.download != "" {
+		return c.transfer(ctx, req, asJSON, stdout, stderr)
+	}
 	a, err := c.do(ctx, req)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %s\n", c.transportError(err))
 		return ExitUnreachable
 	}
 	if a.status < 200 || a.status > 299 {
-		printAPIError(stderr, a)
-		if a.status == http.StatusUnauthorized {
-			fmt.Fprintf(stderr, "hint: check the admin token (--token, --token-file or $%s)\n", EnvToken)
-			return ExitAuth
-		}
-		return ExitServerError
+		return failed(stderr, a)
 	}
 	if asJSON {
 		if len(bytes.TrimSpace(a.body)) > 0 {

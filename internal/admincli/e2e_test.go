@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/admin"
 	"github.com/oidcd/oidcd/internal/admincli"
 	"github.com/oidcd/oidcd/internal/fsmtest"
@@ -32,33 +34,62 @@ func (k *fakeKeys) Rotate(_ context.Context, immediate bool) (admin.KeyInfo, err
 
 func (k *fakeKeys) List() ([]admin.KeyInfo, error) { return k.rotated, nil }
 
-type fakeCluster struct{}
+// fakeCluster backs up the FSM of the test; Restore records what it got
+// and answers restoreErr.
+type fakeCluster struct {
+	fsm        *fsm.FSM
+	backupErr  error
+	restored   []byte
+	restoreErr error
+}
 
-func (fakeCluster) Status(context.Context) (admin.ClusterStatus, error) {
+func (c *fakeCluster) Backup(_ context.Context, w io.Writer) error {
+	if c.backupErr != nil {
+		return c.backupErr
+	}
+	_, err := c.fsm.WriteTo(w)
+	return err
+}
+
+func (c *fakeCluster) Restore(_ context.Context, r io.Reader) error {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	if c.restoreErr != nil {
+		return c.restoreErr
+	}
+	c.restored = b
+	return nil
+}
+
+func (*fakeCluster) Status(context.Context) (admin.ClusterStatus, error) {
 	return admin.ClusterStatus{Leader: "n1", Members: []admin.ClusterMember{
 		{ID: "n1", RaftAddr: "127.0.0.1:8300", GossipAddr: "127.0.0.1:8301", HTTPAddr: "127.0.0.1:8080", State: "alive", Voter: true},
 	}}, nil
 }
 
-func (fakeCluster) RemoveNode(context.Context, string) error { return nil }
+func (*fakeCluster) RemoveNode(context.Context, string) error { return nil }
 
 // cli runs `oidcd admin` against a real admin API over a fresh FSM, with
 // the token in a token file as `oidcd serve` leaves it.
 type cli struct {
-	t    *testing.T
-	env  map[string]string
-	file string
+	t       *testing.T
+	env     map[string]string
+	file    string
+	cluster *fakeCluster
 }
 
 func newCLI(t *testing.T) *cli {
 	t.Helper()
 	app := fsmtest.New(t)
+	cluster := &fakeCluster{fsm: app.FSM}
 	token := admin.GenerateToken()
 	h := admin.New(admin.Config{
 		State:     app.State(),
 		Applier:   app,
 		Keys:      &fakeKeys{},
-		Cluster:   fakeCluster{},
+		Cluster:   cluster,
 		Hasher:    password.New(password.Params{Memory: 64, Time: 1, Threads: 1}, 2),
 		TokenHash: func() string { return admin.HashToken(token) },
 	})
@@ -68,7 +99,7 @@ func newCLI(t *testing.T) *cli {
 	if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return &cli{t: t, env: map[string]string{"OIDCD_ADDR": strings.TrimPrefix(srv.URL, "http://")}, file: file}
+	return &cli{t: t, env: map[string]string{"OIDCD_ADDR": strings.TrimPrefix(srv.URL, "http://")}, file: file, cluster: cluster}
 }
 
 // run runs one command and fails the test unless it exits with want.

@@ -69,7 +69,8 @@ const exitHelp = `Exit codes:
   0  success
   1  the server answered with an error, printed to stderr as
        error: CODE: message (correlation id X)
-     followed by one "  field: message" line per detail
+     followed by one "  field: message" line per detail (or snapshot save
+     could not write its file)
   2  usage error: unknown command, bad or missing flags or arguments
      (nothing was sent)
   3  the server could not be reached or did not answer within --timeout
@@ -111,6 +112,7 @@ Examples:
       --redirect-uri https://portal.example.com/callback --scope openid,email,profile
   oidcd admin user get USER_ID --json | jq -r .email
   oidcd admin keys rotate
+  oidcd admin snapshot save /var/backups/oidcd-$(date +%F).db
 `)
 }
 

@@ -27,6 +27,9 @@ const (
 const (
 	DefaultAddr    = "http://127.0.0.1:8080"
 	DefaultTimeout = 10 * time.Second
+	// DefaultTransferTimeout replaces DefaultTimeout for the verbs that move
+	// a whole file (snapshot save and restore), unless --timeout is given.
+	DefaultTransferTimeout = 10 * time.Minute
 	// DefaultTokenFile is tried, relative to the working directory, when
 	// neither --token, --token-file nor OIDCD_ADMIN_TOKEN gives a token: it
 	// is where `oidcd serve` with the default --data-dir writes the token.
@@ -44,11 +47,12 @@ const APIPrefix = "/admin/v1"
 
 // globals are the flags accepted before the noun and again after the verb.
 type globals struct {
-	addr      string
-	token     string
-	tokenFile string
-	json      bool
-	timeout   time.Duration
+	addr       string
+	token      string
+	tokenFile  string
+	json       bool
+	timeout    time.Duration
+	timeoutSet bool // --timeout was given
 }
 
 func (g *globals) register(fs *flag.FlagSet) {
@@ -86,6 +90,7 @@ func Run(ctx context.Context, args []string, env func(string) string, stdin io.R
 		}
 		return usageError(stderr, err.Error(), "oidcd admin help")
 	}
+	root.Visit(func(f *flag.Flag) { g.timeoutSet = g.timeoutSet || f.Name == "timeout" })
 	rest := root.Args()
 	if len(rest) == 0 {
 		writeMainHelp(stderr)
@@ -139,6 +144,9 @@ func runVerb(ctx context.Context, g *globals, n *noun, v *verb, args []string, e
 		return usageError(stderr, err.Error(), helpCmd)
 	}
 
+	if v.transfer && !g.timeoutSet && !set["timeout"] {
+		g.timeout = DefaultTransferTimeout
+	}
 	base, err := baseURL(g.addr)
 	if err != nil {
 		return usageError(stderr, err.Error(), "oidcd admin help")

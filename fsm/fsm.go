@@ -219,12 +219,35 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &snapshot{tx: tx}, nil
+	return &snapshot{tx: tx, f: f, restores: f.restores.Load()}, nil
 }
 
-type snapshot struct{ tx *bolt.Tx }
+type snapshot struct {
+	tx       *bolt.Tx
+	f        *FSM
+	restores uint64 // f.Restores() when the snapshot began
+}
 
+// errRestoredSince fails a snapshot that a restore overtook.
+var errRestoredSince = errors.New("fsm: the state was replaced by a restore since this snapshot began")
+
+// Persist streams the state as it was when Snapshot was called, unless a
+// restore replaced the state since. raft asks for the FSM's snapshot,
+// then waits for its main loop before persisting it; when that loop was
+// busy installing a snapshot (InstallSnapshot, Raft.Restore), the one
+// persisted afterwards is older than the installed one, yet raft would
+// record it as its latest snapshot (raft v1.7.3 takeSnapshot calls
+// setLastSnapshot unconditionally; hashicorp/raft#248). After a user
+// restore, which leaves a hole in the log at the restored index, the
+// leader then finds neither the entry nor the snapshot before the next
+// entry it sends, and sends the restored snapshot to every follower again,
+// for ever. Failing the stale snapshot keeps raft's record on the
+// installed one; the next snapshot is taken as usual.
 func (s *snapshot) Persist(sink raft.SnapshotSink) error {
+	if s.f.restores.Load() != s.restores {
+		sink.Cancel()
+		return errRestoredSince
+	}
 	if _, err := s.tx.WriteTo(sink); err != nil {
 		sink.Cancel()
 		return err

@@ -186,13 +186,13 @@ func TestCheckFile(t *testing.T) {
 // TestRestoreDoesNotWaitForAnOpenSnapshot: raft can be taking a snapshot
 // (a read transaction, released only after raft's main loop answered it)
 // while the main loop waits for a restore. Restore must not wait for that
-// transaction, and the snapshot must still read the state it began with.
+// transaction; the snapshot, overtaken by the restore, must then fail
+// rather than be recorded by raft as newer than the restored one.
 func TestRestoreDoesNotWaitForAnOpenSnapshot(t *testing.T) {
 	src := newHarness(t)
 	src.mustApply(TypeCreateOrg, CreateOrg{ID: orgB, Slug: "beta", Name: "Beta", CreatedAt: t0})
 	h := newHarness(t)
 	seed(h)
-	before := dump(t, h.f)
 	snap, err := h.f.Snapshot()
 	if err != nil {
 		t.Fatal(err)
@@ -231,17 +231,28 @@ func TestRestoreDoesNotWaitForAnOpenSnapshot(t *testing.T) {
 		t.Fatalf("org of the old state after restore: got %v, want ErrNotFound", err)
 	}
 
-	// The snapshot begun before the restore still streams the old state.
 	var s sink
+	if err := snap.Persist(&s); !errors.Is(err, errRestoredSince) || !s.cancelled {
+		t.Fatalf("persist of a snapshot begun before the restore: got %v (cancelled %v), want errRestoredSince", err, s.cancelled)
+	}
+	snap.Release()
+
+	// A snapshot begun after the restore persists the restored state.
+	restored := dump(t, h.f)
+	snap, err = h.f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = sink{}
 	if err := snap.Persist(&s); err != nil {
 		t.Fatal(err)
 	}
 	snap.Release()
-	old := newHarness(t)
-	if err := old.f.Restore(io.NopCloser(&s)); err != nil {
+	again := newHarness(t)
+	if err := again.f.Restore(io.NopCloser(&s)); err != nil {
 		t.Fatal(err)
 	}
-	if got := dump(t, old.f); !reflect.DeepEqual(got, before) {
-		t.Fatal("the snapshot taken before the restore does not hold the old state")
+	if got := dump(t, again.f); !reflect.DeepEqual(got, restored) {
+		t.Fatal("a snapshot taken after the restore does not hold the restored state")
 	}
 }

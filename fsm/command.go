@@ -36,6 +36,20 @@ const (
 	TypeReap
 	TypeSetSecret
 	TypeDeliveryOutcome
+	TypeSetTOTP
+	TypeUseTOTP
+	TypeSetRecoveryCodes
+	TypeUseRecoveryCode
+	TypeAddPasskey
+	TypeUsePasskey
+	TypeRemovePasskey
+	TypePutChallenge
+	TypeTakeChallenge
+	TypeIssueSMSCode
+	TypeCheckSMSCode
+	TypeThrottleHit
+	TypeThrottleClear
+	TypeStepUpSSOSession
 )
 
 var typeNames = map[Type]string{
@@ -62,6 +76,20 @@ var typeNames = map[Type]string{
 	TypeReap:             "reap",
 	TypeSetSecret:        "set_secret",
 	TypeDeliveryOutcome:  "delivery_outcome",
+	TypeSetTOTP:          "set_totp",
+	TypeUseTOTP:          "use_totp",
+	TypeSetRecoveryCodes: "set_recovery_codes",
+	TypeUseRecoveryCode:  "use_recovery_code",
+	TypeAddPasskey:       "add_passkey",
+	TypeUsePasskey:       "use_passkey",
+	TypeRemovePasskey:    "remove_passkey",
+	TypePutChallenge:     "put_challenge",
+	TypeTakeChallenge:    "take_challenge",
+	TypeIssueSMSCode:     "issue_sms_code",
+	TypeCheckSMSCode:     "check_sms_code",
+	TypeThrottleHit:      "throttle_hit",
+	TypeThrottleClear:    "throttle_clear",
+	TypeStepUpSSOSession: "step_up_sso_session",
 }
 
 func (t Type) String() string {

@@ -22,6 +22,12 @@ var (
 	// hostile entry; refusing it keeps every replica running, where a panic
 	// would crash-loop all of them on the same entry.
 	ErrInvalid = errors.New("fsm: invalid command")
+	// ErrReplay: a one-time code or an authenticator counter that was
+	// already used (a TOTP step at or before the last accepted one, a
+	// passkey sign counter that did not grow).
+	ErrReplay = errors.New("fsm: replayed")
+	// ErrWrongCode: a text-message or recovery code that does not match.
+	ErrWrongCode = errors.New("fsm: wrong code")
 )
 
 // ConflictError says which unique field collided.

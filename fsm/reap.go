@@ -18,6 +18,7 @@ type Reap struct {
 // ReapStats is the Value of Reap.
 type ReapStats struct {
 	Codes, Revocations, SSOSessions, AppSessions, Deliveries int
+	Challenges, SMSCodes, Throttles                          int
 }
 
 func init() { register(TypeReap, applyReap) }
@@ -63,6 +64,21 @@ func applyReap(tx *bolt.Tx, _ uint64, p []byte) Result {
 		var d Delivery
 		mustUnmarshal(v, &d)
 		return d.State != DeliveryPending && !d.DoneAt.After(before)
+	})
+	st.Challenges = deleteWhere(tx, bucketChallenges, func(v []byte) bool {
+		var c Challenge
+		mustUnmarshal(v, &c)
+		return !c.ExpiresAt.After(before)
+	})
+	st.SMSCodes = deleteWhere(tx, bucketSMSCodes, func(v []byte) bool {
+		var c SMSCode
+		mustUnmarshal(v, &c)
+		return !c.ExpiresAt.After(before)
+	})
+	st.Throttles = deleteWhere(tx, bucketThrottle, func(v []byte) bool {
+		var t Throttle
+		mustUnmarshal(v, &t)
+		return !t.ExpiresAt.After(before)
 	})
 	return Result{Value: st}
 }

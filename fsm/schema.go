@@ -39,6 +39,11 @@ var (
 	bucketCodes      = []byte("codes")              // code hash -> Code
 	bucketRevoked    = []byte("revoked")            // jti -> expiry (RFC 3339)
 	bucketConsents   = []byte("consents")           // user/client -> Consent
+	bucketFactors    = []byte("factors")            // user id -> Factors
+	bucketPasskeyIDs = []byte("passkey_ids")        // credential id (base64url) -> user id
+	bucketChallenges = []byte("challenges")         // challenge id -> Challenge
+	bucketSMSCodes   = []byte("sms_codes")          // handle -> SMSCode
+	bucketThrottle   = []byte("throttle")           // key -> Throttle
 
 	keySchema     = []byte("schema_version")
 	keyApplied    = []byte("applied_index")
@@ -52,7 +57,8 @@ var allBuckets = [][]byte{
 	bucketMemberPair, bucketClients, bucketKeys, bucketSSO, bucketSSOToken,
 	bucketApp, bucketAppKey, bucketAppBySSO, bucketAppByUser, bucketCodes,
 	bucketRevoked, bucketConsents, bucketAppByOrg, bucketSSOByUser,
-	bucketDeliveries, bucketPending,
+	bucketDeliveries, bucketPending, bucketFactors, bucketPasskeyIDs,
+	bucketChallenges, bucketSMSCodes, bucketThrottle,
 }
 
 func initSchema(tx *bolt.Tx) error {

@@ -127,6 +127,7 @@ func applyDeleteUser(tx *bolt.Tx, index uint64, p []byte) Result {
 	for _, mid := range prefixKeys(tx, bucketMemberByU, u.ID) {
 		deleteMembership(tx, mid)
 	}
+	deleteFactors(tx, u.ID)
 	del(tx, bucketUsers, u.ID)
 	del(tx, bucketUserEmails, emailKey(u.Email))
 	if u.Phone != "" {

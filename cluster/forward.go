@@ -164,6 +164,7 @@ func (c *Cluster) RateAllow(ctx context.Context, key string) (bool, time.Duratio
 	if len(reply) != 9 {
 		return false, 0, fmt.Errorf("cluster: rate reply of %d bytes", len(reply))
 	}
+	// #nosec G115 -- the wait comes from the authenticated leader and only feeds Retry-After
 	return reply[0] == 1, time.Duration(binary.BigEndian.Uint64(reply[1:])), nil
 }
 

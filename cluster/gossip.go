@@ -412,6 +412,7 @@ func (g *gossiper) savePeers() {
 }
 
 func readPeersFile(path string) []string {
+	// #nosec G304 -- path is <data-dir>/raft/gossip-peers.json
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil

@@ -305,3 +305,18 @@ func (s *State) Factors(userID string) (Factors, error) {
 	}
 	return f, err
 }
+
+// TOTPSecrets calls fn with every enrolled person's sealed authenticator
+// secret (the startup check opens each with the node's KEK).
+func (s *State) TOTPSecrets(fn func(userID string, sealed []byte) error) error {
+	return s.f.view(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketFactors).ForEach(func(_, v []byte) error {
+			var f Factors
+			mustUnmarshal(v, &f)
+			if f.TOTP == nil {
+				return nil
+			}
+			return fn(f.UserID, f.TOTP.Secret)
+		})
+	})
+}

@@ -188,6 +188,14 @@ type (
 		Email         string `json:"email"`
 		EmailVerified bool   `json:"email_verified"`
 	}
+	// clientAuthView is State.ClientAuth's view of a Client.
+	clientAuthView struct {
+		ID             string `json:"client_id"`
+		Type           string `json:"type"`
+		SecretHash     string `json:"secret_hash"`
+		OrganizationID string `json:"organization_id"`
+		Suspended      bool   `json:"suspended"`
+	}
 )
 
 // view is a record view that can read itself from a members scan: member
@@ -199,11 +207,12 @@ type view interface {
 
 // The JSON names each view reads.
 var (
-	appNames    = []string{"sso_session_id", "client_id", "org_id", "user_id", "ended_at"}
-	ssoNames    = []string{"idle_expires_at", "expires_at", "ended_at"}
-	clientNames = []string{"organization_id", "suspended"}
-	statusNames = []string{"status"}
-	userNames   = []string{"email", "email_verified"}
+	appNames        = []string{"sso_session_id", "client_id", "org_id", "user_id", "ended_at"}
+	ssoNames        = []string{"idle_expires_at", "expires_at", "ended_at"}
+	clientNames     = []string{"organization_id", "suspended"}
+	statusNames     = []string{"status"}
+	userNames       = []string{"email", "email_verified"}
+	clientAuthNames = []string{"client_id", "type", "secret_hash", "organization_id", "suspended"}
 )
 
 func (v *appView) member(key, val []byte) bool {
@@ -259,6 +268,22 @@ func (v *userView) member(key, val []byte) bool {
 		return scanBool(val, &v.EmailVerified)
 	}
 	return !foldsToAny(key, userNames)
+}
+
+func (v *clientAuthView) member(key, val []byte) bool {
+	switch string(key) {
+	case "client_id":
+		return scanString(val, &v.ID)
+	case "type":
+		return scanString(val, &v.Type)
+	case "secret_hash":
+		return scanString(val, &v.SecretHash)
+	case "organization_id":
+		return scanString(val, &v.OrganizationID)
+	case "suspended":
+		return scanBool(val, &v.Suspended)
+	}
+	return !foldsToAny(key, clientAuthNames)
 }
 
 // getView is get for a view: the members scan, or encoding/json when the

@@ -249,6 +249,7 @@ func FuzzRecordViews(f *testing.F) {
 		checkViewAgrees[clientView](t, b)
 		checkViewAgrees[statusView](t, b)
 		checkViewAgrees[userView](t, b)
+		checkViewAgrees[clientAuthView](t, b)
 	})
 }
 
@@ -281,7 +282,7 @@ func TestRecordViewsScanStoredRecords(t *testing.T) {
 		checkViewAgrees[appView](t, seeds[0]), checkViewAgrees[appView](t, seeds[1]),
 		checkViewAgrees[ssoView](t, seeds[2]), checkViewAgrees[clientView](t, seeds[3]),
 		checkViewAgrees[statusView](t, seeds[4]), checkViewAgrees[statusView](t, seeds[5]),
-		checkViewAgrees[userView](t, seeds[6]),
+		checkViewAgrees[userView](t, seeds[6]), checkViewAgrees[clientAuthView](t, seeds[3]),
 	} {
 		if !ok {
 			t.Errorf("record %d (%s): scan gave up, want it read", i, seeds[i])

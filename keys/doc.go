@@ -5,6 +5,10 @@
 // Keys live in the replicated state (fsm.Key: kid, PKCS#8 private key,
 // creation and activation times). Package keys writes them only through an
 // Applier (fsm.AddKey, fsm.RemoveKey) and never imports package cluster.
+// The private key is sealed with the operator's KEK (Config.KEK, package
+// internal/kek, additional data PrivateKeyAAD(kid)) before it is proposed,
+// so the raft log, the state file and snapshots never hold it in the clear
+// when a KEK is configured; bare DER written by older versions still reads.
 //
 // Invariants:
 //   - A key's state is never stored. At time t, in activation order (by

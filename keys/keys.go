@@ -11,6 +11,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwt"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/kek"
 )
 
 // Policy defaults and floors.
@@ -94,7 +95,15 @@ type Config struct {
 	// counted from the activation of the current key. Default
 	// DefaultRotateEvery; raised to PublishLead if lower.
 	RotateEvery time.Duration
+	// KEK seals private keys before they are proposed (--kek-file), with
+	// the additional data PrivateKeyAAD(kid). Nil: they are stored in
+	// kek's clear form.
+	KEK *kek.KEK
 }
+
+// PrivateKeyAAD names a signing key's private part for kek.Seal and
+// kek.Open, so that a sealed key cannot be passed off as another kid's.
+func PrivateKeyAAD(kid string) string { return "signing_key/" + kid }
 
 // Info describes one published key.
 type Info struct {

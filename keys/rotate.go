@@ -58,6 +58,11 @@ func (m *Manager) add(ctx context.Context, now, activates time.Time, supersede b
 	if err != nil {
 		return fsm.Key{}, err
 	}
+	// Sealed before it is proposed: the raft log, the state file and
+	// snapshots only ever hold the sealed form.
+	if k.Private, err = m.cfg.KEK.Seal(k.Private, PrivateKeyAAD(k.Kid)); err != nil {
+		return fsm.Key{}, fmt.Errorf("keys: seal key: %w", err)
+	}
 	if err := m.apply(ctx, fsm.TypeAddKey, fsm.AddKey{Key: k, SupersedePending: supersede}); err != nil {
 		return fsm.Key{}, fmt.Errorf("keys: add key: %w", err)
 	}
@@ -77,7 +82,8 @@ func (m *Manager) apply(ctx context.Context, t fsm.Type, v any) error {
 }
 
 // generate makes an RSA key whose kid is its RFC 7638 thumbprint (SHA-256,
-// base64url), so a kid names exactly one key material.
+// base64url), so a kid names exactly one key material. Private is the bare
+// PKCS#8 DER: add seals it.
 func generate(now, activates time.Time) (fsm.Key, error) {
 	priv, err := rsa.GenerateKey(rand.Reader, RSABits)
 	if err != nil {

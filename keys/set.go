@@ -14,6 +14,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwk"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/kek"
 )
 
 // entry is one key's times, placed in activation order.
@@ -156,7 +157,7 @@ func (m *Manager) reload() (*keySet, error) {
 		if prev != nil {
 			old = prev.set
 		}
-		if set, err = build(stored, version, old); err != nil {
+		if set, err = build(stored, version, old, m.cfg.KEK); err != nil {
 			return nil, err
 		}
 	}
@@ -178,7 +179,7 @@ func sameKids(ks *keySet, version uint64, stored []fsm.Key) bool {
 
 // build parses stored keys, reusing the parsed keys of old (keys never
 // change once written).
-func build(stored []fsm.Key, version uint64, old *keySet) (*keySet, error) {
+func build(stored []fsm.Key, version uint64, old *keySet, kk *kek.KEK) (*keySet, error) {
 	byKid := make(map[string]fsm.Key, len(stored))
 	for _, k := range stored {
 		byKid[k.Kid] = k
@@ -193,7 +194,7 @@ func build(stored []fsm.Key, version uint64, old *keySet) (*keySet, error) {
 				continue
 			}
 		}
-		priv, pub, err := parse(byKid[e.kid])
+		priv, pub, err := parse(byKid[e.kid], kk)
 		if err != nil {
 			return nil, err
 		}
@@ -202,9 +203,14 @@ func build(stored []fsm.Key, version uint64, old *keySet) (*keySet, error) {
 	return ks, nil
 }
 
-// parse decodes a stored key into its RSA private key and public JWK.
-func parse(k fsm.Key) (*rsa.PrivateKey, jwk.Key, error) {
-	raw, err := x509.ParsePKCS8PrivateKey(k.Private)
+// parse opens a stored key and decodes it into its RSA private key and
+// public JWK.
+func parse(k fsm.Key, kk *kek.KEK) (*rsa.PrivateKey, jwk.Key, error) {
+	der, err := openPrivate(k, kk)
+	if err != nil {
+		return nil, nil, err
+	}
+	raw, err := x509.ParsePKCS8PrivateKey(der)
 	if err != nil {
 		return nil, nil, fmt.Errorf("keys: parse key %s: %w", k.Kid, err)
 	}
@@ -217,6 +223,45 @@ func parse(k fsm.Key) (*rsa.PrivateKey, jwk.Key, error) {
 		return nil, nil, err
 	}
 	return priv, pub, nil
+}
+
+// derSequence is the first byte of a bare PKCS#8 DER key (an ASN.1
+// SEQUENCE), as keys were stored before they were sealed; no kek record
+// begins with it.
+const derSequence = 0x30
+
+// openPrivate returns the PKCS#8 DER of a stored key, opening it with kk.
+func openPrivate(k fsm.Key, kk *kek.KEK) ([]byte, error) {
+	if len(k.Private) > 0 && k.Private[0] == derSequence {
+		return k.Private, nil
+	}
+	der, err := kk.Open(k.Private, PrivateKeyAAD(k.Kid))
+	if err != nil {
+		return nil, fmt.Errorf("keys: open key %s: %w", k.Kid, err)
+	}
+	return der, nil
+}
+
+// CheckStored opens and parses every stored key with the configured KEK,
+// so a node can refuse to start when it could not sign or verify (no
+// --kek-file, or another one than the cluster's; the error wraps
+// kek.ErrNoKEK or kek.ErrWrongKEK). It also reports how many stored keys
+// are in the clear while a KEK is configured (written before the KEK was
+// given; they stay so until rotated out).
+func (m *Manager) CheckStored() (clear int, err error) {
+	stored, _, err := m.cfg.State.Keys()
+	if err != nil {
+		return 0, fmt.Errorf("keys: read key set: %w", err)
+	}
+	for _, k := range stored {
+		if _, _, err := parse(k, m.cfg.KEK); err != nil {
+			return 0, err
+		}
+		if !kek.Sealed(k.Private) || k.Private[0] == derSequence {
+			clear++
+		}
+	}
+	return clear, nil
 }
 
 // publicJWK is the published form of priv: kty, n, e, plus kid, alg, use.

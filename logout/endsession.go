@@ -414,6 +414,7 @@ func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error) {
 // clearCookie tells the browser to drop the SSO cookie, with the
 // attributes oidc sets it with.
 func (s *Service) clearCookie(w http.ResponseWriter) {
+	// #nosec G124 -- HttpOnly and SameSite are set; Secure follows the issuer scheme (an http issuer is for loopback and development; TestLogoutSecureCookie)
 	http.SetCookie(w, &http.Cookie{
 		Name: s.cfg.SessionCookie, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, Secure: s.cfg.SecureCookies, SameSite: http.SameSiteLaxMode,

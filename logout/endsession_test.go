@@ -31,16 +31,6 @@ func q(kv ...string) string {
 	return b.String()
 }
 
-// form is the url.Values of a raw query made by q.
-func form(t *testing.T, raw string) url.Values {
-	t.Helper()
-	v, err := url.ParseQuery(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
 // algNone re-encodes tok's payload under an alg none header.
 func algNone(tok string) string {
 	parts := strings.Split(tok, ".")

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/admin"
+	"github.com/oidcd/oidcd/oidc"
 )
 
 // bootstrapOnce runs on the leader: it generates the admin token the first
@@ -66,7 +68,8 @@ func (n *Node) ensureAdminToken(ctx context.Context) error {
 
 // ensureBrowserKey creates the cluster-wide key that seals browser state
 // (pending sign-ins) once; a concurrent creation by another leader wins
-// harmlessly (the first value stands).
+// harmlessly (the first value stands). The key is sealed under the KEK
+// before it is proposed (oidc.OpenBrowserKey opens it).
 func (n *Node) ensureBrowserKey(ctx context.Context) error {
 	if _, err := n.fsm.State().Secret(fsm.SecretBrowserKey); err == nil {
 		return nil
@@ -75,7 +78,11 @@ func (n *Node) ensureBrowserKey(ctx context.Context) error {
 	if _, err := rand.Read(key); err != nil {
 		return err
 	}
-	_, err := n.cluster.Apply(ctx, fsm.MustCommand(fsm.TypeSetSecret, fsm.SetSecret{Name: fsm.SecretBrowserKey, Value: key}))
+	sealed, err := n.kek.Seal(key, oidc.BrowserKeyAAD)
+	if err != nil {
+		return err
+	}
+	_, err = n.cluster.Apply(ctx, fsm.MustCommand(fsm.TypeSetSecret, fsm.SetSecret{Name: fsm.SecretBrowserKey, Value: sealed}))
 	return err
 }
 
@@ -111,12 +118,32 @@ const (
 	DemoEmail    = "demo@example.com"
 	DemoPassword = "demo-password"
 	DemoClientID = "demo-rp"
+	// DemoRedirectURI is where `oidcd demo-rp` (internal/demorp) listens
+	// for the code by default.
+	DemoRedirectURI = "http://127.0.0.1:9090/callback"
 )
+
+// demoURIs returns the demo client's redirect URIs (the callback and the
+// post-logout page, which SPEC.md 4.10 requires to be registered) and its
+// back-channel logout URI: demo-rp's signed-out and backchannel-logout,
+// beside its callback.
+func demoURIs(callback string) (redirects []string, backchannel string, err error) {
+	u, err := url.Parse(callback)
+	if err != nil || !u.IsAbs() {
+		return nil, "", fmt.Errorf("demo redirect URI %q: must be an absolute URI", callback)
+	}
+	signedOut := u.ResolveReference(&url.URL{Path: "signed-out"}).String()
+	return []string{callback, signedOut}, u.ResolveReference(&url.URL{Path: "backchannel-logout"}).String(), nil
+}
 
 func (n *Node) seedDemo(ctx context.Context) error {
 	st := n.fsm.State()
 	if _, err := st.Client(DemoClientID); err == nil {
 		return nil
+	}
+	redirects, backchannel, err := demoURIs(n.cfg.DemoRedirectURI)
+	if err != nil {
+		return err
 	}
 	now := n.cfg.Now().UTC()
 	orgID := uuid.NewString()
@@ -132,7 +159,7 @@ func (n *Node) seedDemo(ctx context.Context) error {
 			ID: uuid.NewString(), UserID: user.ID, OrgID: orgID, Status: fsm.MembershipActive, CreatedAt: now, UpdatedAt: now}}),
 		fsm.MustCommand(fsm.TypeCreateClient, fsm.PutClient{Create: true, Client: fsm.Client{
 			ID: DemoClientID, Name: "Demo relying party", Type: fsm.ClientPublic,
-			RedirectURIs: []string{n.cfg.DemoRedirectURI}, Scopes: []string{"openid", "email", "profile"},
+			RedirectURIs: redirects, Scopes: []string{"openid", "email", "profile"}, BackchannelLogoutURI: backchannel,
 			OrganizationID: orgID, AccessTokenTTL: 600, CreatedAt: now, UpdatedAt: now}}),
 	}
 	for _, c := range cmds {
@@ -144,7 +171,7 @@ func (n *Node) seedDemo(ctx context.Context) error {
 			return fmt.Errorf("demo seed %s: %w", c.Type, res.Err)
 		}
 	}
-	fmt.Fprintf(n.cfg.Out, "Demo data created:\n  organization %q, person %s / %s\n  public client %q, redirect URI %s\n  discovery: %s/.well-known/openid-configuration\n\n",
+	fmt.Fprintf(n.cfg.Out, "Demo data created:\n  organization %q, person %s / %s\n  public client %q, redirect URI %s (oidcd demo-rp)\n  discovery: %s/.well-known/openid-configuration\n\n",
 		DemoOrgSlug, DemoEmail, DemoPassword, DemoClientID, n.cfg.DemoRedirectURI, n.cfg.Issuer)
 	return nil
 }

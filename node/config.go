@@ -38,7 +38,14 @@ type Config struct {
 	SessionMax      time.Duration // SSO session absolute lifetime (default 12h)
 	ReapEvery       time.Duration // how often the leader deletes expired records (default 1m)
 	Demo            bool          // seed a demo organization, person and client on an empty store
+	// DemoRedirectURI is the demo client's redirect URI (default
+	// DemoRedirectURI, `oidcd demo-rp`'s); its siblings signed-out and
+	// backchannel-logout are registered as the post-logout redirect URI
+	// and the back-channel logout URI.
 	DemoRedirectURI string
+	// PprofAddr, when set, serves net/http/pprof on this loopback address
+	// (--pprof-addr); any other address is refused.
+	PprofAddr string
 
 	// HTTPListener, when set, is used instead of listening on HTTPAddr
 	// (tests listen on port 0 first to learn the issuer).
@@ -57,12 +64,16 @@ type Config struct {
 	Now    func() time.Time
 
 	// Tuning for tests; zero values are production defaults.
-	PasswordParams   password.Params
-	HeartbeatTimeout time.Duration
-	ElectionTimeout  time.Duration
-	LeaderLease      time.Duration
-	KeyPublishLead   time.Duration
-	KeyRetention     time.Duration
+	// HTTPReadHeaderTimeout (5 s) and HTTPReadTimeout (15 s) bound how long
+	// a client may take to send its headers and its whole request.
+	HTTPReadHeaderTimeout time.Duration
+	HTTPReadTimeout       time.Duration
+	PasswordParams        password.Params
+	HeartbeatTimeout      time.Duration
+	ElectionTimeout       time.Duration
+	LeaderLease           time.Duration
+	KeyPublishLead        time.Duration
+	KeyRetention          time.Duration
 	// Log compaction (cluster.Config): a snapshot every SnapshotThreshold
 	// entries, checked every SnapshotInterval, keeping TrailingLogs entries
 	// for followers that lag. Zero values take cluster's defaults (8192
@@ -102,7 +113,7 @@ func (c *Config) setDefaults() {
 	def(&c.RaftAddr, DefaultRaftAddr)
 	def(&c.GossipAddr, DefaultGossipAddr)
 	def(&c.RateLimit, DefaultRateLimit)
-	def(&c.DemoRedirectURI, "http://127.0.0.1:8081/callback")
+	def(&c.DemoRedirectURI, DemoRedirectURI)
 	if c.BootstrapExpect == 0 {
 		c.BootstrapExpect = 1
 	}
@@ -133,6 +144,13 @@ func (c *Config) setDefaults() {
 	c.Issuer = strings.TrimRight(c.Issuer, "/")
 }
 
+// Check reports every problem of c as New would: the defaults of the
+// fields left zero are filled in first, on a copy (`oidcd config check`).
+func (c Config) Check() error {
+	c.setDefaults()
+	return c.Validate()
+}
+
 // Validate reports every configuration problem at once.
 func (c *Config) Validate() error {
 	var errs []error
@@ -161,8 +179,18 @@ func (c *Config) Validate() error {
 	if c.RateLimit != "off" && !validRate(c.RateLimit) {
 		errs = append(errs, fmt.Errorf("--rate-limit %q: want N/duration (for example 5/60s) or off", c.RateLimit))
 	}
+	if c.Demo {
+		if _, _, err := demoURIs(c.DemoRedirectURI); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if c.KeyRotation < time.Hour {
 		errs = append(errs, fmt.Errorf("--key-rotation %s: must be at least 1h", c.KeyRotation))
+	}
+	if c.PprofAddr != "" {
+		if err := checkLoopbackAddr(c.PprofAddr); err != nil {
+			errs = append(errs, fmt.Errorf("--pprof-addr %q: %v", c.PprofAddr, err))
+		}
 	}
 	if _, _, err := net.SplitHostPort(c.RaftAddr); c.RaftListener == nil && err != nil {
 		errs = append(errs, fmt.Errorf("--raft-addr %q: %v", c.RaftAddr, err))

@@ -23,8 +23,11 @@ import (
 	"github.com/oidcd/oidcd/cluster"
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/admin"
+	"github.com/oidcd/oidcd/internal/console"
 	"github.com/oidcd/oidcd/internal/httpx"
+	"github.com/oidcd/oidcd/internal/kek"
 	"github.com/oidcd/oidcd/internal/password"
+	"github.com/oidcd/oidcd/internal/sms"
 	"github.com/oidcd/oidcd/keys"
 	"github.com/oidcd/oidcd/logout"
 	"github.com/oidcd/oidcd/oidc"
@@ -48,6 +51,10 @@ type Node struct {
 	handler  http.Handler
 	provider *oidc.Provider
 	logout   *logout.Service
+	pprof    *pprofServer // nil unless Config.PprofAddr is set
+	// kek seals secrets at rest before they are proposed (--kek-file); nil
+	// without one (see internal/kek and secrets.go).
+	kek *kek.KEK
 
 	serveErr  chan error
 	closeOnce sync.Once
@@ -70,6 +77,9 @@ func New(cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, log: cfg.Logger.With("node", id), registry: prometheus.NewRegistry(), serveErr: make(chan error, 1)}
 	n.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
+	if n.kek, err = loadKEK(cfg.KEKFile, n.log); err != nil {
+		return nil, err
+	}
 	n.fsm, err = fsm.Open(filepath.Join(cfg.DataDir, "state.db"))
 	if err != nil {
 		return nil, err
@@ -86,7 +96,14 @@ func New(cfg Config) (*Node, error) {
 		PublishLead: cfg.KeyPublishLead,
 		Retention:   cfg.KeyRetention,
 		RotateEvery: cfg.KeyRotation,
+		KEK:         n.kek,
 	})
+	// Refuse to start on secrets this node cannot open (no --kek-file, or
+	// another one than the one they were sealed under).
+	if err := n.checkSecrets(); err != nil {
+		n.fsm.Close()
+		return nil, err
+	}
 	ui, err := webui.New()
 	if err != nil {
 		n.fsm.Close()
@@ -166,6 +183,8 @@ func New(cfg Config) (*Node, error) {
 		ReadIndex:   n.readIndex,
 		SessionIdle: cfg.SessionIdle,
 		SessionMax:  cfg.SessionMax,
+		KEK:         n.kek,
+		SMS:         sms.New(cfg.SMSOutbox, cfg.SMSWebhook),
 	})
 	if err != nil {
 		n.cluster.Shutdown()
@@ -184,6 +203,7 @@ func New(cfg Config) (*Node, error) {
 		n.cluster.SetRateLimiter(rateAdapter(local))
 	}
 	n.cluster.OnLeader(n.logout.RunSender)
+	n.registerOpsMetrics()
 	n.handler = n.routes()
 	return n, nil
 }
@@ -192,6 +212,7 @@ func New(cfg Config) (*Node, error) {
 // fresh one that is stored for every later start.
 func nodeID(dataDir, configured string) (string, error) {
 	path := filepath.Join(dataDir, "node-id")
+	// #nosec G304 -- path is <data-dir>/node-id; the operator names the data directory
 	stored, err := os.ReadFile(path)
 	switch {
 	case err == nil:
@@ -216,7 +237,8 @@ func (n *Node) routes() http.Handler {
 	mux.Handle("GET /.well-known/jwks.json", oidc.JWKSHandler(n.keys, n.log))
 	n.provider.Register(mux)
 	n.logout.Register(mux)
-	mux.Handle("/admin/v1/", admin.New(admin.Config{
+	// The console calls an in-process instance of the same admin API.
+	adminCfg := admin.Config{
 		State:     n.fsm.State(),
 		Applier:   n.cluster,
 		Keys:      adminKeys{n.keys},
@@ -225,6 +247,19 @@ func (n *Node) routes() http.Handler {
 		Now:       n.cfg.Now,
 		Logger:    n.log,
 		TokenHash: n.adminTokenHash,
+		Node:      n.adminNodeInfo,
+		KEK:       n.kek,
+		Issuer:    n.cfg.Issuer,
+	}
+	mux.Handle("/admin/v1/", admin.New(adminCfg))
+	mux.Handle(console.Prefix, console.New(console.Config{Admin: adminCfg, Issuer: n.cfg.Issuer,
+		BrowserKey: func() ([]byte, error) {
+			stored, err := n.fsm.State().Secret(fsm.SecretBrowserKey)
+			if err != nil {
+				return nil, err
+			}
+			return oidc.OpenBrowserKey(n.kek, stored)
+		},
 	}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -289,13 +324,21 @@ func (n *Node) Start() error {
 		}
 	}
 	n.listener = ln
+	if n.cfg.PprofAddr != "" {
+		p, err := startPprof(n.cfg.PprofAddr, n.log)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		n.pprof = p
+	}
 	n.server = &http.Server{
 		Handler:           n.handler,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       15 * time.Second,
+		ReadHeaderTimeout: orDefault(n.cfg.HTTPReadHeaderTimeout, 5*time.Second),
+		ReadTimeout:       orDefault(n.cfg.HTTPReadTimeout, 15*time.Second),
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    32 << 10,
+		MaxHeaderBytes:    MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(n.log.Handler(), slog.LevelWarn),
 	}
 	go func() {
@@ -316,6 +359,7 @@ func (n *Node) Done() <-chan error { return n.serveErr }
 func (n *Node) Close() error {
 	var err error
 	n.closeOnce.Do(func() {
+		n.pprof.close()
 		if n.server != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			n.server.Shutdown(ctx)
@@ -343,6 +387,21 @@ func (n *Node) FSM() *fsm.FSM { return n.fsm }
 
 // Keys exposes the signing keys.
 func (n *Node) Keys() *keys.Manager { return n.keys }
+
+// MaxHeaderBytes caps the request line and headers of the HTTP listener;
+// a larger request is answered 431.
+const MaxHeaderBytes = 32 << 10
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// KEK is the key-encryption key loaded from --kek-file (nil without one;
+// a nil *kek.KEK is valid and stores secrets in kek's clear form).
+func (n *Node) KEK() *kek.KEK { return n.kek }
 
 // DataDir is where this node keeps its files.
 func (n *Node) DataDir() string { return n.cfg.DataDir }

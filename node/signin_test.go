@@ -69,7 +69,7 @@ func newRP(t *testing.T, c *testcluster.Cluster, clientID, secret, cb string, sc
 
 func newRPTB(t testing.TB, c *testcluster.Cluster, clientID, secret, cb string, scopes ...string) *rp {
 	t.Helper()
-	p, err := gooidc.NewProvider(context.Background(), c.Issuer())
+	p, err := gooidc.NewProvider(gooidc.ClientContext(context.Background(), c.Client()), c.Issuer())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,6 +58,14 @@ const (
 	msgBadPassword   = "Incorrect email or password."
 	msgSMSDisabled   = "Text-message sign-in is not available."
 	msgPickOrg       = "Choose one of the organizations listed."
+	msgLocked        = "Too many failed attempts. Wait a few minutes, then try again."
+	msgBadCode       = "That code is not correct. Check it and try again."
+	msgNoCode        = "Enter the code."
+	msgPasskeyFailed = "The passkey could not be verified. Try again or use another method." // #nosec G101 -- a message shown to people, not a credential
+	msgBadPhone      = "Enter your phone number in international format, for example +15551234567."
+	msgSMSLimit      = "Too many codes were sent to this number. Wait a while, then try again."
+	msgSMSExpired    = "That code has expired or was used up. Request a new one."
+	msgSMSFailed     = "The text message could not be sent. Try again in a moment."
 	titleUnavailable = "Temporarily unavailable"
 )
 
@@ -69,6 +77,7 @@ var (
 	errOrgDenied       = &Error{Code: "access_denied", Description: "organization_access_denied"}
 	errNoSecondFactor  = &Error{Code: "access_denied", Description: "strong authentication required; no second factor enrolled"}
 	errConsentRequired = &Error{Code: "interaction_required", Description: "consent_required"}
+	errStepUpRequired  = &Error{Code: "interaction_required", Description: "second_factor_required"}
 )
 
 // registerAuthorize mounts /authorize and the sign-in steps.
@@ -116,6 +125,11 @@ func (p *Provider) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req, client, err := validateAuthorize(p.cfg.State, q)
+	if err != nil && !errors.Is(err, errAuthzStore) && p.cfg.ReadIndex != nil && p.linearize(r.Context()) == nil {
+		// The client, or its redirect URI, may have been registered a
+		// moment ago through another node: catch up once before refusing.
+		req, client, err = validateAuthorize(p.cfg.State, q)
+	}
 	if err != nil {
 		f.pageErr(err)
 		return
@@ -141,7 +155,7 @@ func (p *Provider) handleAuthorizeNotFound(w http.ResponseWriter, r *http.Reques
 // handleAuthorizePost is POST /authorize: the sign-in and consent forms.
 func (p *Provider) handleAuthorizePost(w http.ResponseWriter, r *http.Request) {
 	f := p.newFlow(w, r)
-	form, ok := f.openForm(stageSignIn, stageConsent)
+	form, ok := f.openForm(stageSignIn, stageConsent, stageMFA, stageSMSCode)
 	if !ok || !f.loadClient() || !f.loadSession() {
 		return
 	}
@@ -150,6 +164,10 @@ func (p *Provider) handleAuthorizePost(w http.ResponseWriter, r *http.Request) {
 		f.signIn(form)
 	case stageConsent:
 		f.consentDecision(form)
+	case stageMFA:
+		f.secondFactor(form)
+	case stageSMSCode:
+		f.smsCode(form)
 	}
 }
 
@@ -207,38 +225,47 @@ func (f *flow) loadClient() bool {
 	return true
 }
 
-// loadSession finds the browser's usable SSO session: the cookie's secret
-// names a session that is live and whose person still exists.
+// loadSession finds the browser's usable SSO session (browserSession).
+// ok is false when it has answered 503.
 func (f *flow) loadSession() bool {
-	f.hasSession = false
-	secret := cookieValue(f.r, cookieSession)
-	if secret == "" || len(secret) > 64 {
-		return true
+	s, u, found, err := f.p.browserSession(f.r, f.now)
+	if err != nil {
+		f.unavailable(err.Error())
+		return false
 	}
-	s, err := f.p.cfg.State.SSOSessionByToken(hashToken(secret))
-	if errors.Is(err, fsm.ErrNotFound) && f.p.linearize(f.r.Context()) == nil {
+	f.sess, f.user, f.hasSession = s, u, found
+	return true
+}
+
+// browserSession finds the browser's usable SSO session: the cookie's
+// secret names a session that is live at now and whose person still
+// exists. err is only for a store problem.
+func (p *Provider) browserSession(r *http.Request, now time.Time) (fsm.SSOSession, fsm.User, bool, error) {
+	secret := cookieValue(r, cookieSession)
+	if secret == "" || len(secret) > 64 {
+		return fsm.SSOSession{}, fsm.User{}, false, nil
+	}
+	s, err := p.cfg.State.SSOSessionByToken(hashToken(secret))
+	if errors.Is(err, fsm.ErrNotFound) && p.linearize(r.Context()) == nil {
 		// The cookie may name a session another node opened a moment ago
 		// (a balancer spreads one browser's steps over nodes): catch up
 		// with the cluster once before concluding there is none.
-		s, err = f.p.cfg.State.SSOSessionByToken(hashToken(secret))
+		s, err = p.cfg.State.SSOSessionByToken(hashToken(secret))
 	}
-	if errors.Is(err, fsm.ErrNotFound) || (err == nil && !s.Live(f.now)) {
-		return true
+	if errors.Is(err, fsm.ErrNotFound) || (err == nil && !s.Live(now)) {
+		return fsm.SSOSession{}, fsm.User{}, false, nil
 	}
 	if err != nil {
-		f.unavailable("sso session: " + err.Error())
-		return false
+		return fsm.SSOSession{}, fsm.User{}, false, errors.New("sso session: " + err.Error())
 	}
-	u, err := f.p.cfg.State.User(s.UserID)
+	u, err := p.cfg.State.User(s.UserID)
 	if errors.Is(err, fsm.ErrNotFound) {
-		return true
+		return fsm.SSOSession{}, fsm.User{}, false, nil
 	}
 	if err != nil {
-		f.unavailable("user: " + err.Error())
-		return false
+		return fsm.SSOSession{}, fsm.User{}, false, errors.New("user: " + err.Error())
 	}
-	f.sess, f.user, f.hasSession = s, u, true
-	return true
+	return s, u, true, nil
 }
 
 // proceed runs the pipeline from authentication to the code. grant is the
@@ -247,8 +274,7 @@ func (f *flow) proceed(grant bool) {
 	if !f.authenticate() {
 		return
 	}
-	if e := f.checkStrength(); e != nil {
-		f.fail(e)
+	if !f.strength() {
 		return
 	}
 	org, ok := f.organization()
@@ -264,7 +290,7 @@ func (f *flow) authenticate() bool {
 	if f.pend.SSOID != "" && !f.sameSession() {
 		// Signed out or replaced meanwhile: judge afresh, and forget what
 		// the earlier person chose.
-		f.pend.SSOID, f.pend.OrgID = "", ""
+		f.pend.SSOID, f.pend.OrgID, f.pend.StepUp = "", "", false
 	}
 	if f.pend.SSOID != "" {
 		return true
@@ -299,25 +325,30 @@ func needsFreshAuth(req authzRequest, s fsm.SSOSession, now time.Time) bool {
 	return *req.MaxAge == 0 || now.Unix()-s.AuthTime.Unix() > *req.MaxAge
 }
 
-// checkStrength compares the session's acr with what acr_values asks for.
-func (f *flow) checkStrength() *Error {
+// strength passes when the session is as strong as acr_values asks
+// (SPEC.md 4.3 rule 4). Otherwise it asks for a second factor, or ends the
+// flow: access_denied when none is enrolled (SPEC.md 7.2),
+// interaction_required for prompt=none.
+func (f *flow) strength() bool {
 	need := requiredACR(f.pend.Req.ACRValues)
-	if need == "" || acrRank(f.sess.ACR) >= acrRank(need) {
-		return nil
+	if need == "" || acrRank(f.sess.ACR) >= acrRank(need) || f.pend.StepUp {
+		return true
 	}
-	if secondFactorEnrolled(f.user) {
-		// SECOND-FACTOR HOOK (SPEC.md 4.3 behaviour 4): ask for the second
-		// factor here (webui.SecondFactorPage, a new stage), raise the
-		// session's acr to urn:service:sso:acr:mfa, then continue the
-		// pipeline. Unreachable until second factors exist.
-		return errNoSecondFactor
+	fac, err := f.p.cfg.State.Factors(f.user.ID)
+	if err != nil && !errors.Is(err, fsm.ErrNotFound) {
+		f.unavailable("factors: " + err.Error())
+		return false
 	}
-	return errNoSecondFactor
+	switch {
+	case !fac.HasSecondFactor():
+		f.fail(errNoSecondFactor)
+	case f.pend.Req.Prompt.has(promptNone):
+		f.fail(errStepUpRequired)
+	default:
+		f.showSecondFactor(http.StatusOK, fac, "")
+	}
+	return false
 }
-
-// secondFactorEnrolled reports whether u can complete a second factor.
-// SECOND-FACTOR HOOK: always false until second factors exist.
-func secondFactorEnrolled(fsm.User) bool { return false }
 
 // organization decides the organization of this sign-in (SPEC.md 1). It
 // returns ok=false when it has answered (picker, error).

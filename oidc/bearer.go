@@ -161,7 +161,9 @@ func bearerToken(r *http.Request) string {
 		return ""
 	}
 	tok = strings.TrimLeft(tok, " ")
-	if strings.ContainsAny(tok, " \t") {
+	// Two IndexByte scans (vectorized) rather than ContainsAny, which
+	// walks the token a byte at a time: tokens are a couple of KB.
+	if strings.IndexByte(tok, ' ') >= 0 || strings.IndexByte(tok, '\t') >= 0 {
 		return ""
 	}
 	return tok
@@ -216,6 +218,7 @@ func (p *Provider) bearer(w http.ResponseWriter, r *http.Request, style bearerSt
 }
 
 // invalidTokenBody is the body of SPEC.md 7.4, byte for byte.
+// #nosec G101 -- an error body, not a credential
 const invalidTokenBody = `{"error":"invalid_token"}`
 
 // writeInvalidToken answers SPEC.md 7.4: 401, the Bearer challenge, the

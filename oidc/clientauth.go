@@ -98,13 +98,20 @@ func clientCredentials(r *http.Request, form url.Values) credentials {
 // and a suspended client all yield errTokClient. A store that cannot be
 // read yields errTokUnavailable.
 func (p *Provider) authenticateClient(ctx context.Context, c credentials, publicOK bool) (fsm.Client, *Error) {
+	return p.authenticateWith(ctx, c, publicOK, p.cfg.State.Client)
+}
+
+// authenticateWith is authenticateClient reading the registration with
+// lookup: fsm.State.Client for the whole record, or fsm.State.ClientAuth
+// for only the fields checked here (the back-channel endpoints).
+func (p *Provider) authenticateWith(ctx context.Context, c credentials, publicOK bool, lookup func(id string) (fsm.Client, error)) (fsm.Client, *Error) {
 	if c.err != nil {
 		return fsm.Client{}, c.err
 	}
 	if c.id == "" {
 		return fsm.Client{}, errTokClient
 	}
-	cl, err := p.cfg.State.Client(c.id)
+	cl, err := lookup(c.id)
 	switch {
 	case errors.Is(err, fsm.ErrNotFound):
 		return fsm.Client{}, errTokClient

@@ -22,6 +22,7 @@ const (
 // setCookie sets an HttpOnly, SameSite=Lax cookie, Secure when the issuer
 // is https. A zero expires makes a browser-session cookie.
 func (p *Provider) setCookie(w http.ResponseWriter, name, value, path string, expires time.Time) {
+	// #nosec G124 -- HttpOnly and SameSite are set; Secure follows the issuer scheme (an http issuer is for loopback and development; TestSecureCookies)
 	http.SetCookie(w, &http.Cookie{
 		Name: name, Value: value, Path: path, Expires: expires,
 		HttpOnly: true, Secure: p.secure, SameSite: http.SameSiteLaxMode,
@@ -30,6 +31,7 @@ func (p *Provider) setCookie(w http.ResponseWriter, name, value, path string, ex
 
 // clearCookie tells the browser to drop a cookie.
 func (p *Provider) clearCookie(w http.ResponseWriter, name, path string) {
+	// #nosec G124 -- HttpOnly and SameSite are set; Secure follows the issuer scheme (an http issuer is for loopback and development; TestSecureCookies)
 	http.SetCookie(w, &http.Cookie{
 		Name: name, Value: "", Path: path, MaxAge: -1,
 		HttpOnly: true, Secure: p.secure, SameSite: http.SameSiteLaxMode,

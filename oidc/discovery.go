@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/oidcd/oidcd/internal/httpx"
 	"github.com/oidcd/oidcd/keys"
@@ -16,7 +17,7 @@ const (
 	PathDiscovery  = "/.well-known/openid-configuration"
 	PathJWKS       = "/.well-known/jwks.json"
 	PathAuthorize  = "/authorize"
-	PathToken      = "/oauth2/token"
+	PathToken      = "/oauth2/token" // #nosec G101 -- an endpoint path, not a credential
 	PathUserinfo   = "/userinfo"
 	PathRevoke     = "/oauth2/revoke"
 	PathIntrospect = "/oauth2/introspect"
@@ -94,8 +95,15 @@ func DiscoveryHandler(issuer string) http.Handler {
 			httpx.WriteError(w, r, http.StatusServiceUnavailable, httpx.CodeUnavailable, "discovery document unavailable")
 		})
 	}
+	contentType, contentLength := []string{"application/json"}, []string{strconv.Itoa(len(body))}
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
+		// The header values are built once and shared by every answer:
+		// nothing appends to them (Header.Add would copy a slice of
+		// capacity one), and assigning canonical keys skips their
+		// canonicalization.
+		h := w.Header()
+		h["Content-Type"] = contentType
+		h["Content-Length"] = contentLength
 		w.Write(body)
 	})
 }
@@ -116,7 +124,16 @@ func JWKSHandler(ks KeySource, log *slog.Logger) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	cacheControl := "public, max-age=" + strconv.Itoa(JWKSMaxAge)
+	contentType := []string{"application/json"}
+	cacheControl := []string{"public, max-age=" + strconv.Itoa(JWKSMaxAge)}
+	// The Content-Length of the last key set served: the bytes change only
+	// when the key set does (keys.Manager re-encodes them), so the string
+	// is reused until the length changes.
+	type lengthHeader struct {
+		n int
+		v []string
+	}
+	var length atomic.Pointer[lengthHeader]
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := ks.JWKS()
 		if err != nil {
@@ -125,9 +142,16 @@ func JWKSHandler(ks KeySource, log *slog.Logger) http.Handler {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
+		cl := length.Load()
+		if cl == nil || cl.n != len(body) {
+			cl = &lengthHeader{n: len(body), v: []string{strconv.Itoa(len(body))}}
+			length.Store(cl)
+		}
+		// Shared header values, as in DiscoveryHandler.
 		h := w.Header()
-		h.Set("Content-Type", "application/json")
-		h.Set("Cache-Control", cacheControl)
+		h["Content-Type"] = contentType
+		h["Cache-Control"] = cacheControl
+		h["Content-Length"] = cl.v
 		w.Write(body)
 	})
 }

@@ -68,7 +68,10 @@ func sameOwner(caller, minter fsm.Client) bool {
 
 // backchannelClient runs the common start of introspection and
 // revocation: read the form, rate-limit, authenticate a confidential
-// client, require token. On failure it has answered.
+// client, require token. On failure it has answered. The client it
+// returns holds only what fsm.State.ClientAuth reads (ID, Type,
+// OrganizationID, Suspended, SecretHash): all that sameOwner and the
+// callers use, without decoding the whole registration on every call.
 func (p *Provider) backchannelClient(w http.ResponseWriter, r *http.Request, endpoint string) (fsm.Client, url.Values, bool) {
 	form, ferr := readTokenForm(w, r)
 	cred := clientCredentials(r, form)
@@ -79,7 +82,7 @@ func (p *Provider) backchannelClient(w http.ResponseWriter, r *http.Request, end
 		writeClientError(w, cred, ferr)
 		return fsm.Client{}, nil, false
 	}
-	client, cerr := p.authenticateClient(r.Context(), cred, false)
+	client, cerr := p.authenticateWith(r.Context(), cred, false, p.cfg.State.ClientAuth)
 	if cerr != nil {
 		if cerr == errTokUnavailable {
 			cerr = errTokServer // SPEC.md 7.5: a server-side fault is 500 here

@@ -17,6 +17,8 @@ type metrics struct {
 	revocations    prometheus.Counter       // tokens actually revoked
 	rateLimited    *prometheus.CounterVec   // 429 answers, by endpoint
 	latency        *prometheus.HistogramVec // handler time, by endpoint
+	lockouts       prometheus.Counter       // throttle keys locked by a failure
+	signIns        *prometheus.CounterVec   // completed authentications, by method (amr value)
 }
 
 // Bearer check outcomes.
@@ -54,8 +56,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "Time to answer a protocol request, by endpoint.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"endpoint"}),
+		lockouts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "oidcd_lockouts_total", Help: "Accounts, IP addresses or phone numbers locked after too many failures.",
+		}),
+		signIns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "oidcd_authentications_total", Help: "Successful authentications by method (pwd, sms, otp, hwk, rcv).",
+		}, []string{"method"}),
 	}
 	if reg != nil {
+		m.lockouts = register(reg, m.lockouts)
+		m.signIns = register(reg, m.signIns)
 		m.tokensIssued = register(reg, m.tokensIssued)
 		m.tokenErrors = register(reg, m.tokenErrors)
 		m.bearerChecks = register(reg, m.bearerChecks)

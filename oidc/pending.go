@@ -11,6 +11,8 @@ const (
 	stageSignIn  = "signin"
 	stagePicker  = "picker"
 	stageConsent = "consent"
+	stageMFA     = "mfa"     // the second-factor page (and its passkey ceremony)
+	stageSMSCode = "smscode" // the text-message code page
 )
 
 // The pending request is sealed for this purpose and lives this long after
@@ -35,6 +37,16 @@ type pending struct {
 	SSOID string `json:"sso,omitempty"`
 	// CSRF is the double-submit token this step is bound to.
 	CSRF string `json:"csrf,omitempty"`
+	// StepUp: a second factor was completed for SSOID in this flow, so the
+	// strength check passes even when the factor (a recovery code) did not
+	// raise the acr; the relying party judges the acr it gets.
+	StepUp bool `json:"stepup,omitempty"`
+	// Challenge is the replicated WebAuthn challenge of a passkey
+	// ceremony in progress.
+	Challenge string `json:"chal,omitempty"`
+	// SMS is the handle of the text-message code sent, Phone its number.
+	SMS   string `json:"sms,omitempty"`
+	Phone string `json:"phone,omitempty"`
 }
 
 // errStepInvalid: a step or authz cookie that is missing, tampered with,

@@ -3,18 +3,23 @@ package oidc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"sync"
 	"time"
 
+	"github.com/go-webauthn/webauthn/webauthn"
 	"github.com/lestrrat-go/jwx/v2/jwt"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/kek"
 	"github.com/oidcd/oidcd/internal/password"
 	"github.com/oidcd/oidcd/internal/seal"
+	"github.com/oidcd/oidcd/internal/sms"
 	"github.com/oidcd/oidcd/keys"
 	"github.com/oidcd/oidcd/webui"
 )
@@ -41,7 +46,7 @@ var _ Keys = (*keys.Manager)(nil)
 // Authentication strength values (SPEC.md 2.5).
 const (
 	ACRMFA   = "urn:service:sso:acr:mfa"
-	ACRPwd   = "urn:service:sso:acr:pwd"
+	ACRPwd   = "urn:service:sso:acr:pwd" // #nosec G101 -- an acr value (SPEC.md 2.5), not a credential
 	ACRPhone = "urn:service:sso:acr:phone"
 
 	AMRPassword = "pwd"
@@ -86,8 +91,15 @@ type Config struct {
 	SessionMax  time.Duration
 	// CodeTTL is the authorization code lifetime (default 60s).
 	CodeTTL time.Duration
-	// SMSEnabled shows the text-message option on the sign-in page.
+	// SMSEnabled shows the text-message option on the sign-in page. It is
+	// set by New when SMS is.
 	SMSEnabled bool
+	// SMS sends text-message sign-in codes (internal/sms); nil turns
+	// text-message sign-in off.
+	SMS sms.Sender
+	// KEK seals TOTP secrets before they are replicated, and opens them and
+	// the browser key (nil: stored with the clear marker, see internal/kek).
+	KEK *kek.KEK
 	// ReadIndex, when set, makes liveness checks linearizable: it returns
 	// once this node has applied every write acknowledged anywhere in the
 	// cluster before the call (a raft read index), or an error when no
@@ -108,7 +120,8 @@ type Provider struct {
 
 	limiter *rateLimiter
 	metrics *metrics
-	tokens  *tokenCache // verified access tokens (bearer.go)
+	wa      *webauthn.WebAuthn // passkeys; the relying-party id is the issuer's host
+	tokens  *tokenCache        // verified access tokens (bearer.go)
 }
 
 // New checks cfg and returns a Provider.
@@ -138,6 +151,9 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.CodeTTL == 0 {
 		cfg.CodeTTL = 60 * time.Second
 	}
+	if cfg.SMS != nil {
+		cfg.SMSEnabled = true
+	}
 	p := &Provider{cfg: cfg, log: cfg.Logger, issuer: u, secure: u.Scheme == "https"}
 	if p.limiter, err = newRateLimiter(cfg.RateLimit, cfg.Now); err != nil {
 		return nil, err
@@ -147,12 +163,22 @@ func New(cfg Config) (*Provider, error) {
 	}
 	p.metrics = newMetrics(cfg.Registerer)
 	p.tokens = newTokenCache(tokenCacheSize)
+	if net.ParseIP(u.Hostname()) == nil {
+		if p.wa, err = newWebAuthn(u); err != nil {
+			return nil, err
+		}
+	} else {
+		// WebAuthn relying-party ids are domain names: with an IP address
+		// issuer (the default http://127.0.0.1:8080) passkeys are off.
+		p.log.Info("passkeys are off: the issuer's host is an IP address, not a domain name", "issuer", cfg.Issuer)
+	}
 	return p, nil
 }
 
 // Register mounts every protocol route on mux.
 func (p *Provider) Register(mux *http.ServeMux) {
 	p.registerAuthorize(mux)
+	p.registerAccount(mux)
 	p.registerToken(mux)
 }
 
@@ -180,6 +206,25 @@ func (p *Provider) now() time.Time { return p.cfg.Now().UTC() }
 // (a node that just started); pages answer 503.
 var ErrNoBrowserKey = errors.New("oidc: browser key not available yet")
 
+// BrowserKeyAAD is the additional data the browser key is sealed with
+// (kek.Seal) before it is replicated.
+const BrowserKeyAAD = "secret/" + fsm.SecretBrowserKey
+
+// OpenBrowserKey returns the browser key from its stored form: a kek
+// record (sealed, or clear without a KEK), or the bare 32 bytes written
+// before secrets were sealed (its kek record, clear or sealed, is never
+// 32 bytes long).
+func OpenBrowserKey(k *kek.KEK, stored []byte) ([]byte, error) {
+	if len(stored) == seal.KeySize {
+		return stored, nil
+	}
+	key, err := k.Open(stored, BrowserKeyAAD)
+	if err != nil {
+		return nil, fmt.Errorf("oidc: open browser key: %w", err)
+	}
+	return key, nil
+}
+
 // sealer returns the Box for browser state, loading the replicated key on
 // first use.
 func (p *Provider) sealer() (*seal.Box, error) {
@@ -188,9 +233,13 @@ func (p *Provider) sealer() (*seal.Box, error) {
 	if p.box != nil {
 		return p.box, nil
 	}
-	key, err := p.cfg.State.Secret(fsm.SecretBrowserKey)
+	stored, err := p.cfg.State.Secret(fsm.SecretBrowserKey)
 	if err != nil {
 		return nil, ErrNoBrowserKey
+	}
+	key, err := OpenBrowserKey(p.cfg.KEK, stored)
+	if err != nil {
+		return nil, err
 	}
 	b, err := seal.New(key)
 	if err != nil {

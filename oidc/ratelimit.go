@@ -3,7 +3,6 @@ package oidc
 import (
 	"container/list"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -104,9 +103,6 @@ func rateKey(endpoint, clientID string, r *http.Request) string {
 	}
 	return endpoint + "\x00" + ip + "\x00" + clientID
 }
-
-// errLimiter is a failure of the limiter itself.
-var errLimiter = errors.New("oidc: rate limiter failed")
 
 // rateLimit applies the limit of endpoint to this request. It answers and
 // returns false when the request must stop here: 429 with the envelope of

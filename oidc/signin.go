@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"golang.org/x/crypto/argon2"
@@ -36,35 +37,58 @@ func (f *flow) showSignIn(status int, email, errMsg string) {
 }
 
 // signIn handles the posted sign-in form. A failure the person can fix
-// re-shows the form with status 400 (CONTRACT.md 3: never a redirect).
+// re-shows the form with status 400 (CONTRACT.md 3: never a redirect); a
+// lockout answers 429.
 func (f *flow) signIn(form url.Values) {
 	email, _ := formValue(form, "email")
 	email = strings.TrimSpace(email)
 	switch method, _ := formValue(form, "method"); method {
 	case "", methodPassword:
 	case methodSMS:
-		// The second-factor issue builds text-message sign-in.
-		f.showSignIn(http.StatusBadRequest, email, msgSMSDisabled)
+		phone, _ := formValue(form, "phone")
+		f.startSMS(email, phone)
 		return
 	default:
 		f.page(http.StatusBadRequest, msgBadRequest, fmt.Sprintf("sign-in method %q", method))
 		return
 	}
+	ctx := f.r.Context()
+	acct, ip := throttlePassword.rule(emailSubject(email)), throttleIP.rule(remoteIP(f.r))
+	if err := f.p.checkLocked(f.r.Context(), acct, ip); err != nil {
+		f.lockedOrUnavailable(err, func(status int, msg string) { f.showSignIn(status, email, msg) })
+		return
+	}
 	secret, _ := formValue(form, "password")
-	u, ok, err := f.p.checkPassword(f.r.Context(), email, secret)
+	u, ok, err := f.p.checkPassword(ctx, email, secret)
 	if err != nil {
 		f.unavailable("password check: " + err.Error())
 		return
 	}
 	if !ok {
 		f.p.log.Info("authorize: sign-in failed", "reference", f.reference())
+		if err := f.p.countFailure(ctx, acct, ip); err != nil {
+			f.unavailable("throttle: " + err.Error())
+			return
+		}
 		f.showSignIn(http.StatusBadRequest, email, msgBadPassword)
 		return
 	}
-	if !f.startSession(u) {
+	f.p.clearFailures(ctx, acct.Key)
+	if !f.startSession(u, AMRPassword) {
 		return
 	}
 	f.proceed(false)
+}
+
+// lockedOrUnavailable answers a checkLocked error: errLocked re-shows the
+// form through show with 429, anything else is a 503.
+func (f *flow) lockedOrUnavailable(err error, show func(status int, msg string)) {
+	if errors.Is(err, errLocked) {
+		f.p.log.Info("authorize: locked out", "reference", f.reference())
+		show(http.StatusTooManyRequests, msgLocked)
+		return
+	}
+	f.unavailable("throttle: " + err.Error())
 }
 
 // checkPassword verifies an email and password. Whether the person is
@@ -105,29 +129,15 @@ func signInDummyHash(pp password.Params) string {
 	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, pp.Memory, pp.Time, pp.Threads, zeroSalt, zeroKey)
 }
 
-// startSession opens an SSO session for u after a password sign-in,
+// startSession opens an SSO session for u after a sign-in by method,
 // superseding the browser's usable session if it has one, and sets the
 // cookie. ok is false when it has answered.
-func (f *flow) startSession(u fsm.User) bool {
-	p, now := f.p, f.now
-	s := fsm.SSOSession{
-		ID: uuid.NewString(), UserID: u.ID, AuthTime: now,
-		AMR: []string{AMRPassword}, ACR: ACRPwd,
-		CreatedAt: now, LastSeen: now,
-		IdleExpiresAt: now.Add(p.cfg.SessionIdle), ExpiresAt: now.Add(p.cfg.SessionMax),
-	}
-	if s.ExpiresAt.Before(s.IdleExpiresAt) {
-		s.IdleExpiresAt = s.ExpiresAt
-	}
-	secret := newID()
-	cmd := fsm.StartSSOSession{Session: s, TokenHash: hashToken(secret)}
+func (f *flow) startSession(u fsm.User, method string) bool {
+	supersedes := ""
 	if f.hasSession {
-		cmd.Supersedes = f.sess.ID
+		supersedes = f.sess.ID
 	}
-	res, err := p.cfg.Applier.Apply(f.r.Context(), fsm.MustCommand(fsm.TypeStartSSOSession, cmd))
-	if err == nil {
-		err = res.Err
-	}
+	s, err := f.p.openSession(f.w, f.r, u, method, supersedes, f.now)
 	if errors.Is(err, fsm.ErrNotFound) { // erased while signing in
 		f.showSignIn(http.StatusBadRequest, u.Email, msgBadPassword)
 		return false
@@ -136,10 +146,36 @@ func (f *flow) startSession(u fsm.User) bool {
 		f.unavailable("start session: " + err.Error())
 		return false
 	}
-	p.setCookie(f.w, cookieSession, secret, "/", s.ExpiresAt)
-	p.log.Info("authorize: signed in", "user_id", u.ID, "sso_session", s.ID,
-		"supersedes", cmd.Supersedes, "reference", f.reference())
+	f.p.log.Info("authorize: signed in", "user_id", u.ID, "sso_session", s.ID,
+		"supersedes", supersedes, "reference", f.reference())
 	f.sess, f.user, f.hasSession = s, u, true
-	f.pend.SSOID = s.ID
+	f.pend.SSOID, f.pend.StepUp = s.ID, false
 	return true
+}
+
+// openSession opens an SSO session for u authenticated by method,
+// superseding the browser's session supersedes ("" for none), and sets the
+// cookie. ErrNotFound: the person was erased meanwhile.
+func (p *Provider) openSession(w http.ResponseWriter, r *http.Request, u fsm.User, method, supersedes string, now time.Time) (fsm.SSOSession, error) {
+	s := fsm.SSOSession{
+		ID: uuid.NewString(), UserID: u.ID, AuthTime: now,
+		AMR: []string{method}, ACR: acrOf([]string{method}),
+		CreatedAt: now, LastSeen: now,
+		IdleExpiresAt: now.Add(p.cfg.SessionIdle), ExpiresAt: now.Add(p.cfg.SessionMax),
+	}
+	if s.ExpiresAt.Before(s.IdleExpiresAt) {
+		s.IdleExpiresAt = s.ExpiresAt
+	}
+	secret := newID()
+	cmd := fsm.StartSSOSession{Session: s, TokenHash: hashToken(secret), Supersedes: supersedes}
+	res, err := p.cfg.Applier.Apply(r.Context(), fsm.MustCommand(fsm.TypeStartSSOSession, cmd))
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		return s, err
+	}
+	p.setCookie(w, cookieSession, secret, "/", s.ExpiresAt)
+	p.metrics.signIns.WithLabelValues(method).Inc()
+	return s, nil
 }

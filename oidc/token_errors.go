@@ -48,6 +48,16 @@ func writeOAuthError(w http.ResponseWriter, e *Error) {
 	w.Write(body)
 }
 
+// The header values of writeNoStoreJSON, shared by every answer (set
+// under their canonical keys, they skip canonicalization and an
+// allocation each). Nothing modifies them: Header.Add would copy these
+// slices of capacity one.
+var (
+	hdrJSON    = []string{"application/json"}
+	hdrNoStore = []string{"no-store"}
+	hdrNoCache = []string{"no-cache"}
+)
+
 // writeNoStoreJSON answers 200 with v, not cacheable.
 func writeNoStoreJSON(w http.ResponseWriter, v any) {
 	body, err := json.Marshal(v)
@@ -56,8 +66,8 @@ func writeNoStoreJSON(w http.ResponseWriter, v any) {
 		return
 	}
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Pragma", "no-cache")
+	h["Content-Type"] = hdrJSON
+	h["Cache-Control"] = hdrNoStore
+	h["Pragma"] = hdrNoCache
 	w.Write(body)
 }

@@ -25,6 +25,7 @@ type Browser struct {
 func NewBrowser(t testing.TB) *Browser {
 	jar, _ := cookiejar.New(nil)
 	return &Browser{t: t, Client: &http.Client{
+		Transport:     LoopbackTransport(),
 		Jar:           jar,
 		Timeout:       10 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"sync/atomic"
 )
 
@@ -24,10 +25,23 @@ func (c *Cluster) startBalancer(ln net.Listener) {
 	c.lb = b
 }
 
+// PinHeader, set to a node's index on a request to the balancer, sends it
+// to that node (a test makes a browser finish on another node what it
+// began on one, under the one issuer origin).
+const PinHeader = "X-Testcluster-Node"
+
 func (b *balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	n := len(b.c.nodes)
-	start := int(b.next.Add(1))
-	for k := 0; k < n; k++ {
+	start, tries := int(b.next.Add(1)), n
+	if v := r.Header.Get(PinHeader); v != "" {
+		i, err := strconv.Atoi(v)
+		if err != nil || i < 0 || i >= n {
+			http.Error(w, "testcluster balancer: bad "+PinHeader, http.StatusBadRequest)
+			return
+		}
+		start, tries = i, 1
+	}
+	for k := 0; k < tries; k++ {
 		i := (start + k) % n
 		if b.c.Node(i) == nil {
 			continue

@@ -19,6 +19,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -45,6 +46,10 @@ type Options struct {
 	Configure func(i int, cfg *node.Config)
 	// Verbose sends node logs to the test log.
 	Verbose bool
+	// Hostname names the issuer's host instead of 127.0.0.1 (listeners
+	// stay on 127.0.0.1). "localhost" gives the issuer a domain name,
+	// which WebAuthn needs for passkeys.
+	Hostname string
 }
 
 // Cluster is a set of running nodes.
@@ -78,7 +83,7 @@ func New(t testing.TB, opts Options) *Cluster {
 	issuer := ""
 	if opts.Size > 1 {
 		lbLn := listen(t)
-		issuer = "http://" + lbLn.Addr().String()
+		issuer = c.issuerURL(lbLn.Addr())
 		c.startBalancer(lbLn)
 	}
 	for i := range opts.Size {
@@ -91,7 +96,7 @@ func New(t testing.TB, opts Options) *Cluster {
 		httpLn, raftLn := httpLns[i], raftLns[i]
 		m := &member{httpAddr: httpLn.Addr().String(), raftAddr: raftLn.Addr().String()}
 		m.cfg = node.Config{
-			Issuer:           "http://" + httpLns[i].Addr().String(),
+			Issuer:           c.issuerURL(httpLns[i].Addr()),
 			HTTPAddr:         m.httpAddr,
 			DataDir:          dir,
 			RaftAddr:         m.raftAddr,
@@ -124,6 +129,16 @@ func New(t testing.TB, opts Options) *Cluster {
 	t.Cleanup(c.Close)
 	c.WaitLeader()
 	return c
+}
+
+// issuerURL is the issuer for a listener: http://127.0.0.1:port, or the
+// same port under Options.Hostname.
+func (c *Cluster) issuerURL(a net.Addr) string {
+	if c.opts.Hostname == "" {
+		return "http://" + a.String()
+	}
+	_, port, _ := net.SplitHostPort(a.String())
+	return "http://" + net.JoinHostPort(c.opts.Hostname, port)
 }
 
 func (c *Cluster) logger(i int) *slog.Logger {
@@ -212,9 +227,24 @@ func (c *Cluster) Issuer() string { return c.nodes[0].cfg.Issuer }
 // every 302 of the protocol.
 func (c *Cluster) Client() *http.Client {
 	return &http.Client{
+		Transport:     LoopbackTransport(),
 		Timeout:       10 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+}
+
+// LoopbackTransport dials 127.0.0.1 for "localhost", so a cluster with
+// Options.Hostname "localhost" is reached on 127.0.0.1 only, never ::1.
+func LoopbackTransport() *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	var d net.Dialer
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if host, port, err := net.SplitHostPort(addr); err == nil && host == "localhost" {
+			addr = net.JoinHostPort("127.0.0.1", port)
+		}
+		return d.DialContext(ctx, "tcp4", addr)
+	}
+	return tr
 }
 
 // Kill stops node i as a crash would look to its peers (the process is gone;
@@ -226,11 +256,25 @@ func (c *Cluster) Kill(i int) {
 	c.nodes[i].node = nil
 	c.mu.Unlock()
 	if n != nil {
-		if err := n.Close(); err != nil {
-			c.t.Logf("testcluster: close node %d: %v", i, err)
+		done := make(chan error, 1)
+		go func() { done <- n.Close() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				c.t.Logf("testcluster: close node %d: %v", i, err)
+			}
+		case <-time.After(closeDeadline):
+			// A node that cannot stop is a bug worth a stack dump, not a
+			// test binary hanging until go test's own timeout.
+			buf := make([]byte, 1<<22)
+			buf = buf[:runtime.Stack(buf, true)]
+			c.t.Fatalf("testcluster: node %d did not close within %v; goroutines:\n%s", i, closeDeadline, buf)
 		}
 	}
 }
+
+// closeDeadline bounds Kill.
+const closeDeadline = 60 * time.Second
 
 // Restart starts node i again on its data directory and addresses.
 func (c *Cluster) Restart(i int) {

@@ -39,6 +39,62 @@ type SecondFactorPage struct {
 	Error   string
 }
 
+// SMSCodePage asks for the code of a text-message sign-in.
+type SMSCodePage struct {
+	Common
+	Phone string // masked, e.g. ••••••••4567
+	Error string
+}
+
+// Passkey ceremonies.
+const (
+	CeremonyGet    = "get"    // an assertion (second factor)
+	CeremonyCreate = "create" // a registration (/account)
+)
+
+// PasskeyPage runs a WebAuthn ceremony in the browser (static/passkey.js)
+// and posts the result back as the hidden input credential, with the
+// hidden input Field (default "method") set to Method.
+type PasskeyPage struct {
+	Common
+	Ceremony  string // CeremonyGet or CeremonyCreate
+	Options   string // the relying-party library's options, JSON
+	Field     string
+	Method    string
+	CancelURL string // optional "use another method" link
+	Error     string
+}
+
+// AccountPage is the self-service /account page.
+type AccountPage struct {
+	Common
+	Email           string
+	HasTOTP         bool
+	Passkeys        []PasskeyLine
+	RecoveryLeft    int
+	PasskeysEnabled bool // the issuer has a domain name (WebAuthn needs one)
+	Notice, Error   string
+}
+
+// PasskeyLine is one registered passkey on the account page.
+type PasskeyLine struct {
+	ID, Name, Created string
+}
+
+// TOTPSetupPage shows a new authenticator-app secret and asks for a code.
+type TOTPSetupPage struct {
+	Common
+	Secret, URI string
+	Error       string
+}
+
+// RecoveryCodesPage shows fresh recovery codes once.
+type RecoveryCodesPage struct {
+	Title   string
+	Codes   []string
+	BackURL string
+}
+
 // PickerPage lets the person choose the organization to sign in to.
 type PickerPage struct {
 	Common
@@ -86,6 +142,32 @@ func (u *UI) SignIn(w http.ResponseWriter, status int, p SignInPage) {
 // SecondFactor renders the second-factor step.
 func (u *UI) SecondFactor(w http.ResponseWriter, status int, p SecondFactorPage) {
 	u.render(w, status, u.secondFactor, p)
+}
+
+// SMSCode renders the text-message code step.
+func (u *UI) SMSCode(w http.ResponseWriter, status int, p SMSCodePage) {
+	u.render(w, status, u.smsCode, p)
+}
+
+// Passkey renders a passkey ceremony page. It is the one page with script,
+// and its CSP allows only our own script file.
+func (u *UI) Passkey(w http.ResponseWriter, status int, p PasskeyPage) {
+	u.renderCSP(w, status, u.passkey, p, scriptPolicy)
+}
+
+// Account renders the /account page.
+func (u *UI) Account(w http.ResponseWriter, status int, p AccountPage) {
+	u.render(w, status, u.account, p)
+}
+
+// TOTPSetup renders the authenticator-app setup page.
+func (u *UI) TOTPSetup(w http.ResponseWriter, status int, p TOTPSetupPage) {
+	u.render(w, status, u.totpSetup, p)
+}
+
+// RecoveryCodes renders fresh recovery codes.
+func (u *UI) RecoveryCodes(w http.ResponseWriter, status int, p RecoveryCodesPage) {
+	u.render(w, status, u.recoveryCodes, p)
 }
 
 // OrganizationPicker renders the organization picker.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"io"
@@ -36,13 +37,19 @@ var staticFiles embed.FS
 // templates only ever post to the caller's Action.
 const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self'; frame-ancestors 'none'; base-uri 'none'"
 
+// scriptPolicy is the passkey page's: the same, plus our own script file
+// (never inline script).
+const scriptPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; frame-ancestors 'none'; base-uri 'none'"
+
 // UI renders the pages. It is safe for concurrent use; create it once
 // with New.
 type UI struct {
 	signIn, secondFactor, picker, consent, errorPage, message *template.Template
+	smsCode, passkey, account, totpSetup, recoveryCodes       *template.Template
 
-	assets   map[string]asset // by file name under /static/
-	styleURL string
+	assets    map[string]asset // by file name under /static/
+	styleURL  string
+	scriptURL string
 }
 
 // asset is one embedded static file.
@@ -64,11 +71,18 @@ func New() (*UI, error) {
 		return nil, fmt.Errorf("webui: static/style.css missing")
 	}
 	u.styleURL = "/static/style.css?v=" + style.hash
+	script, ok := u.assets["passkey.js"]
+	if !ok {
+		return nil, fmt.Errorf("webui: static/passkey.js missing")
+	}
+	u.scriptURL = "/static/passkey.js?v=" + script.hash
 
 	funcs := template.FuncMap{
-		"styleURL": func() string { return u.styleURL },
-		"has":      slices.Contains[[]string, string],
-		"pathOnly": pathOnly,
+		"styleURL":  func() string { return u.styleURL },
+		"scriptURL": func() string { return u.scriptURL },
+		"jsonData":  jsonData,
+		"has":       slices.Contains[[]string, string],
+		"pathOnly":  pathOnly,
 	}
 	base, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html")
 	if err != nil {
@@ -85,6 +99,11 @@ func New() (*UI, error) {
 		{"consent.html", &u.consent, ConsentPage{}},
 		{"error.html", &u.errorPage, ErrorPage{}},
 		{"message.html", &u.message, MessagePage{}},
+		{"smscode.html", &u.smsCode, SMSCodePage{}},
+		{"passkey.html", &u.passkey, PasskeyPage{}},
+		{"account.html", &u.account, AccountPage{}},
+		{"totpsetup.html", &u.totpSetup, TOTPSetupPage{}},
+		{"recoverycodes.html", &u.recoveryCodes, RecoveryCodesPage{}},
 	}
 	for _, p := range pages {
 		t, err := base.Clone()
@@ -163,12 +182,12 @@ func (u *UI) Static() http.Handler {
 }
 
 // headers writes the security headers every page carries.
-func (u *UI) headers(w http.ResponseWriter) {
+func (u *UI) headers(w http.ResponseWriter, csp string) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	h.Set("Pragma", "no-cache")
-	h.Set("Content-Security-Policy", contentSecurityPolicy)
+	h.Set("Content-Security-Policy", csp)
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -177,8 +196,13 @@ func (u *UI) headers(w http.ResponseWriter) {
 // render executes t into a buffer and writes it with status (200 when 0).
 // On a template error it writes a plain 500 and nothing of the page.
 func (u *UI) render(w http.ResponseWriter, status int, t *template.Template, data any) {
+	u.renderCSP(w, status, t, data, contentSecurityPolicy)
+}
+
+// renderCSP is render with another Content-Security-Policy.
+func (u *UI) renderCSP(w http.ResponseWriter, status int, t *template.Template, data any, csp string) {
 	var buf bytes.Buffer
-	u.headers(w)
+	u.headers(w, csp)
 	if err := t.ExecuteTemplate(&buf, "layout", data); err != nil {
 		// Unreachable with the embedded templates (New executes each once
 		// and the tests render every page); there is no logger here by
@@ -194,6 +218,17 @@ func (u *UI) render(w http.ResponseWriter, status int, t *template.Template, dat
 	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(status)
 	_, _ = buf.WriteTo(w)
+}
+
+// jsonData embeds a JSON document in a <script type="application/json">
+// as it is (html/template would quote a string there). Only valid JSON
+// passes; encoding/json escapes <, > and &, so it cannot close the script
+// element. Anything else becomes null.
+func jsonData(s string) template.JS {
+	if !json.Valid([]byte(s)) || strings.Contains(s, "<") {
+		return "null"
+	}
+	return template.JS(s) // #nosec G203 -- validated JSON without '<' (see above)
 }
 
 // pathOnly drops the query and fragment of a path+query URL. A GET form

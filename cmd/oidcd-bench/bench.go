@@ -32,6 +32,9 @@ type bench struct {
 
 	total *recorder
 	per   map[string]*recorder // by scenario, for mixed
+
+	// The last verified body of each static document (callStatic).
+	discoveryBody, jwksBody, trivialBody atomic.Pointer[[]byte]
 }
 
 // paths are the endpoint paths of the discovery document, relative to the
@@ -87,7 +90,14 @@ func (b *bench) oauthConfig(at, ex string) *oauth2.Config {
 	}
 }
 
+// readAll reads a whole answer of at most maxBody bytes, in one
+// allocation when the length is announced.
 func readAll(resp *http.Response) ([]byte, error) {
+	if n := resp.ContentLength; n >= 0 && n <= maxBody {
+		b := make([]byte, n)
+		_, err := io.ReadFull(resp.Body, b)
+		return b, err
+	}
 	return io.ReadAll(io.LimitReader(resp.Body, maxBody))
 }
 
@@ -147,41 +157,82 @@ func discover(ctx context.Context, cfg *config, hc *http.Client) (paths, oidc.Ke
 	return ps, oidc.NewRemoteKeySet(oidc.ClientContext(context.WithoutCancel(ctx), hc), cfg.targets[0]+ps.jwks), nil
 }
 
-// execute provisions, signs the workers in, runs the load and returns the
-// report. The caller runs cleanup once it has printed the report, also
-// after an error: it removes what was provisioned (unless --keep) and
-// closes the connections.
-func execute(ctx context.Context, cfg *config, stderr io.Writer) (rep *report, cleanup func(), err error) {
+// env is what consecutive runs against the same nodes share: the
+// connection pool, the endpoint paths, the key set and what was
+// provisioned. The matrix provisions once per set of nodes and runs every
+// scenario on one env.
+type env struct {
+	tr   *http.Transport
+	rp   *http.Client // the relying parties' side: no cookies, no redirects
+	adm  *admin
+	ps   paths
+	keys oidc.KeySet
+	w    *world // nil for the trivial handler
+}
+
+// newEnv is an env with a connection pool and nothing provisioned.
+func newEnv(cfg *config) *env {
 	tr := newTransport(cfg.concurrency)
-	rp := &http.Client{Transport: tr, CheckRedirect: noRedirect}
-	a := &admin{base: cfg.targets[0] + "/admin/v1", token: cfg.adminToken, hc: rp}
+	return &env{tr: tr, rp: &http.Client{Transport: tr, CheckRedirect: noRedirect}}
+}
+
+// prepare discovers the first target's endpoints and provisions an
+// organization, people and clients. The caller runs cleanup once it is
+// done with e, also after an error: it removes what was provisioned
+// (unless --keep) and closes the connections.
+func prepare(ctx context.Context, cfg *config, stderr io.Writer) (*env, func(), error) {
+	e := newEnv(cfg)
+	e.adm = &admin{base: cfg.targets[0] + "/admin/v1", token: cfg.adminToken, hc: e.rp}
 	var w *world
-	cleanup = func() {
-		defer tr.CloseIdleConnections()
+	cleanup := func() {
+		defer e.tr.CloseIdleConnections()
 		if w == nil || cfg.keep {
 			return
 		}
 		// Also after Ctrl-C: the run's context is gone, the clean-up is not.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 		defer cancel()
-		if err := unprovision(cctx, a, w); err != nil {
+		if err := unprovision(cctx, e.adm, w); err != nil {
 			logf(stderr, "warning: %v", err)
 		}
 	}
+	var err error
+	if e.ps, e.keys, err = discover(ctx, cfg, e.rp); err != nil {
+		return nil, cleanup, err
+	}
+	if w, err = provision(ctx, e.adm, cfg.users, cfg.tokenTTL); err != nil {
+		return nil, cleanup, fmt.Errorf("provisioning through %s: %w", e.adm.base, err)
+	}
+	e.w = w
+	logf(stderr, "provisioned organization %s: %d people, public client %s, confidential client %s",
+		w.slug, len(w.people), w.publicID, w.confID)
+	return e, cleanup, nil
+}
 
-	ps, keys, err := discover(ctx, cfg, rp)
+// execute provisions, signs the workers in, runs the load and returns the
+// report; cleanup is prepare's.
+func execute(ctx context.Context, cfg *config, stderr io.Writer) (rep *report, cleanup func(), err error) {
+	e, cleanup, err := prepare(ctx, cfg, stderr)
 	if err != nil {
 		return nil, cleanup, err
 	}
-	if w, err = provision(ctx, a, cfg.users); err != nil {
-		return nil, cleanup, fmt.Errorf("provisioning through %s: %w", a.base, err)
-	}
-	logf(stderr, "provisioned organization %s: %d people, public client %s, confidential client %s",
-		w.slug, len(w.people), w.publicID, w.confID)
+	rep, err = load(ctx, cfg, e, stderr)
+	return rep, cleanup, err
+}
 
-	b := &bench{cfg: cfg, sc: scenarios[cfg.scenario], w: w, tr: tr, rp: rp, paths: ps,
-		verifier: oidc.NewVerifier(cfg.issuer, keys, &oidc.Config{ClientID: w.publicID}),
-		total:    newRecorder(), per: map[string]*recorder{}}
+// load signs the workers in (outside the timing), runs cfg.scenario on e
+// until the duration or the request count is spent and returns the
+// report.
+func load(ctx context.Context, cfg *config, e *env, stderr io.Writer) (*report, error) {
+	sc := lookupScenario(cfg.scenario)
+	if sc == nil {
+		return nil, fmt.Errorf("no scenario %q", cfg.scenario)
+	}
+	b := &bench{cfg: cfg, sc: sc, w: e.w, tr: e.tr, rp: e.rp, paths: e.ps,
+		total: newRecorder(), per: map[string]*recorder{}}
+	if e.w != nil {
+		b.verifier = oidc.NewVerifier(cfg.issuer, e.keys, &oidc.Config{ClientID: e.w.publicID})
+	}
 	if b.sc.name == mixedName {
 		for _, m := range mixedWeights {
 			b.per[m.name] = newRecorder()
@@ -190,8 +241,11 @@ func execute(ctx context.Context, cfg *config, stderr io.Writer) (rep *report, c
 
 	workers := make([]*worker, cfg.concurrency)
 	for i := range workers {
-		workers[i] = &worker{b: b, p: w.people[i%len(w.people)], needSession: true,
+		workers[i] = &worker{b: b, needSession: true,
 			rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(i)))}
+		if e.w != nil {
+			workers[i].p = e.w.people[i%len(e.w.people)]
+		}
 	}
 	if b.sc.needsSession || b.sc.needsToken {
 		logf(stderr, "signing in %d workers", len(workers))
@@ -199,20 +253,20 @@ func execute(ctx context.Context, cfg *config, stderr io.Writer) (rep *report, c
 			return workers[i].prepare(ctx, b.sc)
 		})
 		if err != nil {
-			return nil, cleanup, fmt.Errorf("signing the workers in: %w", err)
+			return nil, fmt.Errorf("signing the workers in: %w", err)
 		}
 	}
 
-	var soak *soakProbe
-	if cfg.soak {
-		soak = startSoak(cfg)
-	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if cfg.duration > 0 {
 		var stop context.CancelFunc
 		runCtx, stop = context.WithTimeout(runCtx, cfg.duration)
 		defer stop()
+	}
+	var soak *soakProbe
+	if cfg.soak {
+		soak = startSoak(runCtx, cfg)
 	}
 	logf(stderr, "running %s on %s: %d workers, %s", cfg.scenario, strings.Join(cfg.targets, ", "), cfg.concurrency, bound(cfg))
 	start := time.Now()
@@ -237,7 +291,7 @@ func execute(ctx context.Context, cfg *config, stderr io.Writer) (rep *report, c
 	cancel()
 	progress.Wait()
 
-	rep = &report{
+	rep := &report{
 		Scenario: cfg.scenario, Targets: cfg.targets, Issuer: cfg.issuer, Concurrency: cfg.concurrency,
 		DurationS: float64(elapsed.Round(time.Millisecond)) / float64(time.Second),
 		stats:     b.total.stats(elapsed), samples: b.total.sampleErrors(),
@@ -251,7 +305,7 @@ func execute(ctx context.Context, cfg *config, stderr io.Writer) (rep *report, c
 	if soak != nil {
 		rep.Soak = soak.finish()
 	}
-	return rep, cleanup, nil
+	return rep, nil
 }
 
 // bound describes what ends the run.

@@ -10,7 +10,16 @@
 //
 // Usage:
 //
-//	oidcd-bench [flags]
+//	oidcd-bench [flags]            one scenario against running nodes
+//	oidcd-bench matrix [flags]     `make bench`: ceilings, then every scenario on 1 and 3 nodes
+//	oidcd-bench soak [flags]       `make soak`: a long mixed run and a login storm on one node
+//	oidcd-bench nodes [flags]      start nodes on 127.0.0.1 and print where they are
+//
+// The matrix and soak commands start their nodes in a child process
+// (`oidcd-bench nodes`), built with node.New the way testcluster builds
+// them but with the production argon2id parameters and raft timings and
+// the rate limit off, so that the load generator and the provider do not
+// share a Go runtime, and the node's RSS is its own.
 //
 // Examples:
 //
@@ -62,7 +71,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -97,6 +108,10 @@ type config struct {
 	dataDir        string
 	pid            int
 	reportInterval time.Duration
+	soakMark       time.Duration // figures taken once at this point of a soak
+	soakSample     time.Duration // how often a soak samples for the peak
+	tokenTTL       int64         // access_token_ttl of the provisioned clients, seconds
+	cpuProfile     string        // write the load generator's own CPU profile here
 }
 
 // targetList is a repeatable, comma-separated --target.
@@ -138,6 +153,10 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&cfg.dataDir, "data-dir", "", "with --soak: the node's data directory")
 	fs.IntVar(&cfg.pid, "pid", 0, "with --soak: the node's process id (RSS from /proc/PID/status)")
 	fs.DurationVar(&cfg.reportInterval, "report-interval", time.Minute, "with --soak: progress line on stderr this often; 0 = none")
+	fs.DurationVar(&cfg.soakMark, "soak-mark", 2*time.Minute, "with --soak: also take the figures this far into the run (caches warm); 0 = none")
+	fs.DurationVar(&cfg.soakSample, "soak-sample", time.Second, "with --soak: sample the data dir and RSS this often for their peak")
+	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write the load generator's own CPU profile to this file (is the tool the bottleneck?)")
+	fs.Int64Var(&cfg.tokenTTL, "token-ttl", 86400, "access token lifetime of the provisioned clients, seconds (60-86400)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: oidcd-bench --scenario NAME [flags]\n\nA load generator for oidcd over loopback. Flags:\n")
 		fs.PrintDefaults()
@@ -176,6 +195,10 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, errors.New("--duration 0 needs --requests N: the run must be bounded")
 	case cfg.timeout <= 0:
 		return nil, errors.New("--timeout must be positive")
+	case cfg.soakSample <= 0 || cfg.soakMark < 0:
+		return nil, errors.New("--soak-sample must be positive and --soak-mark not negative")
+	case cfg.tokenTTL < 60 || cfg.tokenTTL > 86400:
+		return nil, errors.New("--token-ttl must be between 60 and 86400 seconds")
 	case !cfg.soak && (cfg.dataDir != "" || cfg.pid != 0):
 		return nil, errors.New("--data-dir and --pid go with --soak")
 	case cfg.soak && cfg.dataDir == "" && cfg.pid == 0:
@@ -206,6 +229,20 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 
 // run is the whole command; main only wires signals and the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	// Progress lines come from several goroutines, and the child process
+	// of the matrix and soak commands writes its logs through os/exec's
+	// copying goroutine when stderr is not a file.
+	stderr = &syncWriter{w: stderr}
+	if len(args) > 0 {
+		switch args[0] {
+		case "matrix":
+			return runMatrix(ctx, args[1:], stdout, stderr)
+		case "soak":
+			return runSoakCommand(ctx, args[1:], stdout, stderr)
+		case "nodes":
+			return runNodes(ctx, args[1:], os.Stdin, stdout, stderr)
+		}
+	}
 	cfg, err := parseFlags(args, stderr)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -215,6 +252,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "oidcd-bench:", err)
 		}
 		return 2
+	}
+	if cfg.cpuProfile != "" {
+		stop, err := startCPUProfile(cfg.cpuProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "oidcd-bench:", err)
+			return 1
+		}
+		defer stop()
 	}
 	rep, cleanup, err := execute(ctx, cfg, stderr)
 	defer cleanup()
@@ -246,4 +291,32 @@ func (e errPrinted) Unwrap() error { return e.error }
 // logf writes a progress line to stderr.
 func logf(w io.Writer, format string, args ...any) {
 	fmt.Fprintf(w, "oidcd-bench: "+format+"\n", args...)
+}
+
+// startCPUProfile profiles this process into path until stop.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
+
+// syncWriter serializes writes to w.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

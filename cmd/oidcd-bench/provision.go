@@ -97,9 +97,10 @@ func randomHex(n int) string {
 
 // provision creates an organization bench-<random>, users people with
 // random passwords and memberships, a public skip_consent client and a
-// confidential one. Tokens live a day so that a long run never meets an
-// expired one in the middle of an operation.
-func provision(ctx context.Context, a *admin, users int) (*world, error) {
+// confidential one, whose tokens live tokenTTL seconds (the default, a
+// day, means a run never meets an expired one in the middle of an
+// operation; a soak passes a few minutes so that the reaper has work).
+func provision(ctx context.Context, a *admin, users int, tokenTTL int64) (*world, error) {
 	suffix := randomHex(4)
 	w := &world{slug: "bench-" + suffix}
 	var org struct{ ID string }
@@ -127,7 +128,7 @@ func provision(ctx context.Context, a *admin, users int) (*world, error) {
 	}
 	var pub, conf client
 	common := map[string]any{"redirect_uris": []string{redirectURI}, "scopes": []string{"openid", "email", "profile"},
-		"organization_id": w.orgID, "skip_consent": true, "access_token_ttl": 86400}
+		"organization_id": w.orgID, "skip_consent": true, "access_token_ttl": tokenTTL}
 	with := func(extra map[string]any) map[string]any {
 		m := map[string]any{}
 		for k, v := range common {

@@ -89,17 +89,33 @@ func (r *report) writeTable(w io.Writer) error {
 	}
 	if r.Soak != nil {
 		fmt.Fprintln(w)
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "soak\tstart\tend\tchange")
-		if d := r.Soak.DataDirBytes; d != nil {
-			fmt.Fprintf(tw, "data dir\t%s\t%s\t%s\n", bytesStr(d.Start), bytesStr(d.End), signedBytes(d.End-d.Start))
-		}
-		if d := r.Soak.RSSBytes; d != nil {
-			fmt.Fprintf(tw, "rss\t%s\t%s\t%s\n", bytesStr(d.Start), bytesStr(d.End), signedBytes(d.End-d.Start))
-		}
-		tw.Flush()
+		r.Soak.writeTable(w)
 	}
 	return nil
+}
+
+// writeTable prints the soak figures: start, mark, end, peak, and the
+// change from the mark (from the start without one) to the end.
+func (s *soakReport) writeTable(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	mark := "mark"
+	if s.MarkS > 0 {
+		mark = fmt.Sprintf("at %.0f s", s.MarkS)
+	}
+	fmt.Fprintf(tw, "soak\tstart\t%s\tend\tpeak\tchange\n", mark)
+	row := func(name string, f *figures) {
+		if f == nil {
+			return
+		}
+		m := "-"
+		if f.Mark > 0 {
+			m = bytesStr(f.Mark)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%+.1f %%\n", name, bytesStr(f.Start), m, bytesStr(f.End), bytesStr(f.Peak), 100*f.growth())
+	}
+	row("data dir", s.DataDirBytes)
+	row("rss", s.RSSBytes)
+	tw.Flush()
 }
 
 // writeColumns prints rows as a table: the first column aligned left,
@@ -157,11 +173,4 @@ func bytesStr(n int64) string {
 		i++
 	}
 	return fmt.Sprintf("%.1f %s", f, [...]string{"B", "KiB", "MiB", "GiB", "TiB"}[i])
-}
-
-func signedBytes(n int64) string {
-	if n >= 0 {
-		return "+" + bytesStr(n)
-	}
-	return bytesStr(n)
 }

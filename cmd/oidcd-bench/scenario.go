@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/oauth2"
@@ -37,6 +39,21 @@ var scenarios = map[string]*scenario{
 	// mixed draws one of the above per operation (mixedWeights); its
 	// workers hold a session and a token from the start.
 	mixedName: {name: mixedName, needsSession: true, needsToken: true},
+}
+
+// trivialName is the scenario of the matrix's ceiling: GET / of a
+// trivial JSON handler. It is not offered by --scenario: it needs no
+// provider.
+const trivialName = "trivial"
+
+var trivialScenario = &scenario{name: trivialName, op: opTrivial}
+
+// lookupScenario returns the scenario called name, nil when none is.
+func lookupScenario(name string) *scenario {
+	if name == trivialName {
+		return trivialScenario
+	}
+	return scenarios[name]
 }
 
 // mixedWeights is the mixed profile, in percent.
@@ -228,16 +245,18 @@ func opDiscovery(ctx context.Context, w *worker) error {
 	if err != nil {
 		return err
 	}
-	var v struct {
-		Issuer string `json:"issuer"`
-	}
-	if err := w.b.callJSON(req, &v); err != nil {
-		return err
-	}
-	if v.Issuer != w.b.cfg.issuer {
-		return failf("wrong_issuer", "discovery issuer %q, want %q", v.Issuer, w.b.cfg.issuer)
-	}
-	return nil
+	return w.b.callStatic(req, &w.b.discoveryBody, func(body []byte) error {
+		var v struct {
+			Issuer string `json:"issuer"`
+		}
+		if err := json.Unmarshal(body, &v); err != nil {
+			return failf("bad_json", "%s: %v", req.URL.Path, err)
+		}
+		if v.Issuer != w.b.cfg.issuer {
+			return failf("wrong_issuer", "discovery issuer %q, want %q", v.Issuer, w.b.cfg.issuer)
+		}
+		return nil
+	})
 }
 
 func opJWKS(ctx context.Context, w *worker) error {
@@ -246,15 +265,69 @@ func opJWKS(ctx context.Context, w *worker) error {
 	if err != nil {
 		return err
 	}
-	var v struct {
-		Keys []json.RawMessage `json:"keys"`
-	}
-	if err := w.b.callJSON(req, &v); err != nil {
+	return w.b.callStatic(req, &w.b.jwksBody, func(body []byte) error {
+		var v struct {
+			Keys []json.RawMessage `json:"keys"`
+		}
+		if err := json.Unmarshal(body, &v); err != nil {
+			return failf("bad_json", "%s: %v", req.URL.Path, err)
+		}
+		if len(v.Keys) == 0 {
+			return failf("empty_jwks", "the key set has no key")
+		}
+		return nil
+	})
+}
+
+// opTrivial is GET / of the trivial handler, checked like discovery.
+func opTrivial(ctx context.Context, w *worker) error {
+	at, _ := w.b.pick()
+	req, err := http.NewRequestWithContext(ctx, "GET", at+"/", nil)
+	if err != nil {
 		return err
 	}
-	if len(v.Keys) == 0 {
-		return failf("empty_jwks", "the key set has no key")
+	return w.b.callStatic(req, &w.b.trivialBody, func(body []byte) error {
+		var v struct {
+			Status string `json:"status"`
+		}
+		if err := json.Unmarshal(body, &v); err != nil {
+			return failf("bad_json", "%s: %v", req.URL.Path, err)
+		}
+		if v.Status != "ok" {
+			return failf("wrong_body", "trivial handler said %q", v.Status)
+		}
+		return nil
+	})
+}
+
+// callStatic sends req for a document that is the same on every call
+// (discovery, the key set, the trivial handler) and checks the 200
+// answer: a body equal byte for byte to the last one that passed check
+// passes; any other is checked in full and, when it passes, becomes the
+// reference. So every answer is verified, and a run measures the
+// provider rather than the tool's JSON decoder.
+func (b *bench) callStatic(req *http.Request, last *atomic.Pointer[[]byte], check func(body []byte) error) error {
+	req.Header.Set("User-Agent", "oidcd-bench")
+	req.Header.Set("Accept", "application/json")
+	resp, err := b.rp.Do(req)
+	if err != nil {
+		return err
 	}
+	defer resp.Body.Close()
+	body, err := readAll(resp)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return statusError(resp.StatusCode, body, req.URL.Path)
+	}
+	if ref := last.Load(); ref != nil && bytes.Equal(body, *ref) {
+		return nil
+	}
+	if err := check(body); err != nil {
+		return err
+	}
+	last.Store(&body)
 	return nil
 }
 

@@ -7,42 +7,132 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
-// soakReport holds what a long run watches grow besides latency.
+// soakReport holds what a long run watches grow besides latency: the
+// node's data dir and resident set, at the start, at the mark (by
+// default minute 2, when caches and connection pools have filled), at
+// the end, and the highest sample in between.
 type soakReport struct {
-	DataDirBytes *startEnd `json:"data_dir_bytes,omitempty"`
-	RSSBytes     *startEnd `json:"rss_bytes,omitempty"`
+	MarkS        float64  `json:"mark_s"`         // when the mark figures were taken; 0 = the run ended first
+	SampleS      float64  `json:"sample_every_s"` // how often the peak was sampled
+	DataDirBytes *figures `json:"data_dir_bytes,omitempty"`
+	RSSBytes     *figures `json:"rss_bytes,omitempty"`
 }
 
-type startEnd struct {
+// figures are one quantity over a run; -1 where it could not be read.
+type figures struct {
 	Start int64 `json:"start"`
+	Mark  int64 `json:"mark,omitempty"`
 	End   int64 `json:"end"`
+	Peak  int64 `json:"peak"`
 }
 
-// soakProbe measures the node's data dir and process.
+// growth is End against Mark (against Start when there is no mark), as
+// a fraction: 0.05 is 5 % more.
+func (f *figures) growth() float64 {
+	base := f.Start
+	if f.Mark > 0 {
+		base = f.Mark
+	}
+	if base <= 0 || f.End < 0 {
+		return 0
+	}
+	return float64(f.End-base) / float64(base)
+}
+
+// soakProbe measures the node's data dir and process: at the start, every
+// sample period (keeping the peak), once at the mark and at the end.
 type soakProbe struct {
 	dataDir string
 	pid     int
-	rep     soakReport
+	start   time.Time
+	mark    time.Duration
+
+	mu   sync.Mutex
+	rep  soakReport
+	stop chan struct{}
+	done chan struct{}
 }
 
 // startSoak takes the starting figures (errors were ruled out when the
-// flags were checked; a later one leaves a figure at -1).
-func startSoak(cfg *config) *soakProbe {
-	s := &soakProbe{dataDir: cfg.dataDir, pid: cfg.pid}
+// flags were checked; a later one leaves a figure at -1) and samples
+// until ctx ends or finish is called.
+func startSoak(ctx context.Context, cfg *config) *soakProbe {
+	s := &soakProbe{dataDir: cfg.dataDir, pid: cfg.pid, start: time.Now(), mark: cfg.soakMark,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	s.rep.SampleS = cfg.soakSample.Seconds()
 	if s.dataDir != "" {
-		s.rep.DataDirBytes = &startEnd{Start: s.size()}
+		n := s.size()
+		s.rep.DataDirBytes = &figures{Start: n, Peak: n}
 	}
 	if s.pid != 0 {
-		s.rep.RSSBytes = &startEnd{Start: s.rss()}
+		n := s.rss()
+		s.rep.RSSBytes = &figures{Start: n, Peak: n}
 	}
+	go s.sample(ctx, cfg.soakSample)
 	return s
+}
+
+// sample updates the peaks every period and takes the mark figures once.
+func (s *soakProbe) sample(ctx context.Context, period time.Duration) {
+	defer close(s.done)
+	t := time.NewTicker(period)
+	defer t.Stop()
+	var mark <-chan time.Time
+	if s.mark > 0 {
+		mt := time.NewTimer(s.mark)
+		defer mt.Stop()
+		mark = mt.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.take(false)
+		case <-mark:
+			s.take(true)
+		}
+	}
+}
+
+// take reads the figures once, as the mark when mark is set.
+func (s *soakProbe) take(mark bool) (size, rss int64) {
+	size, rss = -1, -1
+	if s.dataDir != "" {
+		size = s.size()
+	}
+	if s.pid != 0 {
+		rss = s.rss()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, x := range []struct {
+		f *figures
+		v int64
+	}{{s.rep.DataDirBytes, size}, {s.rep.RSSBytes, rss}} {
+		if x.f == nil {
+			continue
+		}
+		x.f.Peak = max(x.f.Peak, x.v)
+		if mark {
+			x.f.Mark = x.v
+		}
+	}
+	if mark {
+		s.rep.MarkS = math.Round(time.Since(s.start).Seconds()*10) / 10
+	}
+	return size, rss
 }
 
 func (s *soakProbe) size() int64 {
@@ -61,15 +151,21 @@ func (s *soakProbe) rss() int64 {
 	return n
 }
 
-// finish takes the end figures.
+// finish stops the sampling and takes the end figures.
 func (s *soakProbe) finish() *soakReport {
-	if s.rep.DataDirBytes != nil {
-		s.rep.DataDirBytes.End = s.size()
+	close(s.stop)
+	<-s.done
+	size, rss := s.take(false)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f := s.rep.DataDirBytes; f != nil {
+		f.End = size
 	}
-	if s.rep.RSSBytes != nil {
-		s.rep.RSSBytes.End = s.rss()
+	if f := s.rep.RSSBytes; f != nil {
+		f.End = rss
 	}
-	return &s.rep
+	rep := s.rep
+	return &rep
 }
 
 // progress prints a line every interval until ctx ends.

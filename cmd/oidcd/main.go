@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/oidcd/oidcd/internal/admincli"
+	"github.com/oidcd/oidcd/internal/demorp"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -24,6 +25,10 @@ const usage = `oidcd: an OpenID Connect provider that needs no database.
 Usage:
   oidcd serve [flags]     run a node (oidcd serve -h lists the flags)
   oidcd admin ...         the admin API from the command line (oidcd admin help)
+  oidcd config check FILE check a configuration file (oidcd config help)
+  oidcd config example    print a configuration file with every key
+  oidcd man               print the manual page (roff; man -l - reads it)
+  oidcd demo-rp [flags]   a demo relying party on 127.0.0.1:9090 (oidcd demo-rp -h)
   oidcd keygen            print a fresh --cluster-key
   oidcd version           print the version
 `
@@ -46,6 +51,12 @@ func run(args []string, env func(string) string, stdin io.Reader, stdout, stderr
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 		defer stop()
 		return admincli.Run(ctx, args[1:], env, stdin, stdout, stderr)
+	case "config":
+		return configCmd(args[1:], stdout, stderr)
+	case "demo-rp":
+		return demorp.Main(args[1:], stdout, stderr)
+	case "man":
+		return manPage(stdout, stderr)
 	case "keygen":
 		var b [32]byte
 		if _, err := rand.Read(b[:]); err != nil {

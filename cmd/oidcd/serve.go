@@ -33,6 +33,7 @@ func serveFlags(fs *flag.FlagSet, cfg *node.Config, logLevel *string, join *stri
 	fs.DurationVar(&cfg.SessionIdle, "session-idle", node.DefaultSessionIdle, "an SSO session ends after this long without a sign-in")
 	fs.DurationVar(&cfg.SessionMax, "session-max", node.DefaultSessionMax, "an SSO session ends this long after it began, whatever happens")
 	fs.BoolVar(&cfg.Demo, "demo", false, "on an empty store, create a demo organization, person and public client")
+	fs.StringVar(&cfg.PprofAddr, "pprof-addr", "", "serve net/http/pprof on this loopback address (e.g. 127.0.0.1:6060); empty = off")
 	fs.StringVar(logLevel, "log-level", "info", "debug, info, warn or error")
 }
 
@@ -67,8 +68,9 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 	fs := flag.NewFlagSet("oidcd serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg node.Config
-	var logLevel, join string
+	var logLevel, join, configPath string
 	serveFlags(fs, &cfg, &logLevel, &join)
+	fs.StringVar(&configPath, "config", "", "read settings from this TOML `file` (oidcd config example prints one); flags and OIDCD_* win over it")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -82,6 +84,19 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 	if err := applyEnv(fs, env); err != nil {
 		fmt.Fprintln(stderr, "oidcd serve:", err)
 		return 2
+	}
+	if configPath != "" {
+		cf, probs := readConfig(configPath, fs)
+		for _, p := range probs {
+			fmt.Fprintln(stderr, "oidcd serve:", p.format(configPath))
+		}
+		if len(probs) > 0 {
+			return 2
+		}
+		if err := cf.apply(fs); err != nil {
+			fmt.Fprintln(stderr, "oidcd serve:", err)
+			return 2
+		}
 	}
 	level, err := parseLevel(logLevel)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/httpx"
+	"github.com/oidcd/oidcd/internal/kek"
 	"github.com/oidcd/oidcd/internal/password"
 )
 
@@ -96,6 +97,7 @@ type Config struct {
 	Applier Applier          // replicated writes (required)
 	Keys    Keys             // nil: the key routes answer 503
 	Cluster Cluster          // nil: GET /cluster answers 503
+	Node    func() NodeInfo  // the answering node, for GET /status; nil: only its applied index
 	Hasher  *password.Hasher // default DefaultParams, GOMAXPROCS at once
 	Now     func() time.Time // default time.Now
 	Logger  *slog.Logger     // default discards
@@ -103,6 +105,11 @@ type Config struct {
 	// TokenHash returns HashToken of the admin token; default reads the
 	// replicated hash from State. An empty hash lets no request in.
 	TokenHash func() string
+	// KEK seals TOTP secrets before they are replicated (nil: the clear
+	// marker, see internal/kek).
+	KEK *kek.KEK
+	// Issuer names the provider in authenticator apps (its host).
+	Issuer string
 	// MaxSnapshotBytes caps the body of POST /snapshot; default
 	// DefaultMaxSnapshotBytes.
 	MaxSnapshotBytes int64
@@ -156,8 +163,12 @@ func (a *api) routes(mux *http.ServeMux) {
 		{"/organizations/{id}", map[string]http.HandlerFunc{"GET": a.getOrg, "DELETE": a.deleteOrg}},
 		{"/users", map[string]http.HandlerFunc{"GET": a.listUsers, "POST": a.createUser}},
 		{"/users/{id}", map[string]http.HandlerFunc{"GET": a.getUser, "PATCH": a.updateUser, "DELETE": a.deleteUser}},
-		{"/users/{id}/totp", map[string]http.HandlerFunc{"POST": a.secondFactor}},
-		{"/users/{id}/recovery-codes", map[string]http.HandlerFunc{"POST": a.secondFactor}},
+		{"/users/{id}/totp", map[string]http.HandlerFunc{"POST": a.enrollTOTP, "DELETE": a.removeTOTP}},
+		{"/users/{id}/recovery-codes", map[string]http.HandlerFunc{"POST": a.newRecoveryCodes}},
+		{"/users/{id}/factors", map[string]http.HandlerFunc{"GET": a.getFactors}},
+		{"/users/{id}/lockouts", map[string]http.HandlerFunc{"DELETE": a.clearUserLockouts}},
+		{"/lockouts", map[string]http.HandlerFunc{"GET": a.listLockouts}},
+		{"/lockouts/{key}", map[string]http.HandlerFunc{"DELETE": a.clearLockout}},
 		{"/memberships", map[string]http.HandlerFunc{"GET": a.listMemberships, "POST": a.createMembership}},
 		{"/memberships/{id}", map[string]http.HandlerFunc{"GET": a.getMembership, "PATCH": a.updateMembership, "DELETE": a.deleteMembership}},
 		{"/clients", map[string]http.HandlerFunc{"GET": a.listClients, "POST": a.createClient}},
@@ -167,6 +178,7 @@ func (a *api) routes(mux *http.ServeMux) {
 		{"/cluster", map[string]http.HandlerFunc{"GET": a.clusterStatus}},
 		{"/cluster/nodes/{id}", map[string]http.HandlerFunc{"DELETE": a.removeNode}},
 		{"/snapshot", map[string]http.HandlerFunc{"GET": a.backup, "POST": a.restore}},
+		{"/status", map[string]http.HandlerFunc{"GET": a.status}},
 	}
 	for _, rt := range table {
 		var allow []string
@@ -328,14 +340,6 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	}
 	httpx.WriteBodyError(w, r, err)
 	return false
-}
-
-// secondFactor answers the second-factor routes, which a later issue fills.
-func (a *api) secondFactor(w http.ResponseWriter, r *http.Request) {
-	if _, ok := pathUUID(w, r); !ok {
-		return
-	}
-	httpx.WriteError(w, r, http.StatusNotImplemented, httpx.CodeUnprocessble, "second factors arrive with the second-factor issue")
 }
 
 // errNotWired is logged when an optional dependency was not configured.

@@ -1,7 +1,8 @@
 // Package admin is the operator API of CONTRACT.md section 2, served under
 // /admin/v1 as one http.Handler: organizations, users, memberships, clients,
-// signing keys, the cluster view, and backup and restore of the whole state
-// (GET and POST /snapshot).
+// signing keys, the cluster view, backup and restore of the whole state
+// (GET and POST /snapshot), and GET /status (leader, members, applied
+// index, key states and pending back-channel deliveries at a glance).
 //
 // Invariants:
 //   - Every request is authenticated first (Authorization: Bearer <admin

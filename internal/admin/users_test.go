@@ -2,12 +2,36 @@ package admin
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/factor"
+	"github.com/oidcd/oidcd/internal/fsmtest"
 	"github.com/oidcd/oidcd/internal/httpx"
 )
+
+func decodeBody(t *testing.T, w interface{ Result() *http.Response }, v any) {
+	t.Helper()
+	if err := json.NewDecoder(w.Result().Body).Decode(v); err != nil {
+		t.Fatalf("decode answer: %v", err)
+	}
+}
+
+func mustApply(t *testing.T, a *fsmtest.Applier, cmd fsm.Command) {
+	t.Helper()
+	res, err := a.Apply(context.Background(), cmd)
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		t.Fatalf("apply %s: %v", cmd.Type, err)
+	}
+}
 
 func TestCreateUser(t *testing.T) {
 	e := newEnv(t)
@@ -165,13 +189,75 @@ func TestGetListDeleteUser(t *testing.T) {
 func TestSecondFactorRoutes(t *testing.T) {
 	e := newEnv(t)
 	u := e.createUser(`{"email":"a@example.com"}`)
+	missing := "00000000-0000-4000-8000-00000000dead"
 	e.run(t, []tc{
-		{name: "totp", method: "POST", path: "/admin/v1/users/" + u.ID + "/totp", status: 501, code: httpx.CodeUnprocessble},
-		{name: "recovery codes", method: "POST", path: "/admin/v1/users/" + u.ID + "/recovery-codes", body: `{}`, status: 501, code: httpx.CodeUnprocessble},
 		{name: "totp bad id", method: "POST", path: "/admin/v1/users/x/totp", status: 400, code: httpx.CodeValidation, field: "id"},
+		{name: "totp unknown user", method: "POST", path: "/admin/v1/users/" + missing + "/totp", status: 404, code: httpx.CodeNotFound},
+		{name: "recovery unknown user", method: "POST", path: "/admin/v1/users/" + missing + "/recovery-codes", status: 404, code: httpx.CodeNotFound},
+		{name: "factors unknown user", method: "GET", path: "/admin/v1/users/" + missing + "/factors", status: 404, code: httpx.CodeNotFound},
+		{name: "no lockout to clear", method: "DELETE", path: "/admin/v1/lockouts/ip:192.0.2.9", status: 404, code: httpx.CodeNotFound},
 	})
-	env := checkEnvelope(t, e.do("POST", "/admin/v1/users/"+u.ID+"/totp", ""), 501, httpx.CodeUnprocessble)
-	if want := "second factors arrive with the second-factor issue"; env.Message != want {
-		t.Errorf("got %q, want %q", env.Message, want)
+
+	var totp struct{ Secret, URI string }
+	decodeBody(t, e.must(201, "POST", "/admin/v1/users/"+u.ID+"/totp", ""), &totp)
+	if !strings.HasPrefix(totp.URI, "otpauth://totp/") || !strings.Contains(totp.URI, "secret="+totp.Secret) {
+		t.Fatalf("totp answer: %+v", totp)
 	}
+	code, err := factor.TOTPCode(totp.Secret, e.clock.now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := e.state.Factors(u.ID)
+	if f.TOTP == nil {
+		t.Fatalf("stored totp: %+v", f)
+	}
+	if _, ok := factor.TOTPStep(totp.Secret, code, e.clock.now()); !ok {
+		t.Fatal("the answered secret does not verify its own code")
+	}
+
+	var rc struct{ Codes []string }
+	decodeBody(t, e.must(201, "POST", "/admin/v1/users/"+u.ID+"/recovery-codes", ""), &rc)
+	seen := map[string]bool{}
+	for _, c := range rc.Codes {
+		if len(c) != 11 || seen[c] {
+			t.Fatalf("codes: %v", rc.Codes)
+		}
+		seen[c] = true
+	}
+	if len(rc.Codes) != 10 {
+		t.Fatalf("%d codes, want 10", len(rc.Codes))
+	}
+	f, _ = e.state.Factors(u.ID)
+	for _, stored := range f.Recovery {
+		if seen[stored.Hash] {
+			t.Fatal("a recovery code is stored in the clear")
+		}
+	}
+
+	var fo factorsOut
+	decodeBody(t, e.must(200, "GET", "/admin/v1/users/"+u.ID+"/factors", ""), &fo)
+	if !fo.TOTP || fo.RecoveryCodes != 10 || fo.Passkeys == nil {
+		t.Fatalf("factors: %+v", fo)
+	}
+	e.must(204, "DELETE", "/admin/v1/users/"+u.ID+"/totp", "")
+	decodeBody(t, e.must(200, "GET", "/admin/v1/users/"+u.ID+"/factors", ""), &fo)
+	if fo.TOTP {
+		t.Fatalf("after DELETE: %+v", fo)
+	}
+
+	// A lockout is listed with its kind and person, and clearable.
+	rule := fsm.ThrottleRule{Key: factor.KeyCode + u.ID, Limit: 1, Window: time.Minute, Lockout: time.Hour}
+	mustApply(t, e.app, fsm.MustCommand(fsm.TypeThrottleHit, fsm.ThrottleHit{Rules: []fsm.ThrottleRule{rule}, At: e.clock.now()}))
+	var lo struct{ Data []lockoutOut }
+	decodeBody(t, e.must(200, "GET", "/admin/v1/lockouts", ""), &lo)
+	if len(lo.Data) != 1 || lo.Data[0].Kind != "code" || lo.Data[0].UserID != u.ID {
+		t.Fatalf("lockouts: %+v", lo)
+	}
+	e.must(204, "DELETE", "/admin/v1/users/"+u.ID+"/lockouts", "")
+	decodeBody(t, e.must(200, "GET", "/admin/v1/lockouts", ""), &lo)
+	if len(lo.Data) != 0 {
+		t.Fatalf("after clearing: %+v", lo)
+	}
+	mustApply(t, e.app, fsm.MustCommand(fsm.TypeThrottleHit, fsm.ThrottleHit{Rules: []fsm.ThrottleRule{rule}, At: e.clock.now()}))
+	e.must(204, "DELETE", "/admin/v1/lockouts/"+url.PathEscape(rule.Key), "")
 }

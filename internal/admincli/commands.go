@@ -18,6 +18,9 @@ type noun struct {
 	aliases []string
 	summary string
 	verbs   []verb
+	// bare marks a noun that is itself the command (`oidcd admin status`):
+	// it has exactly one verb, named "".
+	bare bool
 }
 
 // verb is one subcommand; it maps to exactly one admin API call.
@@ -62,6 +65,9 @@ type request struct {
 	// download, when set, is where the body of a successful answer is
 	// saved (atomically, mode 0600) instead of being shown.
 	download string
+	// verdict, when set, turns a successful answer into the exit code (in
+	// both output modes): `status` exits ExitNoLeader without a leader.
+	verdict func(body []byte) int
 }
 
 func findNoun(name string) *noun {
@@ -90,6 +96,15 @@ func (n *noun) findVerb(name string) *verb {
 // commands is the whole command tree, in the order of the usage text.
 func commands() []noun {
 	return []noun{
+		{name: "status", summary: "the cluster at a glance", bare: true, verbs: []verb{
+			{name: "", summary: "show the node, leader, members, applied index, signing keys and pending back-channel deliveries",
+				details: "Every part is read by the node that answers (--addr), without a write, so a\n" +
+					"node that has lost its leader still answers. The exit code is 0 when that\n" +
+					"node knows a leader and 5 when it does not, so a script can wait for a\n" +
+					"cluster to form:\n\n" +
+					"  until oidcd admin status >/dev/null; do sleep 1; done",
+				setup: statusShow},
+		}},
 		{name: "org", aliases: []string{"orgs", "organization", "organizations"}, summary: "organizations (tenants) that own clients and have members", verbs: []verb{
 			{name: "create", synopsis: "--slug S --name N", summary: "create an organization", setup: orgCreate},
 			{name: "list", synopsis: "[--page N] [--page-size N]", summary: "list organizations", setup: listOf("/organizations", orgTable)},
@@ -115,6 +130,17 @@ func commands() []noun {
 			{name: "recovery-codes", args: []string{"ID"}, summary: "issue 10 single-use recovery codes, replacing earlier ones",
 				details: "The codes are shown only this once; each works once; earlier codes stop working.",
 				setup:   userRecoveryCodes},
+			{name: "totp-remove", args: []string{"ID"}, summary: "remove the user's authenticator app (a lost phone)",
+				setup: deleteSub("/users", "/totp", "authenticator app of user")},
+			{name: "factors", args: []string{"ID"}, summary: "show the user's second factors: authenticator app, recovery codes left, passkeys",
+				setup: userFactors},
+			{name: "unlock", args: []string{"ID"}, summary: "clear the user's password and code lockouts",
+				setup: deleteSub("/users", "/lockouts", "lockouts of user")},
+		}},
+		{name: "lockout", aliases: []string{"lockouts"}, summary: "sign-in lockouts after too many failures (accounts, IP addresses, phone numbers)", verbs: []verb{
+			{name: "list", summary: "list what is locked now and until when", setup: lockoutList},
+			{name: "clear", args: []string{"KEY"}, summary: "clear one lockout before it ends by itself (KEY from lockout list)",
+				setup: deleteOne("/lockouts", "lockout")},
 		}},
 		{name: "membership", aliases: []string{"memberships"}, summary: "links between a user and an organization", verbs: []verb{
 			{name: "create", synopsis: "--user U --org O [--status active|suspended]", summary: "add a user to an organization", setup: membershipCreate},
@@ -363,6 +389,31 @@ func userRecoveryCodes(fs *flag.FlagSet) func(in *inv) (*request, error) {
 			note: func([]byte) string {
 				return "these recovery codes are shown only this once and replace any earlier ones; each works once"
 			}}, nil
+	}
+}
+
+// deleteSub is a DELETE of a sub-resource of one record: prefix/ID+suffix.
+func deleteSub(prefix, suffix, what string) func(fs *flag.FlagSet) func(in *inv) (*request, error) {
+	return func(fs *flag.FlagSet) func(in *inv) (*request, error) {
+		return func(in *inv) (*request, error) {
+			id := in.args[0]
+			return &request{method: http.MethodDelete, path: idPath(prefix, id) + suffix, show: func(w io.Writer, _ []byte) error {
+				_, err := fmt.Fprintf(w, "removed %s %s\n", what, clean(id))
+				return err
+			}}, nil
+		}
+	}
+}
+
+func userFactors(fs *flag.FlagSet) func(in *inv) (*request, error) {
+	return func(in *inv) (*request, error) {
+		return &request{method: http.MethodGet, path: idPath("/users", in.args[0]) + "/factors", show: showFactors}, nil
+	}
+}
+
+func lockoutList(fs *flag.FlagSet) func(in *inv) (*request, error) {
+	return func(in *inv) (*request, error) {
+		return &request{method: http.MethodGet, path: "/lockouts", show: lockoutTable.list}, nil
 	}
 }
 

@@ -129,6 +129,9 @@ func (c *conn) call(ctx context.Context, req *request, asJSON bool, stdout, stde
 			fmt.Fprintf(stderr, "note: %s\n", n)
 		}
 	}
+	if req.verdict != nil {
+		return req.verdict(a.body)
+	}
 	return ExitOK
 }
 

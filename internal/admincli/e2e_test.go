@@ -151,6 +151,14 @@ func TestAgainstAdminAPI(t *testing.T) {
 	_ = c.field("id", "", "user", "update", user, "--phone", "+15551234567")
 	out, _ = c.run(admincli.ExitOK, "", "user", "get", user)
 	contains(t, "user get", out, "ann@example.com", "true", "+15551234567")
+	out, _ = c.run(admincli.ExitOK, "", "user", "factors", user)
+	contains(t, "user factors", out, "authenticator app", "false", "passkeys")
+	out, _ = c.run(admincli.ExitOK, "", "user", "unlock", user)
+	contains(t, "user unlock", out, "removed lockouts of user "+user)
+	out, _ = c.run(admincli.ExitOK, "", "lockout", "list")
+	contains(t, "lockout list", out, "no lockouts")
+	_, errOut := c.run(admincli.ExitServerError, "", "lockout", "clear", "pw:nobody@example.com")
+	contains(t, "lockout clear of nothing", errOut, "error: NOT_FOUND: ")
 
 	m := c.field("id", "", "membership", "create", "--user", user, "--org", org)
 	out, _ = c.run(admincli.ExitOK, "", "membership", "update", m, "--status", "suspended")
@@ -158,7 +166,7 @@ func TestAgainstAdminAPI(t *testing.T) {
 	out, _ = c.run(admincli.ExitOK, "", "membership", "list", "--user", user)
 	contains(t, "membership list", out, m, user, org, "suspended", "page 1/1, 1 item")
 
-	out, errOut := c.run(admincli.ExitOK, "", "client", "create", "--name", "Portal", "--org", org,
+	out, errOut = c.run(admincli.ExitOK, "", "client", "create", "--name", "Portal", "--org", org,
 		"--redirect-uri", "https://portal.example.com/cb", "--scope", "openid,email", "--access-token-ttl", "15m", "--client-id", "portal")
 	contains(t, "client create", out, "client_id           portal", "access_token_ttl    900", "\nclient_secret: ")
 	contains(t, "client create stderr", errOut, "shown only this once")
@@ -182,6 +190,8 @@ func TestAgainstAdminAPI(t *testing.T) {
 	contains(t, "keys rotate", out, "kid-2", "active")
 	out, _ = c.run(admincli.ExitOK, "", "cluster", "status")
 	contains(t, "cluster status", out, "leader: n1", "127.0.0.1:8300")
+	out, _ = c.run(admincli.ExitOK, "", "status")
+	contains(t, "status", out, "leader", "n1", "signing keys", "1 active", "pending back-channel deliveries", "127.0.0.1:8300")
 
 	out, _ = c.run(admincli.ExitOK, "", "membership", "delete", m)
 	contains(t, "membership delete", out, "deleted membership "+m)

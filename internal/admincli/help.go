@@ -27,22 +27,39 @@ func help(topic []string, stdout, stderr io.Writer) int {
 	if n == nil {
 		return usageError(stderr, fmt.Sprintf("no help for unknown command %q", topic[0]), "oidcd admin help")
 	}
+	if n.bare && len(topic) == 1 {
+		v := &n.verbs[0]
+		fs := newFlagSet(v.command(n))
+		v.setup(fs)
+		writeVerbHelp(stdout, n, v, fs)
+		return ExitOK
+	}
 	if len(topic) == 1 {
 		writeNounHelp(stdout, n)
 		return ExitOK
 	}
+	// #nosec G602 -- len(topic) >= 2 here: 0 and 1 returned above
 	v := n.findVerb(topic[1])
 	if v == nil || len(topic) > 2 {
 		return usageError(stderr, fmt.Sprintf("no help for %q", strings.Join(topic, " ")), "oidcd admin "+n.name+" help")
 	}
-	fs := newFlagSet(n.name + " " + v.name)
+	fs := newFlagSet(v.command(n))
 	v.setup(fs)
 	writeVerbHelp(stdout, n, v, fs)
 	return ExitOK
 }
 
+// command is the words that name the verb: "org create", or "status"
+// for a bare noun.
+func (v *verb) command(n *noun) string {
+	if v.name == "" {
+		return n.name
+	}
+	return n.name + " " + v.name
+}
+
 func (v *verb) usageLine(n *noun) string {
-	parts := []string{"oidcd admin", n.name, v.name}
+	parts := []string{"oidcd admin", v.command(n)}
 	parts = append(parts, v.args...)
 	if v.synopsis != "" {
 		parts = append(parts, v.synopsis)
@@ -75,6 +92,8 @@ const exitHelp = `Exit codes:
      (nothing was sent)
   3  the server could not be reached or did not answer within --timeout
   4  authentication failed: the server answered 401, or no token was found
+  5  status only: the node answered but knows no leader (the cluster is
+     forming or has lost its majority)
 `
 
 func writeMainHelp(w io.Writer) {
@@ -88,7 +107,7 @@ Commands:
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, n := range commands() {
 		for _, v := range n.verbs {
-			fmt.Fprintf(tw, "  %s\t%s\n", strings.Join(append([]string{n.name, v.name}, v.args...), " "), v.summary)
+			fmt.Fprintf(tw, "  %s\t%s\n", strings.Join(append([]string{v.command(&n)}, v.args...), " "), v.summary)
 		}
 	}
 	tw.Flush()
@@ -104,7 +123,7 @@ once) go to stderr.
 
 `+exitHelp+`
 Examples:
-  oidcd admin --addr 10.0.0.5:8080 --token-file /var/lib/oidcd/admin-token cluster status
+  oidcd admin --addr 10.0.0.5:8080 --token-file /var/lib/oidcd/admin-token status
   oidcd admin org create --slug acme --name "Acme Inc."
   printf '%s\n' "$PW" | oidcd admin user create --email ann@example.com --email-verified --password-stdin
   oidcd admin membership create --user USER_ID --org ORG_ID

@@ -59,7 +59,11 @@ var (
 		col("KID", "kid"), col("STATE", "state"), col("CREATED_AT", "created_at"),
 		col("ACTIVATES_AT", "activates_at"), col("RETIRED_AT", "retired_at"),
 	}}
-	memberTable = []column{
+	lockoutTable = view{plural: "lockouts", cols: []column{
+		col("KEY", "key"), col("KIND", "kind"), col("USER", "user_id"), col("FAILURES", "count"), col("LOCKED_UNTIL", "locked_until"),
+	}}
+	passkeyTable = []column{col("PASSKEY", "id"), col("NAME", "name"), col("CREATED_AT", "created_at"), col("LAST_USED_AT", "last_used_at")}
+	memberTable  = []column{
 		col("ID", "id"), col("RAFT_ADDR", "raft_addr"), col("GOSSIP_ADDR", "gossip_addr"), col("HTTP_ADDR", "http_addr"),
 		col("STATE", "state"), col("VOTER", "voter"), col("LEADER", leaderMark),
 	}
@@ -188,6 +192,30 @@ func showTOTP(w io.Writer, body []byte) error {
 		return err
 	}
 	return writeFields(w, obj, []string{"secret", "uri"})
+}
+
+// showFactors prints what a user has enrolled, and the passkeys.
+func showFactors(w io.Writer, body []byte) error {
+	var f struct {
+		TOTP     any              `json:"totp"`
+		Left     any              `json:"recovery_codes_left"`
+		Passkeys []map[string]any `json:"passkeys"`
+	}
+	if err := decode(body, &f); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "authenticator app\t%s\n", text(f.TOTP))
+	fmt.Fprintf(tw, "recovery codes left\t%s\n", text(f.Left))
+	fmt.Fprintf(tw, "passkeys\t%d\n", len(f.Passkeys))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(f.Passkeys) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	return writeTable(w, passkeyTable, f.Passkeys)
 }
 
 func showCodes(w io.Writer, body []byte) error {

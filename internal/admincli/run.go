@@ -21,6 +21,7 @@ const (
 	ExitUsage       = 2 // bad flags or arguments; nothing was sent
 	ExitUnreachable = 3 // the server could not be reached or did not answer in time
 	ExitAuth        = 4 // authentication failed (401) or there was no token to send
+	ExitNoLeader    = 5 // status only: the node answered but knows no leader
 )
 
 // Defaults of the global flags.
@@ -39,7 +40,7 @@ const (
 // Environment variables read by Run.
 const (
 	EnvAddr  = "OIDCD_ADDR"
-	EnvToken = "OIDCD_ADMIN_TOKEN"
+	EnvToken = "OIDCD_ADMIN_TOKEN" // #nosec G101 -- the name of an environment variable, not a credential
 )
 
 // APIPrefix is the base path of the admin API.
@@ -103,6 +104,12 @@ func Run(ctx context.Context, args []string, env func(string) string, stdin io.R
 	if n == nil {
 		return usageError(stderr, fmt.Sprintf("unknown command %q", rest[0]), "oidcd admin help")
 	}
+	if n.bare {
+		if len(rest) > 1 && isHelpWord(rest[1]) {
+			return help([]string{n.name}, stdout, stderr)
+		}
+		return runVerb(ctx, g, n, &n.verbs[0], rest[1:], env, stdin, stdout, stderr)
+	}
 	if len(rest) == 1 {
 		fmt.Fprintf(stderr, "error: %s needs a verb\n\n", n.name)
 		writeNounHelp(stderr, n)
@@ -119,13 +126,13 @@ func Run(ctx context.Context, args []string, env func(string) string, stdin io.R
 }
 
 func runVerb(ctx context.Context, g *globals, n *noun, v *verb, args []string, env func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
-	local := newFlagSet(n.name + " " + v.name)
+	local := newFlagSet(v.command(n))
 	build := v.setup(local)
-	all := newFlagSet(n.name + " " + v.name)
+	all := newFlagSet(v.command(n))
 	local.VisitAll(func(f *flag.Flag) { all.Var(f.Value, f.Name, f.Usage) })
 	g.register(all)
 
-	helpCmd := "oidcd admin " + n.name + " " + v.name + " -h"
+	helpCmd := "oidcd admin " + v.command(n) + " -h"
 	pos, err := parseInterspersed(all, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -166,11 +173,11 @@ func argCountError(n *noun, v *verb, pos []string) string {
 	want := len(v.args)
 	switch {
 	case want == 0:
-		return fmt.Sprintf("%s %s takes no arguments, got %q", n.name, v.name, strings.Join(pos, " "))
+		return fmt.Sprintf("%s takes no arguments, got %q", v.command(n), strings.Join(pos, " "))
 	case len(pos) < want:
-		return fmt.Sprintf("%s %s needs %s", n.name, v.name, strings.Join(v.args[len(pos):], " "))
+		return fmt.Sprintf("%s needs %s", v.command(n), strings.Join(v.args[len(pos):], " "))
 	default:
-		return fmt.Sprintf("%s %s takes %s, got extra %q", n.name, v.name, strings.Join(v.args, " "), strings.Join(pos[want:], " "))
+		return fmt.Sprintf("%s takes %s, got extra %q", v.command(n), strings.Join(v.args, " "), strings.Join(pos[want:], " "))
 	}
 }
 
@@ -258,6 +265,7 @@ func resolveToken(g *globals, env func(string) string, stderr io.Writer) (string
 }
 
 func readTokenFile(path string) (string, error) {
+	// #nosec G304 -- the operator names the token file (or it is <data-dir>/admin-token)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", err

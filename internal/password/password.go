@@ -113,6 +113,7 @@ func (h *Hasher) Verify(ctx context.Context, secret, phc string) (bool, error) {
 	if err := h.acquire(ctx); err != nil {
 		return false, err
 	}
+	// #nosec G115 -- decode bounds len(want) by maxKeyLen
 	got := argon2.IDKey([]byte(secret), salt, p.Time, p.Memory, p.Threads, uint32(len(want)))
 	h.release()
 	return subtle.ConstantTimeCompare(got, want) == 1, nil
@@ -174,15 +175,18 @@ func decodeParams(s string) (Params, error) {
 		}
 		vals[i] = n
 	}
+	// #nosec G115 -- vals were parsed with strconv.ParseUint(v, 10, 32)
 	p = Params{Memory: uint32(vals[0]), Time: uint32(vals[1])}
 	switch {
 	case vals[2] < 1 || vals[2] > 255:
 		return p, fmt.Errorf("%w: p=%d out of range", ErrMalformed, vals[2])
 	case p.Time < 1 || p.Time > MaxTime:
 		return p, fmt.Errorf("%w: t=%d out of range", ErrMalformed, p.Time)
+	// #nosec G115 -- vals[2] was parsed with bitSize 32 and is at most 255 here
 	case p.Memory < 8*uint32(vals[2]) || p.Memory > MaxMemory:
 		return p, fmt.Errorf("%w: m=%d out of range", ErrMalformed, p.Memory)
 	}
+	// #nosec G115 -- vals[2] is within 1..255: checked just above
 	p.Threads = uint8(vals[2])
 	return p, nil
 }

@@ -1,0 +1,275 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// matrixConfig is the command line of `oidcd-bench matrix`.
+type matrixConfig struct {
+	benchtime   time.Duration
+	ceilingTime time.Duration
+	concurrency int
+	users       int
+	sizes       []int
+	scenarios   []string
+	write       string // BENCHMARKS.md to rewrite; "" = markdown on stdout
+	jsonOut     string
+	command     string
+	pprof       bool
+	nodeLog     string
+}
+
+// matrixScenarios is the order the matrix runs: the reads first, while
+// the store is small, then the sign-ins, then everything at once.
+var matrixScenarios = []string{"discovery", "jwks", "userinfo", "introspect", "silent-signin", "password-signin", mixedName}
+
+// matrixResult is everything one matrix run measured.
+type matrixResult struct {
+	Date        string      `json:"date"`
+	Commit      string      `json:"commit"`
+	Machine     machine     `json:"machine"`
+	Command     string      `json:"command"`
+	BenchtimeS  float64     `json:"benchtime_s"`
+	Concurrency int         `json:"concurrency"`
+	Ceilings    ceilings    `json:"ceilings"`
+	Runs        []matrixRun `json:"runs"`
+	Nodes       []nodeUsage `json:"nodes"`
+	ElapsedS    float64     `json:"elapsed_s"`
+}
+
+// matrixRun is one scenario on one set of nodes, with its verdict.
+type matrixRun struct {
+	Scenario string            `json:"scenario"`
+	Nodes    int               `json:"nodes"`
+	Ops      uint64            `json:"ops"`
+	OpsPerS  float64           `json:"ops_per_s"`
+	Latency  latency           `json:"latency_ms"`
+	Errors   map[string]uint64 `json:"errors"`
+	Ceiling  string            `json:"ceiling,omitempty"`
+	Fraction float64           `json:"fraction_of_ceiling,omitempty"`
+	Target   string            `json:"target,omitempty"`
+	Met      *bool             `json:"met,omitempty"`
+}
+
+// nodeUsage is the node process's footprint after its scenarios.
+type nodeUsage struct {
+	Nodes        int   `json:"nodes"`
+	RSSBytes     int64 `json:"rss_bytes"`
+	DataDirBytes int64 `json:"data_dir_bytes"`
+}
+
+func parseMatrixFlags(args []string, stderr io.Writer) (*matrixConfig, error) {
+	fs := flag.NewFlagSet("oidcd-bench matrix", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	mc := &matrixConfig{}
+	var sizes, scen string
+	fs.DurationVar(&mc.benchtime, "benchtime", 8*time.Second, "how long each scenario runs on each set of nodes")
+	fs.DurationVar(&mc.ceilingTime, "ceiling-time", 2*time.Second, "how long each CPU ceiling (RS256 on one and on every core, argon2id) is measured")
+	fs.IntVar(&mc.concurrency, "concurrency", 32, "concurrent workers of every run, the trivial handler's included")
+	fs.IntVar(&mc.users, "users", 16, "people provisioned on each set of nodes")
+	fs.StringVar(&sizes, "sizes", "1,3", "comma-separated node counts")
+	fs.StringVar(&scen, "scenarios", strings.Join(matrixScenarios, ","), "comma-separated scenarios")
+	fs.StringVar(&mc.write, "write", "", "rewrite the generated section of this markdown file (BENCHMARKS.md); default: print the section")
+	fs.StringVar(&mc.jsonOut, "json", "", "also write the figures as JSON to this file")
+	fs.StringVar(&mc.command, "command", "", "the command to record as having produced the figures (default: this one)")
+	fs.StringVar(&mc.nodeLog, "node-log-level", "none", "the nodes' logs on stderr: debug, info, warn, error or none (operations cut short at the end of each run log errors)")
+	fs.BoolVar(&mc.pprof, "pprof", false, "give the nodes pprof listeners on 127.0.0.1 (printed on stderr) to profile them under load")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: oidcd-bench matrix [flags]\n\nMeasures this machine's ceilings, starts one node and a three-node cluster on 127.0.0.1, runs every scenario on each and reports the figures against the ceilings and the targets of the speed issue. Flags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, errPrinted{err}
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	for _, s := range strings.Split(sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 || n > 5 {
+			return nil, fmt.Errorf("--sizes %q: want node counts from 1 to 5", sizes)
+		}
+		mc.sizes = append(mc.sizes, n)
+	}
+	for _, s := range strings.Split(scen, ",") {
+		s = strings.TrimSpace(s)
+		if _, ok := scenarios[s]; !ok {
+			return nil, fmt.Errorf("--scenarios: %q: want some of %s", s, strings.Join(scenarioNames, ", "))
+		}
+		mc.scenarios = append(mc.scenarios, s)
+	}
+	switch {
+	case mc.benchtime < time.Second || mc.benchtime > time.Hour:
+		return nil, errors.New("--benchtime must be between 1s and 1h")
+	case mc.ceilingTime < 100*time.Millisecond || mc.ceilingTime > time.Minute:
+		return nil, errors.New("--ceiling-time must be between 100ms and 1m")
+	case mc.concurrency < 1 || mc.concurrency > 1024:
+		return nil, errors.New("--concurrency must be between 1 and 1024")
+	case mc.users < 1:
+		return nil, errors.New("--users must be at least 1")
+	}
+	if mc.command == "" {
+		mc.command = "oidcd-bench matrix " + strings.Join(args, " ")
+	}
+	return mc, nil
+}
+
+// runMatrix is `oidcd-bench matrix`.
+func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	mc, err := parseMatrixFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		if !errors.As(err, new(errPrinted)) {
+			fmt.Fprintln(stderr, "oidcd-bench matrix:", err)
+		}
+		return 2
+	}
+	res, err := matrix(ctx, mc, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "oidcd-bench matrix:", err)
+		return 1
+	}
+	md := res.markdown()
+	if mc.jsonOut != "" {
+		b, _ := json.MarshalIndent(res, "", "  ")
+		if err := os.WriteFile(mc.jsonOut, append(b, '\n'), 0o644); err != nil {
+			fmt.Fprintln(stderr, "oidcd-bench matrix:", err)
+			return 1
+		}
+	}
+	if mc.write == "" {
+		io.WriteString(stdout, md)
+		return 0
+	}
+	if err := rewriteSection(mc.write, md); err != nil {
+		fmt.Fprintln(stderr, "oidcd-bench matrix:", err)
+		return 1
+	}
+	logf(stderr, "wrote the figures into %s", mc.write)
+	io.WriteString(stdout, md)
+	return 0
+}
+
+// matrix measures the ceilings, then runs every scenario on every size.
+func matrix(ctx context.Context, mc *matrixConfig, stderr io.Writer) (*matrixResult, error) {
+	began := time.Now()
+	res := &matrixResult{
+		Date: began.UTC().Format("2006-01-02 15:04 UTC"), Commit: gitCommit(), Machine: describeMachine(),
+		Command: mc.command, BenchtimeS: mc.benchtime.Seconds(), Concurrency: mc.concurrency,
+	}
+	logf(stderr, "measuring the CPU ceilings (%s each)", mc.ceilingTime)
+	if err := measureCPUCeilings(ctx, mc.ceilingTime, &res.Ceilings); err != nil {
+		return nil, err
+	}
+	logf(stderr, "RS256 %.0f/s per core, %.0f/s on %d; argon2id %.1f ms", res.Ceilings.SignPerCore,
+		res.Ceilings.SignAllCores, runtime.GOMAXPROCS(0), res.Ceilings.Argon2Ms)
+
+	if err := measureTrivial(ctx, mc, stderr, &res.Ceilings); err != nil {
+		return nil, err
+	}
+	logf(stderr, "trivial handler %.0f req/s", res.Ceilings.Trivial)
+
+	for _, size := range mc.sizes {
+		runs, usage, err := matrixSize(ctx, mc, size, stderr)
+		if err != nil {
+			return nil, fmt.Errorf("%d node(s): %w", size, err)
+		}
+		for _, r := range runs {
+			judge(&r, res.Ceilings)
+			res.Runs = append(res.Runs, r)
+		}
+		res.Nodes = append(res.Nodes, usage)
+	}
+	res.ElapsedS = time.Since(began).Round(time.Second).Seconds()
+	return res, nil
+}
+
+// measureTrivial runs the trivial scenario against a child process that
+// serves only the trivial handler.
+func measureTrivial(ctx context.Context, mc *matrixConfig, stderr io.Writer, c *ceilings) error {
+	ch, err := spawnNodes(ctx, stderr, "--size", "0", "--trivial")
+	if err != nil {
+		return err
+	}
+	defer ch.stop()
+	cfg := loadConfig(mc, []string{ch.info.Trivial}, ch.info.Trivial, "")
+	cfg.scenario = trivialName
+	e := newEnv(cfg)
+	defer e.tr.CloseIdleConnections()
+	rep, err := load(ctx, cfg, e, stderr)
+	if err != nil {
+		return err
+	}
+	if rep.Ops == 0 || errorCount(rep.Errors) > rep.Ops/100 {
+		return fmt.Errorf("trivial handler: %d ops, errors %v", rep.Ops, rep.Errors)
+	}
+	c.Trivial, c.TrivialMs = rep.OpsPerS, rep.Latency
+	return nil
+}
+
+// loadConfig is the config of one matrix run.
+func loadConfig(mc *matrixConfig, targets []string, issuer, token string) *config {
+	return &config{
+		targets: targets, issuer: issuer, adminToken: token, concurrency: mc.concurrency,
+		duration: mc.benchtime, timeout: 10 * time.Second, users: mc.users, tokenTTL: 86400,
+		soakSample: time.Second,
+	}
+}
+
+// matrixSize starts size nodes in a child process, provisions once and
+// runs every scenario on them.
+func matrixSize(ctx context.Context, mc *matrixConfig, size int, stderr io.Writer) ([]matrixRun, nodeUsage, error) {
+	args := []string{"--size", strconv.Itoa(size), "--log-level", mc.nodeLog}
+	if mc.pprof {
+		args = append(args, "--pprof")
+	}
+	ch, err := spawnNodes(ctx, stderr, args...)
+	if err != nil {
+		return nil, nodeUsage{}, err
+	}
+	defer ch.stop()
+	if mc.pprof {
+		logf(stderr, "pprof of the %d node(s): %s", size, strings.Join(ch.info.Pprof, ", "))
+	}
+	cfg := loadConfig(mc, ch.info.URLs, ch.info.Issuer, ch.info.AdminToken)
+	e, cleanup, err := prepare(ctx, cfg, stderr)
+	defer cleanup()
+	if err != nil {
+		return nil, nodeUsage{}, err
+	}
+	var runs []matrixRun
+	for _, name := range mc.scenarios {
+		c := *cfg
+		c.scenario = name
+		rep, err := load(ctx, &c, e, stderr)
+		if err != nil {
+			return nil, nodeUsage{}, fmt.Errorf("%s: %w", name, err)
+		}
+		logf(stderr, "%d node(s) %s: %.1f/s, p50 %.2f ms, p99 %.2f ms, %d errors", size, name,
+			rep.OpsPerS, rep.Latency.P50, rep.Latency.P99, errorCount(rep.Errors))
+		runs = append(runs, matrixRun{Scenario: name, Nodes: size, Ops: rep.Ops, OpsPerS: rep.OpsPerS, Latency: rep.Latency, Errors: rep.Errors})
+	}
+	u := nodeUsage{Nodes: size, RSSBytes: -1, DataDirBytes: -1}
+	if n, err := readRSS(ch.info.PID); err == nil {
+		u.RSSBytes = n
+	}
+	if len(ch.info.DataDirs) > 0 {
+		if n, err := dirSize(filepath.Dir(ch.info.DataDirs[0])); err == nil {
+			u.DataDirBytes = n
+		}
+	}
+	return runs, u, nil
+}

@@ -1,0 +1,269 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestMain lets the test binary stand in for oidcd-bench when the matrix
+// and soak commands start their child process (os.Executable is the test
+// binary): `<test binary> nodes ...` runs the nodes command instead of
+// the tests.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "nodes" {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+		code := runNodes(ctx, os.Args[2:], os.Stdin, os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+func TestJudge(t *testing.T) {
+	c := ceilings{TwoSig: 1000, Argon2PerS: 80, Trivial: 20000}
+	yes, no := true, false
+	cases := []struct {
+		name string
+		run  matrixRun
+		frac float64
+		met  *bool
+	}{
+		{"password meets 60/s", matrixRun{Scenario: "password-signin", Nodes: 1, Ops: 610, OpsPerS: 61}, 0.763, &yes},
+		{"password below 60/s", matrixRun{Scenario: "password-signin", Nodes: 1, Ops: 590, OpsPerS: 59}, 0.738, &no},
+		{"password on three nodes has no target", matrixRun{Scenario: "password-signin", Nodes: 3, Ops: 500, OpsPerS: 50}, 0.625, nil},
+		{"silent half the two-signature ceiling", matrixRun{Scenario: "silent-signin", Nodes: 1, Ops: 5000, OpsPerS: 500, Latency: latency{P99: 49}}, 0.5, &yes},
+		{"silent fast enough but p99 too slow", matrixRun{Scenario: "silent-signin", Nodes: 1, Ops: 6000, OpsPerS: 600, Latency: latency{P99: 51}}, 0.6, &no},
+		{"silent on three nodes: a third", matrixRun{Scenario: "silent-signin", Nodes: 3, Ops: 3400, OpsPerS: 340, Latency: latency{P99: 20}}, 0.34, &yes},
+		{"userinfo 0.31", matrixRun{Scenario: "userinfo", Nodes: 1, Ops: 62000, OpsPerS: 6200}, 0.31, &yes},
+		{"userinfo 0.30", matrixRun{Scenario: "userinfo", Nodes: 1, Ops: 60000, OpsPerS: 6000}, 0.3, &no},
+		{"userinfo with errors", matrixRun{Scenario: "userinfo", Nodes: 1, Ops: 80000, OpsPerS: 8000, Errors: map[string]uint64{"timeout": 100}}, 0.4, &no},
+		{"userinfo on three nodes", matrixRun{Scenario: "userinfo", Nodes: 3, Ops: 42000, OpsPerS: 4200}, 0.21, &yes},
+		{"introspect 0.26", matrixRun{Scenario: "introspect", Nodes: 1, Ops: 52000, OpsPerS: 5200}, 0.26, &yes},
+		{"introspect on three nodes below", matrixRun{Scenario: "introspect", Nodes: 3, Ops: 30000, OpsPerS: 3000}, 0.15, &no},
+		{"discovery 0.75", matrixRun{Scenario: "discovery", Nodes: 1, Ops: 150000, OpsPerS: 15000}, 0.75, &yes},
+		{"jwks below", matrixRun{Scenario: "jwks", Nodes: 3, Ops: 140000, OpsPerS: 14000}, 0.7, &no},
+		{"mixed has no ceiling", matrixRun{Scenario: "mixed", Nodes: 1, Ops: 1000, OpsPerS: 100}, 0, nil},
+	}
+	for _, c2 := range cases {
+		t.Run(c2.name, func(t *testing.T) {
+			r := c2.run
+			judge(&r, c)
+			if r.Fraction != c2.frac {
+				t.Errorf("fraction: got %v, want %v", r.Fraction, c2.frac)
+			}
+			switch {
+			case c2.met == nil && r.Met != nil:
+				t.Errorf("met: got %v (target %q), want no target", *r.Met, r.Target)
+			case c2.met != nil && r.Met == nil:
+				t.Errorf("met: got no target, want %v", *c2.met)
+			case c2.met != nil && *r.Met != *c2.met:
+				t.Errorf("met: got %v, want %v (target %q)", *r.Met, *c2.met, r.Target)
+			}
+		})
+	}
+}
+
+func TestRewriteSection(t *testing.T) {
+	md := sectionBegin + "\n## Figures\n\nnew\n\n" + sectionEnd + "\n"
+	cases := []struct {
+		name, in, want string
+		err            bool
+	}{
+		{"first run: before the first heading",
+			"# Benchmarks\n\nIntro.\n\n## Older figures\n\nold\n",
+			"# Benchmarks\n\nIntro.\n\n" + md + "\n## Older figures\n\nold\n", false},
+		{"no heading: appended", "# Benchmarks\n", "# Benchmarks\n\n" + md, false},
+		{"replaces the section and nothing else",
+			"# B\n\n" + sectionBegin + "\nstale\n" + sectionEnd + "\n\n## Older\n",
+			"# B\n\n" + md + "\n## Older\n", false},
+		{"a lone marker is an error", "# B\n\n" + sectionBegin + "\nstale\n", "", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "BENCHMARKS.md")
+			if err := os.WriteFile(path, []byte(c.in), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			err := rewriteSection(path, md)
+			if c.err {
+				if err == nil {
+					t.Fatal("got no error, want one")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := os.ReadFile(path)
+			if string(got) != c.want {
+				t.Errorf("got\n%s\nwant\n%s", got, c.want)
+			}
+			// A second run with the same figures changes nothing.
+			if err := rewriteSection(path, md); err != nil {
+				t.Fatal(err)
+			}
+			again, _ := os.ReadFile(path)
+			if !bytes.Equal(again, got) {
+				t.Errorf("second run: got\n%s\nwant\n%s", again, got)
+			}
+		})
+	}
+}
+
+func TestThousands(t *testing.T) {
+	for in, want := range map[float64]string{0: "0", 58.44: "58.4", 99.96: "100", 100: "100", 1234.4: "1,234", 46000: "46,000", 1234567: "1,234,567"} {
+		if got := thousands(in); got != want {
+			t.Errorf("thousands(%v): got %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestMatrixEndToEnd runs a small matrix (one node, two scenarios, one
+// second each) through the child process and checks the file it writes.
+func TestMatrixEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	md, js := filepath.Join(dir, "BENCHMARKS.md"), filepath.Join(dir, "m.json")
+	if err := os.WriteFile(md, []byte("# Benchmarks\n\nIntro.\n\n## Older\n\nkept\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"matrix", "--benchtime", "1s", "--ceiling-time", "100ms", "--sizes", "1",
+		"--scenarios", "discovery,userinfo", "--concurrency", "4", "--users", "2", "--write", md, "--json", js,
+		"--command", "make bench BENCHTIME=1s"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	var res matrixResult
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	c := res.Ceilings
+	if c.SignPerCore <= 0 || c.TwoSig <= 0 || c.Argon2Ms <= 0 || c.Argon2PerS <= 0 || c.Trivial <= 0 {
+		t.Errorf("ceilings not measured: %+v", c)
+	}
+	if len(res.Runs) != 2 {
+		t.Fatalf("got %d runs, want 2: %+v", len(res.Runs), res.Runs)
+	}
+	for _, r := range res.Runs {
+		if r.Ops == 0 || len(r.Errors) != 0 || r.Ceiling != "trivial" || r.Fraction <= 0 || r.Met == nil {
+			t.Errorf("run %+v: want ops, no error, a fraction of the trivial ceiling and a verdict", r)
+		}
+	}
+	if len(res.Nodes) != 1 || res.Nodes[0].RSSBytes <= 0 || res.Nodes[0].DataDirBytes <= 0 {
+		t.Errorf("node usage: %+v", res.Nodes)
+	}
+	got, _ := os.ReadFile(md)
+	for _, want := range []string{"# Benchmarks\n\nIntro.\n\n" + sectionBegin, "Command: `make bench BENCHTIME=1s`",
+		"| discovery | 1 |", "| userinfo | 1 |", "of trivial", "GOMAXPROCS", sectionEnd + "\n\n## Older\n\nkept\n"} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("BENCHMARKS.md lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+// TestSoakAndLoginStorm is a short soak: a few seconds of the mixed
+// profile with the data dir and RSS watched, then a storm of 100
+// concurrent fresh password sign-ins at the production argon2id
+// parameters. It asserts what cannot depend on timing: the figures are
+// taken, and the storm's peak RSS stays far below what the connections
+// would hold without the hasher's semaphore (each hash holds m = 19 MiB).
+func TestSoakAndLoginStorm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 12 s soak")
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"soak", "--duration", "6s", "--mark", "2s", "--concurrency", "4", "--users", "4",
+		"--storm", "100", "--storm-duration", "5s", "--report-interval", "0", "--json"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	var res soakResult
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("%v\n%s", err, stdout.String())
+	}
+	m := res.Mixed
+	if m == nil || m.Ops == 0 || m.Soak == nil || m.Soak.DataDirBytes == nil || m.Soak.RSSBytes == nil {
+		t.Fatalf("mixed: %+v", m)
+	}
+	for name, f := range map[string]*figures{"data dir": m.Soak.DataDirBytes, "rss": m.Soak.RSSBytes} {
+		if f.Start <= 0 || f.Mark <= 0 || f.End <= 0 || f.Peak < f.End || f.Peak < f.Mark {
+			t.Errorf("%s figures: %+v; want start, mark, end and a peak at least as high", name, *f)
+		}
+	}
+	if m.Soak.MarkS < 1.9 {
+		t.Errorf("mark taken at %.1f s, want 2 s", m.Soak.MarkS)
+	}
+	s := res.Storm
+	if s == nil || s.Ops == 0 || s.Concurrency != 100 {
+		t.Fatalf("storm: %+v", s)
+	}
+	if res.SemaphoreBound <= 0 || res.Unbounded != 100*res.SemaphoreBound/int64(res.Slots) {
+		t.Fatalf("bounds: %+v", res)
+	}
+	// The semaphore lets Slots hashes hold 19 MiB each; garbage collection
+	// may keep as much again before it frees them. Without it, 100
+	// connections hash at once. The Go heap is the measure here: under
+	// the race detector the RSS also holds shadow memory.
+	limit := uint64(res.Unbounded / 4)
+	growth := res.StormHeapPeak - min(res.StormHeapPeak, res.StormHeapStart)
+	t.Logf("storm: %d sign-ins, heap %d MiB -> peak %d MiB, RSS +%d MiB; semaphore bound %d MiB, unbounded %d MiB",
+		s.Ops, res.StormHeapStart>>20, res.StormHeapPeak>>20, res.StormRSSGrowth>>20, res.SemaphoreBound>>20, res.Unbounded>>20)
+	if res.StormHeapPeak == 0 || growth > limit {
+		t.Errorf("storm heap grew by %d MiB (peak %d), above %d MiB: argon2id memory is not bounded by the semaphore", growth>>20, res.StormHeapPeak, limit>>20)
+	}
+}
+
+func TestMatrixAndSoakFlagErrors(t *testing.T) {
+	cases := []struct {
+		cmd  string
+		args []string
+		want string // "" = accepted
+	}{
+		{"matrix", nil, ""},
+		{"matrix", []string{"--sizes", "1,3", "--scenarios", "userinfo,mixed"}, ""},
+		{"matrix", []string{"--sizes", "0"}, "--sizes"},
+		{"matrix", []string{"--sizes", "1,x"}, "--sizes"},
+		{"matrix", []string{"--scenarios", "trivial"}, "--scenarios"},
+		{"matrix", []string{"--benchtime", "10ms"}, "--benchtime"},
+		{"matrix", []string{"--concurrency", "0"}, "--concurrency"},
+		{"matrix", []string{"extra"}, "unexpected argument"},
+		{"soak", nil, ""},
+		{"soak", []string{"--duration", "30s"}, ""}, // the mark defaults to a fifth
+		{"soak", []string{"--duration", "30s", "--mark", "30s"}, "--mark"},
+		{"soak", []string{"--token-ttl", "30"}, "--token-ttl"},
+		{"soak", []string{"--session-idle", "30s"}, "--session-idle"},
+		{"soak", []string{"--storm", "5000"}, "--storm"},
+	}
+	for _, c := range cases {
+		t.Run(c.cmd+" "+strings.Join(c.args, " "), func(t *testing.T) {
+			var err error
+			if c.cmd == "matrix" {
+				_, err = parseMatrixFlags(c.args, io.Discard)
+			} else {
+				var sc *soakConfig
+				sc, err = parseSoakFlags(c.args, io.Discard)
+				if err == nil && (sc.mark <= 0 || sc.mark >= sc.duration) {
+					t.Errorf("mark %s for a %s run", sc.mark, sc.duration)
+				}
+			}
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Fatalf("got %v, want an error about %q", err, c.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,205 @@
+package console
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"html/template"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/oidcd/oidcd/internal/httpx"
+)
+
+//go:embed templates/*.html
+var templateFiles embed.FS
+
+//go:embed static/console.css
+var styleCSS []byte
+
+// styleHash versions the stylesheet URL, so it can be cached for good.
+var styleHash = func() string {
+	sum := sha256.Sum256(styleCSS)
+	return hex.EncodeToString(sum[:8])
+}()
+
+// styleURL is the stylesheet's versioned address.
+var styleURL = Prefix + "static/console.css?v=" + styleHash
+
+// contentSecurityPolicy: our stylesheet only; no script, no inline style,
+// no framing; forms post only to this origin (every console answer to a
+// form stays on it).
+const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+
+// pages holds one template per page, each the layout with its "main".
+// They are parsed once; the tests render every one.
+var pages = func() map[string]*template.Template {
+	funcs := template.FuncMap{
+		"join": strings.Join,
+		"time": func(t time.Time) string {
+			if t.IsZero() {
+				return ""
+			}
+			return t.UTC().Format("2006-01-02 15:04:05 UTC")
+		},
+		"timep": func(t *time.Time) string {
+			if t == nil {
+				return ""
+			}
+			return t.UTC().Format("2006-01-02 15:04:05 UTC")
+		},
+		"path": url.PathEscape,
+		"mrow": func(v *view, m membershipRow, ret string) membershipCtx {
+			return membershipCtx{V: v, M: m, Return: ret}
+		},
+	}
+	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html"))
+	out := map[string]*template.Template{}
+	for _, name := range []string{"signin", "cluster", "orgs", "people", "person", "memberships",
+		"clients", "client_created", "keys", "confirm", "shown_once", "message"} {
+		t := template.Must(base.Clone())
+		template.Must(t.ParseFS(templateFiles, "templates/"+name+".html"))
+		out[name] = t
+	}
+	return out
+}()
+
+// view is the data of every page.
+type view struct {
+	Title    string
+	Nav      string // the active section of the navigation
+	CSRF     string
+	SignedIn bool
+	Flash    string // a done message, from the done query parameter
+	Error    string // a problem with the last submission
+	Problems []httpx.Detail
+	Form     url.Values // the last submission, to re-fill forms
+	Data     any
+}
+
+// StyleURL is the stylesheet's address.
+func (v *view) StyleURL() string { return styleURL }
+
+// Val returns the re-filled value of a form field.
+func (v *view) Val(name string) string { return v.Form.Get(name) }
+
+// Checked reports whether a re-filled checkbox was on.
+func (v *view) Checked(name string) bool { return v.Form.Get(name) != "" }
+
+// Has reports whether a re-filled multi-value field holds value.
+func (v *view) Has(name, value string) bool {
+	for _, s := range v.Form[name] {
+		if s == value {
+			return true
+		}
+	}
+	return false
+}
+
+// FieldError is the first problem the API reported for field (or for an
+// element of it, such as redirect_uris[1]).
+func (v *view) FieldError(field string) string {
+	for _, d := range v.Problems {
+		if d.Field == field || strings.HasPrefix(d.Field, field+"[") || strings.HasPrefix(d.Field, field+".") {
+			return d.Message
+		}
+	}
+	return ""
+}
+
+// membershipCtx is the data of the membership-actions template.
+type membershipCtx struct {
+	V      *view
+	M      membershipRow
+	Return string
+}
+
+// headers writes the security headers every console answer carries.
+func headers(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Pragma", "no-cache")
+	h.Set("Content-Security-Policy", contentSecurityPolicy)
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Content-Type-Options", "nosniff")
+}
+
+// render writes page with status (200 when 0).
+func (c *Console) render(w http.ResponseWriter, status int, page string, v *view) {
+	var buf bytes.Buffer
+	headers(w)
+	if err := pages[page].ExecuteTemplate(&buf, "layout", v); err != nil {
+		c.log.Error("console: render", "page", page, "err", err)
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = io.WriteString(w, "Internal Server Error\n")
+		return
+	}
+	if status == 0 {
+		status = http.StatusOK
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	_, _ = buf.WriteTo(w)
+}
+
+// serveStyle serves the stylesheet.
+func serveStyle(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Type", "text/css; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "default-src 'none'")
+	if r.URL.Query().Get("v") == styleHash {
+		h.Set("Cache-Control", "public, max-age=31536000, immutable")
+	} else {
+		h.Set("Cache-Control", "no-cache")
+	}
+	h.Set("Content-Length", strconv.Itoa(len(styleCSS)))
+	if r.Method == http.MethodHead {
+		return
+	}
+	_, _ = w.Write(styleCSS)
+}
+
+// pager is the previous/next navigation of a list page.
+type pager struct {
+	Page, TotalPages, TotalItems int
+	PrevURL, NextURL             string
+}
+
+func newPager(base string, page, totalPages, totalItems int, hasPrev, hasNext bool) pager {
+	p := pager{Page: page, TotalPages: totalPages, TotalItems: totalItems}
+	if hasPrev {
+		p.PrevURL = fmt.Sprintf("%s?page=%d", base, page-1)
+	}
+	if hasNext {
+		p.NextURL = fmt.Sprintf("%s?page=%d", base, page+1)
+	}
+	return p
+}
+
+// doneMessages are the notices a redirect after a successful change shows
+// (?done=<key>); only these constant texts are ever shown.
+var doneMessages = map[string]string{
+	"org-created":        "Organization created.",
+	"org-deleted":        "Organization deleted; its app sessions were ended.",
+	"person-created":     "Person created.",
+	"person-updated":     "Person updated.",
+	"person-deleted":     "Person deleted; every session of theirs was ended.",
+	"membership-created": "Membership created.",
+	"membership-updated": "Membership updated.",
+	"membership-deleted": "Membership deleted.",
+	"client-updated":     "Client updated.",
+	"client-deleted":     "Client deleted.",
+	"key-rotated":        "A new signing key was added.",
+	"totp-removed":       "Authenticator app removed.",
+	"lockouts-cleared":   "Sign-in lockouts cleared.",
+}

@@ -1,0 +1,144 @@
+package node
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/oidcd/oidcd/internal/admin"
+)
+
+// maxDataDirEntries bounds the walk behind oidcd_data_dir_bytes.
+const maxDataDirEntries = 100000
+
+// adminNodeInfo describes this node for GET /admin/v1/status.
+func (n *Node) adminNodeInfo() admin.NodeInfo {
+	stats := n.cluster.Stats()
+	commit, _ := strconv.ParseUint(stats["commit_index"], 10, 64)
+	return admin.NodeInfo{
+		ID:          n.cfg.NodeID,
+		Version:     Version,
+		State:       strings.ToLower(stats["state"]),
+		CommitIndex: commit,
+	}
+}
+
+// registerOpsMetrics adds the gauges that the alert rules and the
+// dashboard in deploy/ need beyond the packages' own metrics: build,
+// leader, key-age and disk gauges. docs/metrics.md lists them all.
+func (n *Node) registerOpsMetrics() {
+	gauge := func(name, help string, f func() float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
+	}
+	boolGauge := func(b bool) float64 {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	keyStates := func(state string) func() float64 {
+		return func() float64 {
+			ks, err := n.keys.List()
+			if err != nil {
+				return 0
+			}
+			c := 0
+			for _, k := range ks {
+				if k.State == state {
+					c++
+				}
+			}
+			return float64(c)
+		}
+	}
+	var keyCounts []prometheus.Collector
+	for _, s := range []string{"next", "active", "retired"} {
+		keyCounts = append(keyCounts, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "oidcd_signing_keys", Help: "Published signing keys by state (next, active, retired).",
+			ConstLabels: prometheus.Labels{"state": s},
+		}, keyStates(s)))
+	}
+	n.registry.MustRegister(keyCounts...)
+	n.registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "oidcd_build_info", Help: "Always 1; the version label is the build's version.",
+			ConstLabels: prometheus.Labels{"version": Version},
+		}, func() float64 { return 1 }),
+		gauge("oidcd_raft_has_leader", "1 while this node knows a leader (what /readyz answers 200 for).",
+			func() float64 { return boolGauge(n.cluster.Ready()) }),
+		gauge("oidcd_raft_voters", "Voters in the raft configuration as this node sees it.", func() float64 {
+			ms, err := n.cluster.Members()
+			if err != nil {
+				return 0
+			}
+			c := 0
+			for _, m := range ms {
+				if m.Suffrage == raft.Voter {
+					c++
+				}
+			}
+			return float64(c)
+		}),
+		gauge("oidcd_signing_key_active_age_seconds", "Time since the signing key in use became active (0 when there is none).", func() float64 {
+			ks, err := n.keys.List()
+			if err != nil {
+				return 0
+			}
+			now := n.cfg.Now()
+			for _, k := range ks {
+				if k.State == "active" {
+					since := k.CreatedAt
+					if k.ActivatesAt != nil {
+						since = *k.ActivatesAt
+					}
+					return max(now.Sub(since).Seconds(), 0)
+				}
+			}
+			return 0
+		}),
+		gauge("oidcd_signing_key_rotation_period_seconds", "The configured scheduled rotation period (--key-rotation).",
+			func() float64 { return n.cfg.KeyRotation.Seconds() }),
+		gauge("oidcd_data_dir_bytes", "Bytes in the data directory: raft log, snapshots and the state file.",
+			func() float64 { return float64(dirBytes(n.cfg.DataDir)) }),
+		gauge("oidcd_state_file_bytes", "Size of the bbolt state file (state.db).", func() float64 {
+			return float64(fileBytes(filepath.Join(n.cfg.DataDir, "state.db")))
+		}),
+		gauge("oidcd_data_dir_free_bytes", "Bytes free for an unprivileged user on the data directory's file system (-1 when unknown).",
+			func() float64 { return float64(freeBytes(n.cfg.DataDir)) }),
+	)
+}
+
+// dirBytes sums the sizes of the regular files under dir, visiting at most
+// maxDataDirEntries entries.
+func dirBytes(dir string) int64 {
+	var total int64
+	seen := 0
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // a file removed during the walk (a compacted segment)
+		}
+		if seen++; seen > maxDataDirEntries {
+			return filepath.SkipAll
+		}
+		if d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				total += info.Size()
+			}
+		}
+		return nil
+	})
+	return total
+}
+
+func fileBytes(path string) int64 {
+	info, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return info.Size()
+}

@@ -1,0 +1,82 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/factor"
+	"github.com/oidcd/oidcd/internal/kek"
+	"github.com/oidcd/oidcd/internal/seal"
+	"github.com/oidcd/oidcd/oidc"
+)
+
+// Secrets at rest. With --kek-file, every secret this node proposes
+// (signing keys, the browser key, TOTP secrets) is sealed under the KEK
+// before it reaches raft, so the raft log, the state file and snapshots
+// hold ciphertext only; every node of a cluster loads the same KEK.
+// Without --kek-file they are stored in kek's clear form and a warning is
+// logged at start. A node refuses to start when its state holds a secret
+// it cannot open with its KEK (none, or another one).
+
+// loadKEK reads --kek-file; nil (and a warning) when none is given.
+func loadKEK(path string, log *slog.Logger) (*kek.KEK, error) {
+	if path == "" {
+		log.Warn("no --kek-file: signing keys and other secrets are stored in the clear in the raft log, the state file and snapshots")
+		return nil, nil
+	}
+	k, err := kek.Load(path)
+	if err != nil {
+		return nil, fmt.Errorf("--kek-file: %w", err)
+	}
+	log.Info("secrets at rest are sealed under the key-encryption key", "kek_id", k.ID())
+	return k, nil
+}
+
+// checkSecrets opens every stored secret with this node's KEK. An error
+// wraps kek.ErrNoKEK, kek.ErrWrongKEK or kek.ErrInvalid and says which key
+// the state needs. Secrets stored in the clear although a KEK is given
+// (written before it was) are only logged.
+func (n *Node) checkSecrets() error {
+	fail := func(err error) error {
+		return fmt.Errorf("--kek-file: %s holds secrets this node cannot open: %w", filepath.Join(n.cfg.DataDir, "state.db"), err)
+	}
+	clearKeys, err := n.keys.CheckStored()
+	if err != nil {
+		return fail(err)
+	}
+	clearBrowser := false
+	switch stored, err := n.fsm.State().Secret(fsm.SecretBrowserKey); {
+	case errors.Is(err, fsm.ErrNotFound):
+	case err != nil:
+		return err
+	default:
+		if _, err := oidc.OpenBrowserKey(n.kek, stored); err != nil {
+			return fail(err)
+		}
+		clearBrowser = len(stored) == seal.KeySize || !kek.Sealed(stored)
+	}
+	clearTOTP := 0
+	err = n.fsm.State().TOTPSecrets(func(userID string, sealed []byte) error {
+		if _, err := n.kek.Open(sealed, factor.TOTPAAD(userID)); err != nil {
+			return fail(fmt.Errorf("authenticator secret of %s: %w", userID, err))
+		}
+		if !kek.Sealed(sealed) {
+			clearTOTP++
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if n.kek != nil && clearTOTP > 0 {
+		n.log.Warn("authenticator-app secrets enrolled before --kek-file was given stay in the clear until re-enrolled", "clear_totp_secrets", clearTOTP)
+	}
+	if n.kek != nil && (clearKeys > 0 || clearBrowser) {
+		n.log.Warn("some secrets were stored before --kek-file was given and stay in the clear: signing keys until rotated out (oidcd admin keys rotate), the browser key for good",
+			"clear_signing_keys", clearKeys, "clear_browser_key", clearBrowser)
+	}
+	return nil
+}

@@ -1,0 +1,386 @@
+package oidc
+
+// The self-service /account page: after signing in, a person sets up an
+// authenticator app, adds and removes passkeys, and replaces their
+// recovery codes. Every change needs a recent authentication (accountFresh);
+// an older session is asked for the password again, which refreshes
+// auth_time without ending the session.
+
+import (
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/factor"
+	"github.com/oidcd/oidcd/webui"
+)
+
+// PathAccount is the self-service page.
+const PathAccount = "/account"
+
+const (
+	accountPurpose = "account"
+	accountTTL     = 15 * time.Minute
+	// accountFresh: changes need an authentication at most this old.
+	accountFresh = 15 * time.Minute
+)
+
+// Account steps.
+const (
+	accountSignIn  = "signin"
+	accountHome    = "home"
+	accountTOTP    = "totp"
+	accountPasskey = "passkey"
+)
+
+// accountStep is the sealed state of an /account form.
+type accountStep struct {
+	Stage     string `json:"stage"`
+	CSRF      string `json:"csrf"`
+	SSOID     string `json:"sso,omitempty"`
+	Secret    string `json:"secret,omitempty"` // a TOTP secret awaiting its first code
+	Challenge string `json:"chal,omitempty"`
+}
+
+// account is one request to /account.
+type account struct {
+	p    *Provider
+	w    http.ResponseWriter
+	r    *http.Request
+	now  time.Time
+	csrf string
+	sess fsm.SSOSession
+	user fsm.User
+	step accountStep
+}
+
+func (p *Provider) registerAccount(mux *http.ServeMux) {
+	mux.HandleFunc("GET "+PathAccount, p.handleAccount)
+	mux.HandleFunc("POST "+PathAccount, p.handleAccountPost)
+}
+
+func (p *Provider) handleAccount(w http.ResponseWriter, r *http.Request) {
+	a := &account{p: p, w: w, r: r, now: p.now()}
+	ok, found := a.load()
+	switch {
+	case !ok:
+	case !found || !a.fresh():
+		a.showSignIn(http.StatusOK, "")
+	default:
+		a.showHome(http.StatusOK, "", "")
+	}
+}
+
+// load finds the browser's session; ok is false when it has answered.
+func (a *account) load() (ok, found bool) {
+	s, u, found, err := a.p.browserSession(a.r, a.now)
+	if err != nil {
+		a.unavailable(err.Error())
+		return false, false
+	}
+	a.sess, a.user = s, u
+	return true, found
+}
+
+// fresh reports whether the session authenticated recently enough for
+// changes.
+func (a *account) fresh() bool { return a.now.Sub(a.sess.AuthTime) <= accountFresh }
+
+func (a *account) handleForm() (url.Values, bool) {
+	a.r.Body = http.MaxBytesReader(a.w, a.r.Body, maxPageForm)
+	if err := a.r.ParseForm(); err != nil {
+		a.page(http.StatusBadRequest, msgBadRequest)
+		return nil, false
+	}
+	form := a.r.PostForm
+	sealed, _ := formValue(form, "step")
+	box, err := a.p.sealer()
+	if err != nil {
+		a.unavailable("sealer: " + err.Error())
+		return nil, false
+	}
+	if sealed == "" || box.Open(accountPurpose, sealed, a.now, &a.step) != nil {
+		a.page(http.StatusBadRequest, msgExpired)
+		return nil, false
+	}
+	token, _ := formValue(form, "csrf_token")
+	if !csrfMatch(cookieValue(a.r, cookieCSRF), token, a.step.CSRF) {
+		a.page(http.StatusForbidden, msgForbidden)
+		return nil, false
+	}
+	a.csrf = a.step.CSRF
+	return form, true
+}
+
+func (p *Provider) handleAccountPost(w http.ResponseWriter, r *http.Request) {
+	a := &account{p: p, w: w, r: r, now: p.now()}
+	form, ok := a.handleForm()
+	if !ok {
+		return
+	}
+	ok, found := a.load()
+	if !ok {
+		return
+	}
+	if a.step.Stage == accountSignIn {
+		a.signIn(form)
+		return
+	}
+	if !found || a.sess.ID != a.step.SSOID || !a.fresh() {
+		a.showSignIn(http.StatusOK, "")
+		return
+	}
+	action, _ := formValue(form, "action")
+	switch {
+	case a.step.Stage == accountHome && action == "totp-setup":
+		a.totpSetup()
+	case a.step.Stage == accountTOTP && action == "totp-confirm":
+		code, _ := formValue(form, "code")
+		a.totpConfirm(code)
+	case a.step.Stage == accountHome && action == "totp-remove":
+		a.apply(fsm.MustCommand(fsm.TypeSetTOTP, fsm.SetTOTP{UserID: a.user.ID, At: a.now}), "The authenticator app was removed.")
+	case a.step.Stage == accountHome && action == "recovery-new":
+		a.recoveryNew()
+	case a.step.Stage == accountHome && action == "passkey-add":
+		a.passkeyBegin()
+	case a.step.Stage == accountPasskey && action == "passkey-finish":
+		cred, _ := formValue(form, "credential")
+		name, _ := formValue(form, "name")
+		a.passkeyFinish(cred, name)
+	case a.step.Stage == accountHome && action == "passkey-remove":
+		raw, _ := formValue(form, "credential_id")
+		id, err := base64.RawURLEncoding.DecodeString(raw)
+		if err != nil || len(id) == 0 {
+			a.showHome(http.StatusBadRequest, "", "That passkey does not exist.")
+			return
+		}
+		a.apply(fsm.MustCommand(fsm.TypeRemovePasskey, fsm.RemovePasskey{UserID: a.user.ID, ID: id}), "The passkey was removed.")
+	default:
+		a.page(http.StatusBadRequest, msgBadRequest)
+	}
+}
+
+// signIn checks the password of the account form: for the browser's own
+// person it refreshes the session's auth_time (a step-up with pwd), for
+// anyone else it opens a new session.
+func (a *account) signIn(form url.Values) {
+	ctx := a.r.Context()
+	email, _ := formValue(form, "email")
+	secret, _ := formValue(form, "password")
+	rules := []fsm.ThrottleRule{throttlePassword.rule(emailSubject(email)), throttleIP.rule(remoteIP(a.r))}
+	if err := a.p.checkLocked(ctx, rules...); err != nil {
+		if errors.Is(err, errLocked) {
+			a.showSignIn(http.StatusTooManyRequests, msgLocked)
+		} else {
+			a.unavailable(err.Error())
+		}
+		return
+	}
+	u, ok, err := a.p.checkPassword(ctx, email, secret)
+	if err != nil {
+		a.unavailable("password check: " + err.Error())
+		return
+	}
+	if !ok {
+		if err := a.p.countFailure(ctx, rules...); err != nil {
+			a.unavailable(err.Error())
+			return
+		}
+		a.showSignIn(http.StatusBadRequest, msgBadPassword)
+		return
+	}
+	a.p.clearFailures(ctx, rules[0].Key)
+	if a.sess.ID != "" && a.sess.UserID == u.ID {
+		a.sess, err = a.p.stepUp(ctx, a.sess, AMRPassword)
+	} else {
+		a.sess, err = a.p.openSession(a.w, a.r, u, AMRPassword, a.sess.ID, a.now)
+	}
+	if err != nil {
+		a.unavailable("account sign-in: " + err.Error())
+		return
+	}
+	a.user = u
+	a.showHome(http.StatusOK, "", "")
+}
+
+// common seals the next step.
+func (a *account) common(step accountStep) (webui.Common, bool) {
+	if a.csrf == "" {
+		a.csrf = a.p.csrfToken(a.w, a.r)
+	}
+	step.CSRF = a.csrf
+	box, err := a.p.sealer()
+	var sealed string
+	if err == nil {
+		sealed, err = box.Seal(accountPurpose, step, a.now.Add(accountTTL))
+	}
+	if err != nil {
+		a.unavailable("seal: " + err.Error())
+		return webui.Common{}, false
+	}
+	return webui.Common{CSRFToken: a.csrf, Action: PathAccount, Step: sealed}, true
+}
+
+func (a *account) showSignIn(status int, msg string) {
+	c, ok := a.common(accountStep{Stage: accountSignIn})
+	if !ok {
+		return
+	}
+	c.Title = "Sign in to your account"
+	a.p.cfg.UI.SignIn(a.w, status, webui.SignInPage{Common: c, Email: a.user.Email, Error: msg})
+}
+
+func (a *account) showHome(status int, notice, errMsg string) {
+	f, err := a.p.cfg.State.Factors(a.user.ID)
+	if err != nil {
+		a.unavailable("factors: " + err.Error())
+		return
+	}
+	c, ok := a.common(accountStep{Stage: accountHome, SSOID: a.sess.ID})
+	if !ok {
+		return
+	}
+	page := webui.AccountPage{Common: c, Email: a.user.Email, HasTOTP: f.TOTP != nil, RecoveryLeft: f.RecoveryLeft(),
+		Notice: notice, Error: errMsg, PasskeysEnabled: a.p.wa != nil}
+	for _, pk := range f.Passkeys {
+		page.Passkeys = append(page.Passkeys, webui.PasskeyLine{
+			ID: base64.RawURLEncoding.EncodeToString(pk.ID), Name: pk.Name, Created: pk.CreatedAt.Format("2 Jan 2006"),
+		})
+	}
+	a.p.cfg.UI.Account(a.w, status, page)
+}
+
+func (a *account) apply(cmd fsm.Command, notice string) {
+	res, err := a.p.cfg.Applier.Apply(a.r.Context(), cmd)
+	if err != nil {
+		a.unavailable(cmd.Type.String() + ": " + err.Error())
+		return
+	}
+	if res.Err != nil {
+		a.showHome(http.StatusBadRequest, "", "That change could not be made. Reload the page and try again.")
+		return
+	}
+	a.showHome(http.StatusOK, notice, "")
+}
+
+func (a *account) totpSetup() {
+	secret, uri, err := factor.NewTOTPSecret(a.p.issuer.Hostname(), a.user.Email)
+	if err != nil {
+		a.unavailable("totp secret: " + err.Error())
+		return
+	}
+	a.showTOTP(http.StatusOK, secret, uri, "")
+}
+
+func (a *account) showTOTP(status int, secret, uri, errMsg string) {
+	c, ok := a.common(accountStep{Stage: accountTOTP, SSOID: a.sess.ID, Secret: secret})
+	if !ok {
+		return
+	}
+	if uri == "" {
+		uri = (&url.URL{Scheme: "otpauth", Host: "totp", Path: "/" + a.p.issuer.Hostname() + ":" + a.user.Email,
+			RawQuery: url.Values{"secret": {secret}, "issuer": {a.p.issuer.Hostname()}, "algorithm": {"SHA1"}, "digits": {"6"}, "period": {"30"}}.Encode()}).String()
+	}
+	a.p.cfg.UI.TOTPSetup(a.w, status, webui.TOTPSetupPage{Common: c, Secret: secret, URI: uri, Error: errMsg})
+}
+
+// totpConfirm enrolls the pending secret once the person's app shows a
+// matching code; the confirming code's step is spent at once.
+func (a *account) totpConfirm(code string) {
+	secret := a.step.Secret
+	step, ok := factor.TOTPStep(secret, code, a.now)
+	if secret == "" || !ok {
+		a.showTOTP(http.StatusBadRequest, secret, "", msgBadCode)
+		return
+	}
+	sealed, err := a.p.cfg.KEK.Seal([]byte(secret), factor.TOTPAAD(a.user.ID))
+	if err != nil {
+		a.unavailable("seal totp: " + err.Error())
+		return
+	}
+	ctx := a.r.Context()
+	for _, cmd := range []fsm.Command{
+		fsm.MustCommand(fsm.TypeSetTOTP, fsm.SetTOTP{UserID: a.user.ID, Secret: sealed, At: a.now}),
+		fsm.MustCommand(fsm.TypeUseTOTP, fsm.UseTOTP{UserID: a.user.ID, Step: step, At: a.now}),
+	} {
+		res, err := a.p.cfg.Applier.Apply(ctx, cmd)
+		if err == nil {
+			err = res.Err
+		}
+		if err != nil {
+			a.unavailable("enroll totp: " + err.Error())
+			return
+		}
+	}
+	a.showHome(http.StatusOK, "Your authenticator app is set up.", "")
+}
+
+func (a *account) recoveryNew() {
+	codes, hashes := factor.NewRecoveryCodes()
+	res, err := a.p.cfg.Applier.Apply(a.r.Context(), fsm.MustCommand(fsm.TypeSetRecoveryCodes, fsm.SetRecoveryCodes{UserID: a.user.ID, Hashes: hashes, At: a.now}))
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		a.unavailable("recovery codes: " + err.Error())
+		return
+	}
+	a.p.cfg.UI.RecoveryCodes(a.w, http.StatusOK, webui.RecoveryCodesPage{Codes: codes, BackURL: PathAccount})
+}
+
+func (a *account) passkeyBegin() {
+	f, err := a.p.cfg.State.Factors(a.user.ID)
+	if err != nil {
+		a.unavailable("factors: " + err.Error())
+		return
+	}
+	opts, id, err := a.p.beginPasskeyRegistration(a.r.Context(), a.user, f)
+	if errors.Is(err, errPasskeysOff) {
+		a.showHome(http.StatusBadRequest, "", "Passkeys need the service to be reached by a domain name, not an IP address.")
+		return
+	}
+	if err != nil {
+		a.unavailable("passkey begin: " + err.Error())
+		return
+	}
+	c, ok := a.common(accountStep{Stage: accountPasskey, SSOID: a.sess.ID, Challenge: id})
+	if !ok {
+		return
+	}
+	c.Title = "Add a passkey"
+	a.p.cfg.UI.Passkey(a.w, http.StatusOK, webui.PasskeyPage{
+		Common: c, Ceremony: webui.CeremonyCreate, Options: opts, Field: "action", Method: "passkey-finish", CancelURL: PathAccount,
+	})
+}
+
+func (a *account) passkeyFinish(cred, name string) {
+	f, err := a.p.cfg.State.Factors(a.user.ID)
+	if err != nil {
+		a.unavailable("factors: " + err.Error())
+		return
+	}
+	if name == "" || len(name) > 64 {
+		name = "Passkey"
+	}
+	err = a.p.finishPasskeyRegistration(a.r.Context(), a.user, f, a.step.Challenge, cred, name)
+	switch {
+	case errors.Is(err, errCodeWrong):
+		a.showHome(http.StatusBadRequest, "", "The passkey could not be registered. Try again.")
+	case err != nil:
+		a.unavailable("passkey finish: " + err.Error())
+	default:
+		a.showHome(http.StatusOK, "Your passkey was added.", "")
+	}
+}
+
+func (a *account) page(status int, msg string) {
+	a.p.cfg.UI.Error(a.w, status, webui.ErrorPage{Message: msg})
+}
+
+func (a *account) unavailable(reason string) {
+	a.p.log.Error("account: unavailable", "reason", reason)
+	a.p.cfg.UI.Error(a.w, http.StatusServiceUnavailable, webui.ErrorPage{Title: titleUnavailable, Message: msgUnavailable})
+}

@@ -1,0 +1,455 @@
+package oidc
+
+// Second factors: authentication strength (SPEC.md 2.5), authenticator-app
+// codes, recovery codes, passkeys, and the replicated brute-force throttle
+// shared by the sign-in pages, the second-factor page and /account.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"time"
+
+	"github.com/go-webauthn/webauthn/protocol"
+	"github.com/go-webauthn/webauthn/webauthn"
+
+	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/factor"
+)
+
+// acrOf is the authentication strength of a session whose methods are amr
+// (SPEC.md 2.5): mfa needs a passkey or authenticator-app code plus the
+// method that opened the session (password or text message); a recovery
+// code never counts.
+func acrOf(amr []string) string {
+	strong := slices.Contains(amr, AMRPasskey) || slices.Contains(amr, AMROTP)
+	opened := slices.Contains(amr, AMRPassword) || slices.Contains(amr, AMRSMS)
+	switch {
+	case strong && opened:
+		return ACRMFA
+	case slices.Contains(amr, AMRPassword):
+		return ACRPwd
+	default:
+		return ACRPhone
+	}
+}
+
+// withMethod is amr with m added once.
+func withMethod(amr []string, m string) []string {
+	if slices.Contains(amr, m) {
+		return amr
+	}
+	return append(slices.Clip(amr), m)
+}
+
+// stepUp records second factor method on the SSO session s. ok is false
+// when the session ended meanwhile.
+func (p *Provider) stepUp(ctx context.Context, s fsm.SSOSession, method string) (fsm.SSOSession, error) {
+	amr := withMethod(s.AMR, method)
+	res, err := p.cfg.Applier.Apply(ctx, fsm.MustCommand(fsm.TypeStepUpSSOSession, fsm.StepUpSSOSession{
+		ID: s.ID, Method: method, ACR: acrOf(amr), At: p.now(),
+	}))
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		return s, err
+	}
+	return res.Value.(fsm.SSOSession), nil
+}
+
+// ---- throttle ----
+
+// throttlePolicy is one kind of counted event.
+type throttlePolicy struct {
+	prefix  string
+	limit   int
+	window  time.Duration
+	lockout time.Duration
+}
+
+// The brute-force limits. Counted in the replicated state, so spreading
+// guesses over nodes does not help and a lock outlives restarts.
+var (
+	// Wrong passwords per account (by email, so unknown addresses lock
+	// the same way and the lock reveals nothing).
+	throttlePassword = throttlePolicy{factor.KeyPassword, 10, 15 * time.Minute, 15 * time.Minute}
+	// Wrong second-factor and text-message codes per person.
+	throttleCode = throttlePolicy{factor.KeyCode, 5, 15 * time.Minute, 15 * time.Minute}
+	// Every failure from one IP address.
+	throttleIP = throttlePolicy{factor.KeyIP, 50, 15 * time.Minute, 15 * time.Minute}
+	// Text messages sent per number and per IP address.
+	throttleSMSTo = throttlePolicy{factor.KeySMSTo, 5, time.Hour, time.Hour}
+	throttleSMSIP = throttlePolicy{factor.KeySMSIP, 20, time.Hour, time.Hour}
+)
+
+func (tp throttlePolicy) rule(subject string) fsm.ThrottleRule {
+	return fsm.ThrottleRule{Key: tp.prefix + subject, Limit: tp.limit, Window: tp.window, Lockout: tp.lockout}
+}
+
+func emailSubject(email string) string { return factor.EmailSubject(email) }
+
+// remoteIP is the peer address of the connection; X-Forwarded-For is not
+// trusted.
+func remoteIP(r *http.Request) string {
+	ip, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return ip
+}
+
+// errLocked: too many failures; the person must wait.
+var errLocked = errors.New("oidc: locked out")
+
+// checkLocked returns errLocked when any of rules' keys is locked now. It
+// first catches up with the cluster (a read index), so a lock set through
+// another node a moment ago holds here too: spreading guesses over nodes
+// does not help.
+func (p *Provider) checkLocked(ctx context.Context, rules ...fsm.ThrottleRule) error {
+	if err := p.linearize(ctx); err != nil {
+		return err
+	}
+	now := p.now()
+	for _, r := range rules {
+		t, err := p.cfg.State.Throttle(r.Key)
+		if err != nil {
+			return err
+		}
+		if t.Locked(now) {
+			return errLocked
+		}
+	}
+	return nil
+}
+
+// countFailure counts one event (a failure, or a text message sent)
+// against rules. The event that reaches a limit still completes; the lock
+// it sets refuses the next ones. The error is only the cluster's.
+func (p *Provider) countFailure(ctx context.Context, rules ...fsm.ThrottleRule) error {
+	res, err := p.cfg.Applier.Apply(ctx, fsm.MustCommand(fsm.TypeThrottleHit, fsm.ThrottleHit{Rules: rules, At: p.now()}))
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		return err
+	}
+	for _, t := range res.Value.([]fsm.Throttle) {
+		if t.Locked(p.now()) && t.Count == ruleLimit(rules, t.Key) {
+			p.metrics.lockouts.Inc()
+			p.log.Warn("locked out after too many attempts", "key", t.Key, "until", t.LockedUntil)
+		}
+	}
+	return nil
+}
+
+func ruleLimit(rules []fsm.ThrottleRule, key string) int {
+	for _, r := range rules {
+		if r.Key == key {
+			return r.Limit
+		}
+	}
+	return 0
+}
+
+// clearFailures forgets the counters of keys after a success; it writes
+// only when one of them counts something.
+func (p *Provider) clearFailures(ctx context.Context, keys ...string) {
+	var todo []string
+	for _, k := range keys {
+		if t, err := p.cfg.State.Throttle(k); err == nil && t.Count > 0 && !t.Locked(p.now()) {
+			todo = append(todo, k)
+		}
+	}
+	if len(todo) == 0 {
+		return
+	}
+	if _, err := p.cfg.Applier.Apply(ctx, fsm.MustCommand(fsm.TypeThrottleClear, fsm.ThrottleClear{Keys: todo})); err != nil {
+		p.log.Warn("throttle clear failed", "err", err)
+	}
+}
+
+// ---- authenticator-app codes and recovery codes (internal/factor) ----
+
+// totpSecret opens the person's sealed secret.
+func (p *Provider) totpSecret(userID string, t *fsm.TOTP) (string, error) {
+	b, err := p.cfg.KEK.Open(t.Secret, factor.TOTPAAD(userID))
+	return string(b), err
+}
+
+// errCodeWrong: a code that does not verify (or was used before).
+var errCodeWrong = errors.New("oidc: wrong code")
+
+// useTOTP verifies code for u and spends its time step.
+func (p *Provider) useTOTP(ctx context.Context, u fsm.User, f fsm.Factors, code string) error {
+	if f.TOTP == nil {
+		return errCodeWrong
+	}
+	secret, err := p.totpSecret(u.ID, f.TOTP)
+	if err != nil {
+		return err
+	}
+	step, ok := factor.TOTPStep(secret, code, p.now())
+	if !ok {
+		return errCodeWrong
+	}
+	res, err := p.cfg.Applier.Apply(ctx, fsm.MustCommand(fsm.TypeUseTOTP, fsm.UseTOTP{UserID: u.ID, Step: step, At: p.now()}))
+	if err != nil {
+		return err
+	}
+	if res.Err != nil {
+		return errCodeWrong // replayed, or removed meanwhile
+	}
+	return nil
+}
+
+// useRecovery spends one recovery code of u.
+func (p *Provider) useRecovery(ctx context.Context, u fsm.User, code string) error {
+	n := factor.NormalizeCode(code)
+	if n == "" || len(n) > 64 {
+		return errCodeWrong
+	}
+	res, err := p.cfg.Applier.Apply(ctx, fsm.MustCommand(fsm.TypeUseRecoveryCode, fsm.UseRecoveryCode{UserID: u.ID, Hash: factor.RecoveryHash(n), At: p.now()}))
+	if err != nil {
+		return err
+	}
+	if res.Err != nil {
+		return errCodeWrong
+	}
+	return nil
+}
+
+// ---- passkeys (WebAuthn) ----
+
+// Ceremony purposes and lifetime.
+const (
+	purposeRegister = "register"
+	purposeAssert   = "assert"
+	ceremonyTTL     = 5 * time.Minute
+)
+
+// newWebAuthn configures the relying party: its id is the issuer's host, so
+// a passkey works on every node behind the issuer, and the only origin is
+// the issuer's.
+func newWebAuthn(issuer *url.URL) (*webauthn.WebAuthn, error) {
+	return webauthn.New(&webauthn.Config{
+		RPID:          issuer.Hostname(),
+		RPDisplayName: issuer.Hostname(),
+		RPOrigins:     []string{issuer.Scheme + "://" + issuer.Host},
+		AuthenticatorSelection: protocol.AuthenticatorSelection{
+			ResidentKey:      protocol.ResidentKeyRequirementPreferred,
+			UserVerification: protocol.VerificationPreferred,
+		},
+		Timeouts: webauthn.TimeoutsConfig{
+			Login:        webauthn.TimeoutConfig{Enforce: true, Timeout: ceremonyTTL},
+			Registration: webauthn.TimeoutConfig{Enforce: true, Timeout: ceremonyTTL},
+		},
+	})
+}
+
+// waUser is a person as the WebAuthn library sees them.
+type waUser struct {
+	u     fsm.User
+	creds []webauthn.Credential
+}
+
+func (w waUser) WebAuthnID() []byte                         { return []byte(w.u.ID) }
+func (w waUser) WebAuthnName() string                       { return w.u.Email }
+func (w waUser) WebAuthnDisplayName() string                { return w.u.Email }
+func (w waUser) WebAuthnCredentials() []webauthn.Credential { return w.creds }
+
+// newWAUser decodes f's passkeys; the counter kept by the state machine
+// replaces the one inside the stored blob.
+func newWAUser(u fsm.User, f fsm.Factors) (waUser, error) {
+	w := waUser{u: u}
+	for _, pk := range f.Passkeys {
+		var c webauthn.Credential
+		if err := json.Unmarshal(pk.Credential, &c); err != nil {
+			return w, fmt.Errorf("passkey %x: %w", pk.ID, err)
+		}
+		c.Authenticator.SignCount = pk.SignCount
+		w.creds = append(w.creds, c)
+	}
+	return w, nil
+}
+
+// beginCeremony stores the library's session data as a replicated
+// challenge and returns its id.
+func (p *Provider) beginCeremony(ctx context.Context, userID, purpose string, sd *webauthn.SessionData) (string, error) {
+	data, err := json.Marshal(sd)
+	if err != nil {
+		return "", err
+	}
+	id := newID()
+	res, err := p.cfg.Applier.Apply(ctx, fsm.MustCommand(fsm.TypePutChallenge, fsm.PutChallenge{Challenge: fsm.Challenge{
+		ID: id, UserID: userID, Purpose: purpose, Data: data, ExpiresAt: p.now().Add(ceremonyTTL),
+	}}))
+	if err == nil {
+		err = res.Err
+	}
+	return id, err
+}
+
+// errPasskeysOff: the issuer's host is an IP address (see New).
+var errPasskeysOff = errors.New("oidc: passkeys need an issuer with a domain name")
+
+// errCeremony: the challenge is unknown, used, expired or someone else's.
+var errCeremony = errors.New("oidc: passkey ceremony expired or invalid")
+
+// takeCeremony takes the challenge id (once) and returns its session data.
+func (p *Provider) takeCeremony(ctx context.Context, id, userID, purpose string) (webauthn.SessionData, error) {
+	var sd webauthn.SessionData
+	if id == "" || len(id) > 64 {
+		return sd, errCeremony
+	}
+	res, err := p.cfg.Applier.Apply(ctx, fsm.MustCommand(fsm.TypeTakeChallenge, fsm.TakeChallenge{ID: id, UserID: userID, Purpose: purpose, At: p.now()}))
+	if err != nil {
+		return sd, err
+	}
+	if res.Err != nil {
+		return sd, errCeremony
+	}
+	if err := json.Unmarshal(res.Value.(fsm.Challenge).Data, &sd); err != nil {
+		return sd, err
+	}
+	return sd, nil
+}
+
+// beginPasskeyAssertion starts an assertion for u: the options for the
+// browser (JSON) and the challenge id.
+func (p *Provider) beginPasskeyAssertion(ctx context.Context, u fsm.User, f fsm.Factors) (string, string, error) {
+	if p.wa == nil {
+		return "", "", errPasskeysOff
+	}
+	wu, err := newWAUser(u, f)
+	if err != nil {
+		return "", "", err
+	}
+	opts, sd, err := p.wa.BeginLogin(wu)
+	if err != nil {
+		return "", "", err
+	}
+	id, err := p.beginCeremony(ctx, u.ID, purposeAssert, sd)
+	if err != nil {
+		return "", "", err
+	}
+	b, err := json.Marshal(opts)
+	return string(b), id, err
+}
+
+// maxCredentialJSON bounds a posted credential.
+const maxCredentialJSON = 12 << 10
+
+// finishPasskeyAssertion verifies the browser's assertion for challenge id
+// and records the new counter. errCodeWrong for anything the person or
+// authenticator got wrong.
+func (p *Provider) finishPasskeyAssertion(ctx context.Context, u fsm.User, f fsm.Factors, id, credential string) error {
+	if p.wa == nil || credential == "" || len(credential) > maxCredentialJSON {
+		return errCodeWrong
+	}
+	sd, err := p.takeCeremony(ctx, id, u.ID, purposeAssert)
+	if errors.Is(err, errCeremony) {
+		return errCodeWrong
+	}
+	if err != nil {
+		return err
+	}
+	parsed, err := protocol.ParseCredentialRequestResponseBytes([]byte(credential))
+	if err != nil {
+		p.log.Info("passkey: unparsable assertion", "err", err)
+		return errCodeWrong
+	}
+	wu, err := newWAUser(u, f)
+	if err != nil {
+		return err
+	}
+	cred, err := p.wa.ValidateLogin(wu, sd, parsed)
+	if err != nil {
+		p.log.Info("passkey: assertion refused", "user_id", u.ID, "err", err)
+		return errCodeWrong
+	}
+	res, err := p.cfg.Applier.Apply(ctx, fsm.MustCommand(fsm.TypeUsePasskey, fsm.UsePasskey{
+		UserID: u.ID, ID: cred.ID, SignCount: cred.Authenticator.SignCount, At: p.now(),
+	}))
+	if err != nil {
+		return err
+	}
+	if res.Err != nil {
+		p.log.Warn("passkey: counter did not grow (cloned authenticator?)", "user_id", u.ID, "err", res.Err)
+		return errCodeWrong
+	}
+	return nil
+}
+
+// beginPasskeyRegistration starts registering a new passkey for u.
+func (p *Provider) beginPasskeyRegistration(ctx context.Context, u fsm.User, f fsm.Factors) (string, string, error) {
+	if p.wa == nil {
+		return "", "", errPasskeysOff
+	}
+	wu, err := newWAUser(u, f)
+	if err != nil {
+		return "", "", err
+	}
+	var exclude []protocol.CredentialDescriptor
+	for _, c := range wu.creds {
+		exclude = append(exclude, c.Descriptor())
+	}
+	opts, sd, err := p.wa.BeginRegistration(wu, webauthn.WithExclusions(exclude))
+	if err != nil {
+		return "", "", err
+	}
+	id, err := p.beginCeremony(ctx, u.ID, purposeRegister, sd)
+	if err != nil {
+		return "", "", err
+	}
+	b, err := json.Marshal(opts)
+	return string(b), id, err
+}
+
+// finishPasskeyRegistration verifies the browser's attestation and stores
+// the credential.
+func (p *Provider) finishPasskeyRegistration(ctx context.Context, u fsm.User, f fsm.Factors, id, credential, name string) error {
+	if p.wa == nil || credential == "" || len(credential) > maxCredentialJSON {
+		return errCodeWrong
+	}
+	sd, err := p.takeCeremony(ctx, id, u.ID, purposeRegister)
+	if errors.Is(err, errCeremony) {
+		return errCodeWrong
+	}
+	if err != nil {
+		return err
+	}
+	parsed, err := protocol.ParseCredentialCreationResponseBytes([]byte(credential))
+	if err != nil {
+		p.log.Info("passkey: unparsable attestation", "err", err)
+		return errCodeWrong
+	}
+	wu, err := newWAUser(u, f)
+	if err != nil {
+		return err
+	}
+	cred, err := p.wa.CreateCredential(wu, sd, parsed)
+	if err != nil {
+		p.log.Info("passkey: registration refused", "user_id", u.ID, "err", err)
+		return errCodeWrong
+	}
+	blob, err := json.Marshal(cred)
+	if err != nil {
+		return err
+	}
+	res, err := p.cfg.Applier.Apply(ctx, fsm.MustCommand(fsm.TypeAddPasskey, fsm.AddPasskey{UserID: u.ID, Passkey: fsm.Passkey{
+		ID: cred.ID, Name: name, Credential: blob, SignCount: cred.Authenticator.SignCount, CreatedAt: p.now(),
+	}}))
+	if err != nil {
+		return err
+	}
+	if res.Err != nil {
+		return fmt.Errorf("store passkey: %w", res.Err)
+	}
+	return nil
+}

@@ -1,0 +1,57 @@
+package oidc
+
+import "testing"
+
+func TestACROf(t *testing.T) {
+	for _, tc := range []struct {
+		amr  []string
+		want string
+	}{
+		{[]string{"pwd"}, ACRPwd},
+		{[]string{"sms"}, ACRPhone},
+		{[]string{"pwd", "otp"}, ACRMFA},
+		{[]string{"sms", "hwk"}, ACRMFA},
+		{[]string{"pwd", "rcv"}, ACRPwd},
+		{[]string{"sms", "rcv"}, ACRPhone},
+		{[]string{"sms", "pwd"}, ACRPwd}, // two openers are not two factors
+		{[]string{"otp"}, ACRPhone},      // never happens: sessions open with pwd or sms
+	} {
+		if got := acrOf(tc.amr); got != tc.want {
+			t.Errorf("acrOf(%v) = %s, want %s", tc.amr, got, tc.want)
+		}
+	}
+}
+
+func TestNormalizePhone(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string
+		ok       bool
+	}{
+		{"+15551234567", "+15551234567", true},
+		{" +1 (555) 123-4567 ", "+15551234567", true},
+		{"0044 20 7946 0958", "+442079460958", true},
+		{"+1.555.123.4567", "+15551234567", true},
+		{"5551234567", "5551234567", false}, // no country code
+		{"+0123456789", "+0123456789", false},
+		{"+1555", "+1555", false},
+		{"+1234567890123456", "+1234567890123456", false}, // 16 digits
+		{"+1555abc4567", "+1555abc4567", false},
+		{"", "", false},
+	} {
+		got, ok := normalizePhone(tc.in)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("normalizePhone(%q) = %q, %v; want %q, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func FuzzNormalizePhone(f *testing.F) {
+	for _, s := range []string{"+15551234567", "00 44 1234 5678", "((((", "+", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if p, ok := normalizePhone(s); ok && (len(p) > 16 || p[0] != '+') {
+			t.Fatalf("accepted %q as %q", s, p)
+		}
+	})
+}

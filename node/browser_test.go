@@ -232,6 +232,16 @@ func TestPagesRenderAccessibly(t *testing.T) {
 	chrometest.Click(t, ctx, `button[name="decision"][value="allow"]`)
 	waitLocation(t, ctx, cb)
 
+	// The organization picker of a multi-organization app.
+	var multi map[string]any
+	do(t, m.c, "POST", "/admin/v1/clients", testcluster.AdminToken, map[string]any{"name": "Multi Browser App", "type": "public",
+		"redirect_uris": []string{cb}, "organization_id": m.orgA, "multi_organization": true, "skip_consent": true}, &multi)
+	mr, _ := localRP(t, m.c, multi["client_id"].(string), cb)
+	chrometest.Do(t, ctx, chromedp.Navigate(mr.oauth.AuthCodeURL("state-0123456789", oauth2.S256ChallengeOption(oauth2.GenerateVerifier()), oauth2.SetAuthURLParam("prompt", "select_account"))))
+	check("organization-picker")
+	chrometest.Click(t, ctx, `button[name="organization_id"][value="`+m.orgB+`"]`)
+	waitLocation(t, ctx, cb)
+
 	// A wrong password re-shows the form with its message.
 	ctx2 := chrometest.New(t)
 	chrometest.Do(t, ctx2, chromedp.Navigate(au()),

@@ -16,9 +16,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/net/html"
 	"golang.org/x/oauth2"
 
+	"github.com/oidcd/oidcd/internal/htmlform"
 	"github.com/oidcd/oidcd/testcluster"
 )
 
@@ -536,7 +536,7 @@ func chaosFetch(hc *http.Client, req *http.Request) (*chaosPage, error) {
 // chaosSubmit posts the page's form holding the button name=value, with
 // fields set.
 func chaosSubmit(ctx context.Context, hc *http.Client, p *chaosPage, fields map[string]string, name, value string) (*chaosPage, error) {
-	action, values, err := chaosForm(p.body, name, value)
+	action, values, err := htmlform.FindIn(strings.NewReader(p.body), name, value)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p.url.Path, err)
 	}
@@ -551,63 +551,4 @@ func chaosSubmit(ctx context.Context, hc *http.Client, p *chaosPage, fields map[
 	req, _ := http.NewRequestWithContext(ctx, "POST", target.String(), strings.NewReader(values.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	return chaosFetch(hc, req)
-}
-
-// chaosForm returns the action and the hidden and text inputs of the post
-// form holding the button name=value (as testcluster's Browser.Submit).
-func chaosForm(body, name, value string) (string, url.Values, error) {
-	doc, err := html.Parse(strings.NewReader(body))
-	if err != nil {
-		return "", nil, err
-	}
-	attr := func(n *html.Node, key string) string {
-		for _, a := range n.Attr {
-			if a.Key == key {
-				return a.Val
-			}
-		}
-		return ""
-	}
-	var walk func(n *html.Node, visit func(*html.Node) bool) bool
-	walk = func(n *html.Node, visit func(*html.Node) bool) bool {
-		if visit(n) {
-			return true
-		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			if walk(c, visit) {
-				return true
-			}
-		}
-		return false
-	}
-	var form *html.Node
-	walk(doc, func(n *html.Node) bool {
-		if n.Type != html.ElementNode || n.Data != "form" || !strings.EqualFold(attr(n, "method"), "post") {
-			return false
-		}
-		if walk(n, func(b *html.Node) bool {
-			return b.Type == html.ElementNode && b.Data == "button" && attr(b, "name") == name && attr(b, "value") == value
-		}) {
-			form = n
-			return true
-		}
-		return false
-	})
-	if form == nil {
-		return "", nil, fmt.Errorf("no post form with button %s=%s", name, value)
-	}
-	values := url.Values{}
-	walk(form, func(n *html.Node) bool {
-		if n.Type == html.ElementNode && n.Data == "input" {
-			switch attr(n, "type") {
-			case "submit", "button", "checkbox", "radio":
-			default:
-				if nm := attr(n, "name"); nm != "" {
-					values.Set(nm, attr(n, "value"))
-				}
-			}
-		}
-		return false
-	})
-	return attr(form, "action"), values, nil
 }

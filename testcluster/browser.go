@@ -1,7 +1,6 @@
 package testcluster
 
 import (
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -10,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/net/html"
+	"github.com/oidcd/oidcd/internal/htmlform"
 )
 
 // Browser is a person's browser for black-box tests: it keeps cookies, does
@@ -93,7 +92,7 @@ func (b *Browser) Follow(p *Page, base string) *Page {
 // fields, and posts it with that button pressed (name=value).
 func (b *Browser) Submit(p *Page, fields map[string]string, buttonName, buttonValue string) *Page {
 	b.t.Helper()
-	action, values, err := findForm(p.Body, buttonName, buttonValue)
+	action, values, err := htmlform.FindIn(strings.NewReader(p.Body), buttonName, buttonValue)
 	if err != nil {
 		b.t.Fatalf("%s: %v\n%s", p.URL, err, p.Body)
 	}
@@ -110,70 +109,4 @@ func (b *Browser) Submit(p *Page, fields map[string]string, buttonName, buttonVa
 		b.t.Fatalf("POST %s: %v", target, err)
 	}
 	return b.read(resp)
-}
-
-// findForm returns the action and the hidden and text inputs of the
-// post form holding the button name=value.
-func findForm(body, name, value string) (string, url.Values, error) {
-	doc, err := html.Parse(strings.NewReader(body))
-	if err != nil {
-		return "", nil, err
-	}
-	var found *html.Node
-	var walk func(n *html.Node)
-	walk = func(n *html.Node) {
-		if found != nil {
-			return
-		}
-		if n.Type == html.ElementNode && n.Data == "form" && strings.EqualFold(attr(n, "method"), "post") && hasButton(n, name, value) {
-			found = n
-			return
-		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			walk(c)
-		}
-	}
-	walk(doc)
-	if found == nil {
-		return "", nil, fmt.Errorf("no post form with button %s=%s", name, value)
-	}
-	values := url.Values{}
-	var inputs func(n *html.Node)
-	inputs = func(n *html.Node) {
-		if n.Type == html.ElementNode && n.Data == "input" {
-			switch attr(n, "type") {
-			case "submit", "button", "checkbox", "radio":
-			default:
-				if nm := attr(n, "name"); nm != "" {
-					values.Set(nm, attr(n, "value"))
-				}
-			}
-		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			inputs(c)
-		}
-	}
-	inputs(found)
-	return attr(found, "action"), values, nil
-}
-
-func hasButton(n *html.Node, name, value string) bool {
-	if n.Type == html.ElementNode && n.Data == "button" && attr(n, "name") == name && attr(n, "value") == value {
-		return true
-	}
-	for c := n.FirstChild; c != nil; c = c.NextSibling {
-		if hasButton(c, name, value) {
-			return true
-		}
-	}
-	return false
-}
-
-func attr(n *html.Node, key string) string {
-	for _, a := range n.Attr {
-		if a.Key == key {
-			return a.Val
-		}
-	}
-	return ""
 }

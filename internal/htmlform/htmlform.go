@@ -1,0 +1,92 @@
+// Package htmlform finds a page's post form the way a browser submits it:
+// the form that holds the submit button name=value (CONTRACT.md section 3
+// lays every sign-in step out so), its action, and the values of its
+// inputs (the CSRF token and step handle among them). The test browser of
+// testcluster, the chaos workload and the load tool share it.
+package htmlform
+
+import (
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+
+	"golang.org/x/net/html"
+)
+
+// Find returns the action and input values of the post form in doc that
+// holds the submit button name=value; ok is false when there is none.
+func Find(doc *html.Node, name, value string) (action string, values url.Values, ok bool) {
+	form := first(doc, func(n *html.Node) bool {
+		return isElement(n, "form") && strings.EqualFold(Attr(n, "method"), "post") &&
+			first(n, func(b *html.Node) bool { return isSubmit(b) && Attr(b, "name") == name && Attr(b, "value") == value }) != nil
+	})
+	if form == nil {
+		return "", nil, false
+	}
+	values = url.Values{}
+	each(form, func(n *html.Node) {
+		if !isElement(n, "input") {
+			return
+		}
+		switch strings.ToLower(Attr(n, "type")) {
+		case "submit", "button", "checkbox", "radio", "image", "reset":
+		default:
+			if nm := Attr(n, "name"); nm != "" {
+				values.Set(nm, Attr(n, "value"))
+			}
+		}
+	})
+	return Attr(form, "action"), values, true
+}
+
+// FindIn parses an HTML page and runs Find on it.
+func FindIn(page io.Reader, name, value string) (string, url.Values, error) {
+	doc, err := html.Parse(page)
+	if err != nil {
+		return "", nil, err
+	}
+	action, values, ok := Find(doc, name, value)
+	if !ok {
+		return "", nil, fmt.Errorf("no post form with button %s=%s", name, value)
+	}
+	return action, values, nil
+}
+
+// Attr is the value of attribute key of n ("" when absent).
+func Attr(n *html.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+func isElement(n *html.Node, tag string) bool { return n.Type == html.ElementNode && n.Data == tag }
+
+func isSubmit(n *html.Node) bool {
+	return isElement(n, "button") || isElement(n, "input") && strings.EqualFold(Attr(n, "type"), "submit")
+}
+
+// first is the first node of n's subtree (n included, document order) for
+// which match is true.
+func first(n *html.Node, match func(*html.Node) bool) *html.Node {
+	if match(n) {
+		return n
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if m := first(c, match); m != nil {
+			return m
+		}
+	}
+	return nil
+}
+
+// each calls visit on every node of n's subtree.
+func each(n *html.Node, visit func(*html.Node)) {
+	visit(n)
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		each(c, visit)
+	}
+}

@@ -1,0 +1,44 @@
+package htmlform
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+)
+
+const page = `<!DOCTYPE html><html><body>
+<form method="get" action="/search"><input name="q" value="x"><button name="method" value="password">decoy</button></form>
+<form method="post" action="/authorize">
+<input type="hidden" name="csrf_token" value="c1">
+<input type="hidden" name="step" value="s1">
+<input type="email" name="email" value="ann@example.com">
+<input type="checkbox" name="remember" value="on">
+<input type="submit" name="go" value="1">
+<button type="submit" name="method" value="password">Sign in</button>
+</form>
+<form method="POST" action="/other"><button name="decision" value="allow">Allow</button></form>
+</body></html>`
+
+func TestFindIn(t *testing.T) {
+	cases := []struct {
+		name, value string
+		action      string
+		values      url.Values
+		wantErr     bool
+	}{
+		{"method", "password", "/authorize", url.Values{"csrf_token": {"c1"}, "step": {"s1"}, "email": {"ann@example.com"}}, false},
+		{"go", "1", "/authorize", url.Values{"csrf_token": {"c1"}, "step": {"s1"}, "email": {"ann@example.com"}}, false},
+		{"decision", "allow", "/other", url.Values{}, false},
+		{"method", "sms", "", nil, true},
+		{"q", "x", "", nil, true}, // an input that is not a submit button, in a get form
+	}
+	for _, tc := range cases {
+		action, values, err := FindIn(strings.NewReader(page), tc.name, tc.value)
+		if (err != nil) != tc.wantErr {
+			t.Fatalf("%s=%s: err %v", tc.name, tc.value, err)
+		}
+		if err == nil && (action != tc.action || values.Encode() != tc.values.Encode()) {
+			t.Fatalf("%s=%s: %q %v, want %q %v", tc.name, tc.value, action, values, tc.action, tc.values)
+		}
+	}
+}

@@ -51,6 +51,8 @@ func startPprof(addr string, log *slog.Logger) (*pprofServer, error) {
 		ln.Close()
 		return nil, fmt.Errorf("--pprof-addr %q: bound to %s, not a loopback address", addr, ln.Addr())
 	}
+	// Its own mux: importing net/http/pprof also registers these handlers
+	// on http.DefaultServeMux, which no listener of the node serves.
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

@@ -6,6 +6,9 @@ import (
 	"encoding/binary"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -276,4 +279,76 @@ func TestBearerCache(t *testing.T) {
 			t.Fatalf("verifications: got %d, want more than 40 (evicted tokens verified again)", n)
 		}
 	})
+}
+
+func TestTokenCacheSweepsExpiredEntries(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	c := newTokenCache(8 * tokenCacheShards) // 8 per shard
+	short := accessToken{jti: "j", sid: "s", sub: "u", org: "o", scopes: []string{"openid"}, exp: now.Add(time.Minute)}
+	for i := range 8 {
+		c.add(cacheKey(i), "kid", short, now)
+	}
+	later := now.Add(time.Minute + clockSkew) // every entry has expired
+	long := short
+	long.exp = later.Add(time.Hour)
+	for i := 100; i < 104; i++ { // 4 adds sweep 8 slots: the whole shard
+		c.add(cacheKey(i), "kid", long, later)
+	}
+	if n := c.len(); n != 4 {
+		t.Errorf("entries: got %d, want the 4 live ones", n)
+	}
+	for i := range 8 {
+		if _, _, ok := c.get(cacheKey(i)); ok {
+			t.Errorf("expired entry %d: still cached", i)
+		}
+	}
+	for i := 100; i < 104; i++ {
+		if _, _, ok := c.get(cacheKey(i)); !ok {
+			t.Errorf("live entry %d: not cached", i)
+		}
+	}
+	// Live entries are never swept: the shard fills up.
+	for i := 200; i < 204; i++ {
+		c.add(cacheKey(i), "kid", long, later)
+	}
+	if n := c.len(); n != 8 {
+		t.Errorf("entries: got %d, want 8 (no live entry swept)", n)
+	}
+}
+
+func TestTokenCacheCompactsEntries(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	c := newTokenCache(64)
+	mk := func(n int) accessToken {
+		return accessToken{jti: strings.Repeat("j", 43) + strconv.Itoa(n), sid: "sid-" + strconv.Itoa(n), sub: "sub-" + strconv.Itoa(n),
+			org: "org-" + strconv.Itoa(n), scopes: []string{strings.Clone("openid"), strings.Clone("email")}, exp: now.Add(time.Hour)}
+	}
+	for i := range 2 {
+		c.add(cacheKey(i), "kid", mk(i), now)
+	}
+	_, a, _ := c.get(cacheKey(0))
+	_, b, _ := c.get(cacheKey(1))
+	want := mk(0)
+	if a.jti != want.jti || a.sid != want.sid || a.sub != want.sub || a.org != want.org || !slices.Equal(a.scopes, want.scopes) || !a.exp.Equal(want.exp) {
+		t.Fatalf("got %+v, want %+v", a, want)
+	}
+	if &a.scopes[0] != &b.scopes[0] {
+		t.Error("two tokens with the same scopes: want one shared list")
+	}
+	// Lists that join to the same string are kept apart.
+	odd := mk(2)
+	odd.scopes = []string{"openid email"}
+	c.add(cacheKey(2), "kid", odd, now)
+	if _, got, _ := c.get(cacheKey(2)); !slices.Equal(got.scopes, odd.scopes) {
+		t.Errorf("scopes: got %q, want %q", got.scopes, odd.scopes)
+	}
+	// What a cached token costs: the entry, the joined claims and the
+	// map's share; not the parse's strings.
+	allocs := testing.AllocsPerRun(100, func() {
+		c.remove(cacheKey(9))
+		c.add(cacheKey(9), "kid", want, now)
+	})
+	if allocs > 2 {
+		t.Errorf("allocations per add: got %.1f, want at most 2 (the entry and the claims)", allocs)
+	}
 }

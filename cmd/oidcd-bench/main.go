@@ -112,6 +112,7 @@ type config struct {
 	soakSample     time.Duration // how often a soak samples for the peak
 	tokenTTL       int64         // access_token_ttl of the provisioned clients, seconds
 	cpuProfile     string        // write the load generator's own CPU profile here
+	control        string        // the soak command's child: its heap figures
 }
 
 // targetList is a repeatable, comma-separated --target.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestMain lets the test binary stand in for oidcd-bench when the matrix
@@ -265,5 +266,14 @@ func TestMatrixAndSoakFlagErrors(t *testing.T) {
 				t.Fatalf("got %v, want an error about %q", err, c.want)
 			}
 		})
+	}
+}
+
+func TestRenewBefore(t *testing.T) {
+	for ttl, want := range map[int64]time.Duration{86400: time.Minute, 600: time.Minute, 120: 30 * time.Second, 60: 15 * time.Second, 0: time.Minute} {
+		b := &bench{cfg: &config{tokenTTL: ttl}}
+		if got := b.renewBefore(); got != want {
+			t.Errorf("token ttl %d s: got %s, want %s", ttl, got, want)
+		}
 	}
 }

@@ -338,7 +338,10 @@ type heapStats struct {
 	// highest sample since the start or the last reset.
 	ObjectsBytes uint64 `json:"heap_objects_bytes"`
 	PeakBytes    uint64 `json:"heap_peak_bytes"`
-	GCCycles     uint64 `json:"gc_cycles"`
+	// LiveBytes is the heap marked live by the last collection
+	// ("/gc/heap/live:bytes"): what a leak would make grow.
+	LiveBytes uint64 `json:"heap_live_bytes"`
+	GCCycles  uint64 `json:"gc_cycles"`
 }
 
 // heapWatch samples the heap every period and serves heapStats.
@@ -368,18 +371,15 @@ func startHeapWatch(period time.Duration) *heapWatch {
 	return w
 }
 
-var heapSamples = []string{"/memory/classes/heap/objects:bytes", "/gc/cycles/total:gc-cycles"}
-
 // sample reads the heap now and raises the peak.
 func (w *heapWatch) sample() heapStats {
-	s := []metrics.Sample{{Name: heapSamples[0]}, {Name: heapSamples[1]}}
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}, {Name: "/gc/heap/live:bytes"}}
 	metrics.Read(s)
 	var st heapStats
-	if s[0].Value.Kind() == metrics.KindUint64 {
-		st.ObjectsBytes = s[0].Value.Uint64()
-	}
-	if s[1].Value.Kind() == metrics.KindUint64 {
-		st.GCCycles = s[1].Value.Uint64()
+	for i, dst := range []*uint64{&st.ObjectsBytes, &st.GCCycles, &st.LiveBytes} {
+		if s[i].Value.Kind() == metrics.KindUint64 {
+			*dst = s[i].Value.Uint64()
+		}
 	}
 	w.mu.Lock()
 	w.peak = max(w.peak, st.ObjectsBytes)

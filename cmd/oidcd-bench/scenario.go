@@ -99,7 +99,7 @@ func (w *worker) choose() *scenario {
 // prepare gives the worker what sc needs, outside any timing: a fresh SSO
 // session by password when it has none (or the provider said
 // login_required), a token by a silent sign-in when it has none, it was
-// refused, or it expires within a minute.
+// refused, or it expires within renewBefore.
 func (w *worker) prepare(ctx context.Context, sc *scenario) error {
 	ctx, cancel := context.WithTimeout(ctx, w.b.cfg.timeout)
 	defer cancel()
@@ -113,7 +113,7 @@ func (w *worker) prepare(ctx context.Context, sc *scenario) error {
 		w.setToken(tok)
 		w.needSession = false
 	}
-	if sc.needsToken && (w.needToken || time.Until(w.tokenExpiry) < time.Minute) {
+	if sc.needsToken && (w.needToken || time.Until(w.tokenExpiry) < w.b.renewBefore()) {
 		at, ex := w.b.pick()
 		tok, err := w.b.signIn(ctx, w.hc, at, ex, w.p, true)
 		if err != nil {
@@ -123,6 +123,17 @@ func (w *worker) prepare(ctx context.Context, sc *scenario) error {
 		w.setToken(tok)
 	}
 	return nil
+}
+
+// renewBefore is how long before its expiry a worker's token is
+// renewed: a minute, or a quarter of a shorter lifetime (a soak's 60 s
+// tokens are used for 45 s, not renewed before every operation).
+func (b *bench) renewBefore() time.Duration {
+	ttl := time.Duration(b.cfg.tokenTTL) * time.Second
+	if ttl <= 0 {
+		return time.Minute
+	}
+	return min(time.Minute, ttl/4)
 }
 
 func (w *worker) setToken(tok *oauth2.Token) {

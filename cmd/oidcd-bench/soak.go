@@ -25,6 +25,9 @@ type soakReport struct {
 	SampleS      float64  `json:"sample_every_s"` // how often the peak was sampled
 	DataDirBytes *figures `json:"data_dir_bytes,omitempty"`
 	RSSBytes     *figures `json:"rss_bytes,omitempty"`
+	// HeapBytes is the node process's live Go heap (as of its last
+	// collection), when the process is one the soak command started.
+	HeapBytes *figures `json:"heap_bytes,omitempty"`
 }
 
 // figures are one quantity over a run; -1 where it could not be read.
@@ -53,6 +56,7 @@ func (f *figures) growth() float64 {
 type soakProbe struct {
 	dataDir string
 	pid     int
+	control string // the child's control listener (heap figures); "" = none
 	start   time.Time
 	mark    time.Duration
 
@@ -66,7 +70,7 @@ type soakProbe struct {
 // flags were checked; a later one leaves a figure at -1) and samples
 // until ctx ends or finish is called.
 func startSoak(ctx context.Context, cfg *config) *soakProbe {
-	s := &soakProbe{dataDir: cfg.dataDir, pid: cfg.pid, start: time.Now(), mark: cfg.soakMark,
+	s := &soakProbe{dataDir: cfg.dataDir, pid: cfg.pid, control: cfg.control, start: time.Now(), mark: cfg.soakMark,
 		stop: make(chan struct{}), done: make(chan struct{})}
 	s.rep.SampleS = cfg.soakSample.Seconds()
 	if s.dataDir != "" {
@@ -76,6 +80,10 @@ func startSoak(ctx context.Context, cfg *config) *soakProbe {
 	if s.pid != 0 {
 		n := s.rss()
 		s.rep.RSSBytes = &figures{Start: n, Peak: n}
+	}
+	if s.control != "" {
+		n := s.heap()
+		s.rep.HeapBytes = &figures{Start: n, Peak: n}
 	}
 	go s.sample(ctx, cfg.soakSample)
 	return s
@@ -107,20 +115,23 @@ func (s *soakProbe) sample(ctx context.Context, period time.Duration) {
 }
 
 // take reads the figures once, as the mark when mark is set.
-func (s *soakProbe) take(mark bool) (size, rss int64) {
-	size, rss = -1, -1
+func (s *soakProbe) take(mark bool) (size, rss, heap int64) {
+	size, rss, heap = -1, -1, -1
 	if s.dataDir != "" {
 		size = s.size()
 	}
 	if s.pid != 0 {
 		rss = s.rss()
 	}
+	if s.control != "" {
+		heap = s.heap()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, x := range []struct {
 		f *figures
 		v int64
-	}{{s.rep.DataDirBytes, size}, {s.rep.RSSBytes, rss}} {
+	}{{s.rep.DataDirBytes, size}, {s.rep.RSSBytes, rss}, {s.rep.HeapBytes, heap}} {
 		if x.f == nil {
 			continue
 		}
@@ -132,7 +143,17 @@ func (s *soakProbe) take(mark bool) (size, rss int64) {
 	if mark {
 		s.rep.MarkS = math.Round(time.Since(s.start).Seconds()*10) / 10
 	}
-	return size, rss
+	return size, rss, heap
+}
+
+func (s *soakProbe) heap() int64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := readHeap(ctx, s.control, false)
+	if err != nil {
+		return -1
+	}
+	return int64(st.LiveBytes)
 }
 
 func (s *soakProbe) size() int64 {
@@ -155,7 +176,7 @@ func (s *soakProbe) rss() int64 {
 func (s *soakProbe) finish() *soakReport {
 	close(s.stop)
 	<-s.done
-	size, rss := s.take(false)
+	size, rss, heap := s.take(false)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if f := s.rep.DataDirBytes; f != nil {
@@ -163,6 +184,9 @@ func (s *soakProbe) finish() *soakReport {
 	}
 	if f := s.rep.RSSBytes; f != nil {
 		f.End = rss
+	}
+	if f := s.rep.HeapBytes; f != nil {
+		f.End = heap
 	}
 	rep := s.rep
 	return &rep
@@ -187,6 +211,9 @@ func (s *soakProbe) progress(ctx context.Context, w io.Writer, r *recorder, star
 			}
 			if s.pid != 0 {
 				line += ", rss " + bytesStr(s.rss())
+			}
+			if s.control != "" {
+				line += ", go heap " + bytesStr(s.heap())
 			}
 			logf(w, "%s", line)
 			lastOps, last = ops, now

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/oidcd/oidcd/internal/password"
@@ -26,6 +27,7 @@ type soakConfig struct {
 	stormDuration time.Duration
 	json          bool
 	reportEvery   time.Duration
+	pprof         bool
 }
 
 // soakResult is what `oidcd-bench soak` measured.
@@ -61,6 +63,7 @@ func parseSoakFlags(args []string, stderr io.Writer) (*soakConfig, error) {
 	fs.DurationVar(&sc.stormDuration, "storm-duration", 20*time.Second, "how long the login storm lasts")
 	fs.BoolVar(&sc.json, "json", false, "print the result as JSON")
 	fs.DurationVar(&sc.reportEvery, "report-interval", time.Minute, "progress line on stderr this often; 0 = none")
+	fs.BoolVar(&sc.pprof, "pprof", false, "give the node a pprof listener on 127.0.0.1 (its address is printed on stderr)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: oidcd-bench soak [flags]\n\nStarts one node on 127.0.0.1 in a child process, runs the mixed profile against it while watching its data dir and RSS (start, mark, end, peak), then a login storm that shows the argon2id memory is bounded by the hasher's semaphore. Flags:\n")
 		fs.PrintDefaults()
@@ -125,15 +128,21 @@ func soak(ctx context.Context, sc *soakConfig, stderr io.Writer) (*soakResult, e
 	if sc.reapEvery > 0 {
 		args = append(args, "--reap-every", sc.reapEvery.String())
 	}
+	if sc.pprof {
+		args = append(args, "--pprof")
+	}
 	ch, err := spawnNodes(ctx, stderr, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer ch.stop()
+	if sc.pprof {
+		logf(stderr, "pprof of the node: %s", strings.Join(ch.info.Pprof, ", "))
+	}
 	cfg := &config{
 		targets: ch.info.URLs, issuer: ch.info.Issuer, adminToken: ch.info.AdminToken,
 		concurrency: max(sc.concurrency, sc.storm), timeout: 30 * time.Second, users: sc.users,
-		tokenTTL: sc.tokenTTL, soak: true, dataDir: filepath.Dir(ch.info.DataDirs[0]), pid: ch.info.PID,
+		tokenTTL: sc.tokenTTL, soak: true, dataDir: filepath.Dir(ch.info.DataDirs[0]), pid: ch.info.PID, control: ch.info.Control,
 		soakSample: time.Second, reportInterval: sc.reportEvery,
 	}
 	e, cleanup, err := prepare(ctx, cfg, stderr)
@@ -186,7 +195,7 @@ func (r *soakResult) writeTable(w io.Writer) {
 		for _, x := range []struct {
 			name string
 			f    *figures
-		}{{"data dir", s.DataDirBytes}, {"rss", s.RSSBytes}} {
+		}{{"data dir", s.DataDirBytes}, {"rss", s.RSSBytes}, {"go heap", s.HeapBytes}} {
 			if x.f == nil {
 				continue
 			}

@@ -130,7 +130,16 @@ func applyRedeemCode(tx *bolt.Tx, _ uint64, p []byte) Result {
 		return Result{Err: err}
 	}
 	code.RedeemedAt, code.AccessJTI, code.AccessExpires = c.At, c.AccessJTI, c.AccessExpires
-	put(tx, bucketCodes, code.Hash, code)
+	// A redeemed code stays until its access token expires, only so that a
+	// replay can be recognised and revoke that token: keep what the token
+	// endpoint checks before it gets there, and drop the rest (the person,
+	// session, nonce and strength were over half of the live state under
+	// load).
+	put(tx, bucketCodes, code.Hash, Code{
+		Hash: code.Hash, ClientID: code.ClientID, RedirectURI: code.RedirectURI, Scopes: code.Scopes,
+		Challenge: code.Challenge, IssuedAt: code.IssuedAt, ExpiresAt: code.ExpiresAt,
+		RedeemedAt: code.RedeemedAt, AccessJTI: code.AccessJTI, AccessExpires: code.AccessExpires,
+	})
 	return Result{Value: code}
 }
 

@@ -60,6 +60,23 @@ type harness struct {
 	p       *Provider
 	srv     *httptest.Server
 	hasher  *password.Hasher
+	// issued keeps every code record as issued: once redeemed, the store
+	// keeps only what replay detection needs.
+	issued map[string]fsm.Code
+}
+
+// issuedCode is the record of code as it was issued, read before any
+// redemption slimmed it (signedInCode codes are kept in h.issued).
+func (h *harness) issuedCode(code string) fsm.Code {
+	h.t.Helper()
+	if c, ok := h.issued[code]; ok {
+		return c
+	}
+	c, err := h.applier.State().Code(hashToken(code))
+	if err != nil || !c.RedeemedAt.IsZero() {
+		h.t.Fatalf("code record: %v (redeemed %v)", err, c.RedeemedAt)
+	}
+	return c
 }
 
 // harnessOption is one option of newHarness: a func(*Config), which
@@ -184,6 +201,14 @@ func (h *harness) signedInCode(clientID, userID, orgID string, scopes []string, 
 		SSOSessionID: ssoID, Scopes: scopes, Nonce: nonce, Challenge: s256(verifier),
 		AuthTime: now, AMR: []string{AMRPassword}, ACR: ACRPwd, RequestedAt: now, IssuedAt: now, ExpiresAt: now.Add(60 * time.Second),
 	}})
+	c, err := h.applier.State().Code(hashToken(code))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if h.issued == nil {
+		h.issued = map[string]fsm.Code{}
+	}
+	h.issued[code] = c
 	return code
 }
 

@@ -87,7 +87,7 @@ func TestIntrospectInactive(t *testing.T) {
 	expiring := bcTokens(t, h, hConfidential, hSecret)
 
 	bcDo(t, h, bcReq{method: "POST", path: PathRevoke, user: hConfidential, pass: hSecret, form: url.Values{"token": {revoked.AccessToken}}})
-	c, _ := h.applier.State().Code(hashToken(code))
+	c := h.issuedCode(code)
 	bcApply(t, h, fsm.TypeEndSSOSession, fsm.EndSSOSession{ID: c.SSOSessionID, At: h.clock.Now(), Reason: fsm.EndLogout})
 	bcSetClient(t, h, hSiblingApp, func(c *fsm.Client) { c.Suspended = true })
 

@@ -133,6 +133,11 @@ func (p *Provider) exchangeCode(r *http.Request, form url.Values, client fsm.Cli
 	if s := formParam(form, "scope"); s != "" && !allIn(strings.Fields(s), code.Scopes) {
 		return tokenResponse{}, errTokScope
 	}
+	if !code.RedeemedAt.IsZero() {
+		// A replay: the state machine revokes the first token and answers
+		// ErrAlreadyUsed. Nothing is signed for it.
+		return p.redeem(r, code, client.ID, now, "", time.Time{}, tokenResponse{})
+	}
 	ttl := client.AccessTokenTTL
 	if ttl <= 0 {
 		ttl = defaultAccessTTL
@@ -154,8 +159,14 @@ func (p *Provider) exchangeCode(r *http.Request, form url.Values, client fsm.Cli
 		}
 		resp.IDToken = string(id)
 	}
+	return p.redeem(r, code, client.ID, now, jti, exp, resp)
+}
+
+// redeem marks code used (the access token jti until exp) and answers resp,
+// or the token error its outcome calls for.
+func (p *Provider) redeem(r *http.Request, code fsm.Code, clientID string, now time.Time, jti string, exp time.Time, resp tokenResponse) (tokenResponse, *Error) {
 	res, err := p.cfg.Applier.Apply(r.Context(), fsm.MustCommand(fsm.TypeRedeemCode, fsm.RedeemCode{
-		Hash: code.Hash, ClientID: client.ID, At: now, AccessJTI: jti, AccessExpires: exp,
+		Hash: code.Hash, ClientID: clientID, At: now, AccessJTI: jti, AccessExpires: exp,
 	}))
 	if err != nil {
 		p.logFault(r.Context(), "apply redeem_code", err)

@@ -318,10 +318,7 @@ func bcApply(t testing.TB, h *harness, typ fsm.Type, v any) fsm.Result {
 // so it joins the same app session (same sid).
 func bcSecondCode(t testing.TB, h *harness, firstCode string) string {
 	t.Helper()
-	first, err := h.applier.State().Code(hashToken(firstCode))
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := h.issuedCode(firstCode)
 	now := h.clock.Now()
 	code := newID()
 	c := first

@@ -114,7 +114,7 @@ func TestBearerRejects(t *testing.T) {
 	if rec := bcDo(t, h, bcReq{method: "POST", path: PathRevoke, user: hConfidential, pass: hSecret, form: map[string][]string{"token": {revoked.AccessToken}}}); rec.Code != http.StatusOK {
 		t.Fatalf("revoke: got %d", rec.Code)
 	}
-	sso, _ := h.applier.State().Code(hashToken(endedCode))
+	sso := h.issuedCode(endedCode)
 	bcApply(t, h, fsm.TypeEndSSOSession, fsm.EndSSOSession{ID: sso.SSOSessionID, At: now, Reason: fsm.EndLogout})
 	bcSetClient(t, h, hSiblingApp, func(c *fsm.Client) { c.Suspended = true })
 	bcApply(t, h, fsm.TypeUpdateMembership, fsm.UpdateMembership{ID: hMemB, Status: fsm.MembershipSuspended, At: now})

@@ -46,6 +46,7 @@ func run(args []string, env func(string) string, stdin io.Reader, stdout, stderr
 	case "serve":
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 		defer stop()
+		restrictUmask()
 		return serve(ctx, args[1:], env, stdout, stderr)
 	case "admin":
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
@@ -230,6 +231,20 @@ join             = [%s]
 		if code := stop(t, cmd); code != 0 {
 			t.Errorf("node %d exited %d after SIGTERM\n%s", i+1, code, logs(dir))
 		}
+	}
+	// Nothing a node wrote (raft log, snapshots, state file) is readable
+	// by anyone else, whatever the umask it was started under.
+	for i := range nodes {
+		filepath.WalkDir(filepath.Join(dir, fmt.Sprintf("data%d", i+1)), func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				t.Error(err)
+				return nil
+			}
+			if info, err := d.Info(); err == nil && info.Mode().Perm()&0o077 != 0 {
+				t.Errorf("%s has mode %v, want no group or other access", path, info.Mode().Perm())
+			}
+			return nil
+		})
 	}
 }
 

@@ -11,17 +11,17 @@ type Code struct {
 	Hash          string    `json:"hash"`
 	ClientID      string    `json:"client_id"`
 	RedirectURI   string    `json:"redirect_uri"`
-	UserID        string    `json:"user_id"`
-	OrgID         string    `json:"org_id"`
-	SID           string    `json:"sid"`
-	SSOSessionID  string    `json:"sso_session_id"`
+	UserID        string    `json:"user_id,omitempty"` // empty once redeemed (see applyRedeemCode)
+	OrgID         string    `json:"org_id,omitempty"`
+	SID           string    `json:"sid,omitempty"`
+	SSOSessionID  string    `json:"sso_session_id,omitempty"`
 	Scopes        []string  `json:"scopes"`
 	Nonce         string    `json:"nonce,omitempty"`
 	Challenge     string    `json:"code_challenge"`
-	AuthTime      time.Time `json:"auth_time"`
-	AMR           []string  `json:"amr"`
-	ACR           string    `json:"acr"`
-	RequestedAt   time.Time `json:"rat"`
+	AuthTime      time.Time `json:"auth_time,omitzero"`
+	AMR           []string  `json:"amr,omitempty"`
+	ACR           string    `json:"acr,omitempty"`
+	RequestedAt   time.Time `json:"rat,omitzero"`
 	IssuedAt      time.Time `json:"issued_at"`
 	ExpiresAt     time.Time `json:"expires_at"`
 	RedeemedAt    time.Time `json:"redeemed_at,omitzero"`

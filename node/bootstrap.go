@@ -100,7 +100,7 @@ func (n *Node) reapLoop(ctx context.Context) {
 		}
 		// A record is reaped a while after it stopped mattering, so a node
 		// whose clock runs a little behind never sees a live record vanish.
-		before := n.cfg.Now().UTC().Add(-5 * time.Minute)
+		before := n.cfg.Now().UTC().Add(-n.cfg.ReapGrace)
 		res, err := n.cluster.Apply(ctx, fsm.MustCommand(fsm.TypeReap, fsm.Reap{Before: before}))
 		if err != nil {
 			n.log.Warn("reap failed", "error", err)

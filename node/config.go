@@ -37,7 +37,12 @@ type Config struct {
 	SessionIdle     time.Duration // SSO session idle lifetime (default 2h)
 	SessionMax      time.Duration // SSO session absolute lifetime (default 12h)
 	ReapEvery       time.Duration // how often the leader deletes expired records (default 1m)
-	Demo            bool          // seed a demo organization, person and client on an empty store
+	// ReapGrace is how long after it stopped mattering a record is deleted
+	// (default 5m), so that a node whose clock runs a little behind never
+	// sees a live record vanish. Soak runs shorten it to reach their
+	// steady state sooner.
+	ReapGrace time.Duration
+	Demo      bool // seed a demo organization, person and client on an empty store
 	// DemoRedirectURI is the demo client's redirect URI (default
 	// DemoRedirectURI, `oidcd demo-rp`'s); its siblings signed-out and
 	// backchannel-logout are registered as the post-logout redirect URI
@@ -125,6 +130,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.SessionMax == 0 {
 		c.SessionMax = DefaultSessionMax
+	}
+	if c.ReapGrace == 0 {
+		c.ReapGrace = 5 * time.Minute
 	}
 	if c.ReapEvery == 0 {
 		c.ReapEvery = time.Minute

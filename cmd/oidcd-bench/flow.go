@@ -16,6 +16,8 @@ import (
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/net/html"
 	"golang.org/x/oauth2"
+
+	"github.com/oidcd/oidcd/internal/htmlform"
 )
 
 // maxBody caps what is read of any answer.
@@ -274,62 +276,5 @@ func resolve(base *url.URL, action string) string {
 // token and step handle among them) of the post form that holds the
 // submit button name=value, as CONTRACT.md section 3 lays the pages out.
 func findForm(doc *html.Node, name, value string) (string, url.Values, bool) {
-	var found *html.Node
-	var walk func(n *html.Node)
-	walk = func(n *html.Node) {
-		if found != nil {
-			return
-		}
-		if n.Type == html.ElementNode && n.Data == "form" && strings.EqualFold(attr(n, "method"), "post") && hasButton(n, name, value) {
-			found = n
-			return
-		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			walk(c)
-		}
-	}
-	walk(doc)
-	if found == nil {
-		return "", nil, false
-	}
-	values := url.Values{}
-	var inputs func(n *html.Node)
-	inputs = func(n *html.Node) {
-		if n.Type == html.ElementNode && n.Data == "input" {
-			switch strings.ToLower(attr(n, "type")) {
-			case "submit", "button", "checkbox", "radio", "image", "reset":
-			default:
-				if nm := attr(n, "name"); nm != "" {
-					values.Set(nm, attr(n, "value"))
-				}
-			}
-		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			inputs(c)
-		}
-	}
-	inputs(found)
-	return attr(found, "action"), values, true
-}
-
-func hasButton(n *html.Node, name, value string) bool {
-	if n.Type == html.ElementNode && (n.Data == "button" || n.Data == "input" && strings.EqualFold(attr(n, "type"), "submit")) &&
-		attr(n, "name") == name && attr(n, "value") == value {
-		return true
-	}
-	for c := n.FirstChild; c != nil; c = c.NextSibling {
-		if hasButton(c, name, value) {
-			return true
-		}
-	}
-	return false
-}
-
-func attr(n *html.Node, key string) string {
-	for _, a := range n.Attr {
-		if a.Key == key {
-			return a.Val
-		}
-	}
-	return ""
+	return htmlform.Find(doc, name, value)
 }

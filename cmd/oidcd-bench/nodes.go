@@ -49,6 +49,7 @@ type nodesConfig struct {
 	trivial     bool
 	pprof       bool
 	sessionIdle time.Duration
+	reapGrace   time.Duration
 	reapEvery   time.Duration
 	logLevel    string
 }
@@ -72,6 +73,7 @@ func runNodes(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.BoolVar(&nc.trivial, "trivial", false, "also serve a trivial net/http JSON handler on its own port")
 	fs.BoolVar(&nc.pprof, "pprof", false, "give every node a pprof listener on 127.0.0.1 (node.Config.PprofAddr)")
 	fs.DurationVar(&nc.sessionIdle, "session-idle", 0, "SSO session idle lifetime (default: the node's)")
+	fs.DurationVar(&nc.reapGrace, "reap-grace", 0, "how long after expiry records are reaped (default: the node's, 5m)")
 	fs.DurationVar(&nc.reapEvery, "reap-every", 0, "how often the leader reaps expired records (default: the node's)")
 	fs.StringVar(&nc.logLevel, "log-level", "error", "node logs on stderr: debug, info, warn, error or none")
 	if err := fs.Parse(args); err != nil {
@@ -187,6 +189,7 @@ func startNodes(ctx context.Context, nc nodesConfig, log *slog.Logger) (*nodesIn
 			AdminToken:      token,
 			RateLimit:       "off",
 			SessionIdle:     nc.sessionIdle,
+			ReapGrace:       nc.reapGrace,
 			ReapEvery:       nc.reapEvery,
 			Logger:          log.With("n", i),
 			HTTPListener:    httpLns[i],

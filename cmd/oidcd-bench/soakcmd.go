@@ -124,7 +124,9 @@ func runSoakCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 
 // soak runs the mixed load and then the storm against one node.
 func soak(ctx context.Context, sc *soakConfig, stderr io.Writer) (*soakResult, error) {
-	args := []string{"--size", "1", "--session-idle", sc.sessionIdle.String(), "--log-level", "none"}
+	// Short lifetimes and a short reap grace bring the run to its steady
+	// state (as many records expiring as are created) within two minutes.
+	args := []string{"--size", "1", "--session-idle", sc.sessionIdle.String(), "--reap-grace", "30s", "--log-level", "none"}
 	if sc.reapEvery > 0 {
 		args = append(args, "--reap-every", sc.reapEvery.String())
 	}

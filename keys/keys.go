@@ -52,6 +52,10 @@ var (
 	ErrNoKey = errors.New("keys: no signing key")
 	// ErrInvalidToken wraps every reason Verify rejects a token.
 	ErrInvalidToken = errors.New("keys: invalid token")
+	// ErrUnknownKey (with ErrInvalidToken) says the token names a key this
+	// node does not publish: forged, long retired, or rotated in a moment
+	// ago through another node that this one has not applied yet.
+	ErrUnknownKey = errors.New("keys: key not published here")
 )
 
 // Applier proposes a command to the replicated state and returns the

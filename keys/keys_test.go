@@ -656,6 +656,10 @@ func TestVerify(t *testing.T) {
 			if !tt.ok && !errors.Is(err, ErrInvalidToken) {
 				t.Errorf("got %v, want ErrInvalidToken", err)
 			}
+			// Only an unknown kid says so (callers catch up and retry).
+			if unknown := strings.HasPrefix(tt.name, "RS256 with an unknown kid") || tt.name == "RS256 without kid"; errors.Is(err, ErrUnknownKey) != unknown {
+				t.Errorf("ErrUnknownKey: got %v for %v", errors.Is(err, ErrUnknownKey), err)
+			}
 		})
 	}
 

@@ -84,7 +84,7 @@ func (m *Manager) VerifyKid(token []byte) (jwt.Token, string, error) {
 		}
 		i := ks.publishedKey(h.KeyID(), now, retention)
 		if i < 0 {
-			return fmt.Errorf("kid %q not published", h.KeyID())
+			return fmt.Errorf("%w: kid %q", ErrUnknownKey, h.KeyID())
 		}
 		kid = h.KeyID()
 		sink.Key(jwa.RS256, &ks.priv[i].PublicKey)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -83,6 +84,9 @@ func (p *Provider) parseAccessToken(raw string, now time.Time) (accessToken, err
 func (p *Provider) verifyAccessToken(raw string, now time.Time) (accessToken, string, error) {
 	t, kid, err := p.cfg.Keys.VerifyKid([]byte(raw))
 	if err != nil {
+		if errors.Is(err, keys.ErrUnknownKey) {
+			return accessToken{}, "", errTokenKeyUnknown
+		}
 		if errors.Is(err, keys.ErrInvalidToken) {
 			return accessToken{}, "", errTokenInvalid
 		}
@@ -121,6 +125,22 @@ func stringClaim(t jwt.Token, name string) (string, bool) {
 	return s, ok && isString && s != ""
 }
 
+// errTokenKeyUnknown is errTokenInvalid for a token whose kid this node
+// does not publish.
+var errTokenKeyUnknown = fmt.Errorf("%w: signed by a key not published here", errTokenInvalid)
+
+// parseAccessTokenCaughtUp is parseAccessToken that, for a token naming a
+// key this node does not know, catches up with the cluster once and tries
+// again: a key rotated in with "immediate" through another node signs
+// tokens a moment before a lagging node has applied it.
+func (p *Provider) parseAccessTokenCaughtUp(ctx context.Context, raw string, now time.Time) (accessToken, error) {
+	tok, err := p.parseAccessToken(raw, now)
+	if errors.Is(err, errTokenKeyUnknown) && p.cfg.ReadIndex != nil && p.linearize(ctx) == nil {
+		tok, err = p.parseAccessToken(raw, now)
+	}
+	return tok, err
+}
+
 // checkAccessToken is parseAccessToken plus the live check of the store,
 // never cached: not revoked, app and SSO session live, app not suspended,
 // organization and membership active, person exists
@@ -128,7 +148,7 @@ func stringClaim(t jwt.Token, name string) (string, bool) {
 // it also reads the person's email. A store that cannot be read is an
 // error other than errTokenInvalid.
 func (p *Provider) checkAccessToken(ctx context.Context, raw string, now time.Time, email bool) (accessToken, fsm.AccessLite, error) {
-	tok, err := p.parseAccessToken(raw, now)
+	tok, err := p.parseAccessTokenCaughtUp(ctx, raw, now)
 	if err != nil {
 		return tok, fsm.AccessLite{}, err
 	}

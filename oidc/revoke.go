@@ -28,7 +28,7 @@ func (p *Provider) handleRevoke(w http.ResponseWriter, r *http.Request) {
 
 // revoke revokes raw if caller may; nil when there was nothing to do.
 func (p *Provider) revoke(r *http.Request, caller fsm.Client, raw string) *Error {
-	tok, err := p.parseAccessToken(raw, p.now())
+	tok, err := p.parseAccessTokenCaughtUp(r.Context(), raw, p.now())
 	switch {
 	case errors.Is(err, errTokenInvalid):
 		return nil // not ours, not an access token, or expired: nothing to revoke

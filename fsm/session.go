@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -87,6 +88,7 @@ const (
 func init() {
 	register(TypeStartSSOSession, applyStartSSOSession)
 	register(TypeEndSSOSession, applyEndSSOSession)
+	register(TypeStepUpSSOSession, applyStepUpSSOSession)
 }
 
 func applyStartSSOSession(tx *bolt.Tx, index uint64, p []byte) Result {
@@ -211,4 +213,35 @@ func (s *State) LiveAppSession(ssoID, clientID, orgID string) (AppSession, error
 		err = ErrNotFound
 	}
 	return out, err
+}
+
+// StepUpSSOSession records a second factor on a live SSO session: Method
+// joins its amr, ACR becomes its acr, and At its auth_time (the last
+// authentication). The session and its app sessions stay: a step-up is not
+// a fresh authentication (SPEC.md section 3), so the sid is kept.
+type StepUpSSOSession struct {
+	ID     string    `json:"id"`
+	Method string    `json:"method"`
+	ACR    string    `json:"acr"`
+	At     time.Time `json:"at"`
+}
+
+func applyStepUpSSOSession(tx *bolt.Tx, _ uint64, p []byte) Result {
+	c := decode[StepUpSSOSession](p)
+	if !validID(c.ID) || !validKey(c.Method, c.ACR) || len(c.Method) > 16 || len(c.ACR) > 128 {
+		return invalid
+	}
+	var s SSOSession
+	if !get(tx, bucketSSO, c.ID, &s) {
+		return Result{Err: ErrNotFound}
+	}
+	if !s.Live(c.At) {
+		return Result{Err: ErrSessionEnded}
+	}
+	if !slices.Contains(s.AMR, c.Method) {
+		s.AMR = append(s.AMR, c.Method)
+	}
+	s.ACR, s.AuthTime, s.LastSeen = c.ACR, c.At, c.At
+	put(tx, bucketSSO, s.ID, s)
+	return Result{Value: s}
 }

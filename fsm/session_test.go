@@ -203,3 +203,26 @@ func TestReapKeepsLiveAndDropsDead(t *testing.T) {
 		t.Fatalf("token index after reap: got %v", err)
 	}
 }
+
+// TestRedeemedCodeIsSlimmed: after redemption the stored code keeps only
+// what replay detection needs, and a replay still revokes the first token.
+func TestRedeemedCodeIsSlimmed(t *testing.T) {
+	h := signedIn(t)
+	if r := issue(h, "c1", orgA, "sid-1", t0); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	first := redeem(h, "c1", "app", "jti-1", t0.Add(time.Second))
+	if full, ok := first.Value.(Code); !ok || full.UserID != userA || full.SID != "sid-1" {
+		t.Fatalf("redeem must answer the whole code: %+v", first)
+	}
+	stored, _ := h.f.State().Code("c1")
+	if stored.UserID != "" || stored.SSOSessionID != "" || stored.SID != "" || stored.AMR != nil || stored.AccessJTI != "jti-1" || stored.RedeemedAt.IsZero() || stored.ClientID != "app" {
+		t.Fatalf("stored after redemption: %+v", stored)
+	}
+	if r := redeem(h, "c1", "app", "jti-2", t0.Add(2*time.Second)); !errors.Is(r.Err, ErrAlreadyUsed) {
+		t.Fatalf("replay: %v", r.Err)
+	}
+	if ok, _ := h.f.State().Revoked("jti-1"); !ok {
+		t.Fatal("a replay must revoke the first token")
+	}
+}

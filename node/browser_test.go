@@ -277,8 +277,8 @@ func TestPagesRenderAccessibly(t *testing.T) {
 	}
 	// The old codes stopped working, the new secret works for sign-in.
 	m.secret = secret
-	q, _ := m.run(t, testcluster.NewBrowser(t), newRP(t, m.c, m.confID, m.confSecret, m.cb, gooidc.ScopeOpenID), script{email: m.email, password: m.password, second: "recovery"}, acrValues(acrMFA))
-	if q != nil {
+	q, pages := m.run(t, testcluster.NewBrowser(t), newRP(t, m.c, m.confID, m.confSecret, m.cb, gooidc.ScopeOpenID), script{email: m.email, password: m.password, second: "recovery"}, acrValues(acrMFA))
+	if last := pages[len(pages)-1]; q != nil || last.Status != http.StatusBadRequest || !strings.Contains(last.Body, "not correct") {
 		t.Fatal("an old recovery code still works after new codes were made")
 	}
 }

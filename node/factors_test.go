@@ -408,12 +408,18 @@ func TestTextMessageLimits(t *testing.T) {
 	if right == "000000" {
 		t.Skip("the random code was 000000")
 	}
-	// The code died with the fifth wrong guess: even the right one fails now.
-	if !strings.Contains(page.Body, `name="password"`) {
-		page = b.Submit(page, map[string]string{"code": right}, "method", "sms")
-		if page.Location() != "" {
-			t.Fatalf("code accepted after five wrong guesses")
-		}
+	// The fifth wrong guess locked the number's code entry...
+	if p := b.Submit(page, map[string]string{"code": right}, "method", "sms"); p.Status != http.StatusTooManyRequests || !strings.Contains(p.Body, "Too many failed attempts") {
+		t.Fatalf("right code after five wrong guesses: %d, want 429", p.Status)
+	}
+	// ...and killed the code: with the lock cleared, even the right one
+	// leads back to the first page, saying so.
+	if r := do(t, m.c, "DELETE", "/admin/v1/lockouts/"+url.PathEscape("code:tel"+m.annPhone), testcluster.AdminToken, nil, nil); r.StatusCode != 204 {
+		t.Fatalf("clear the lock: %d", r.StatusCode)
+	}
+	page = b.Submit(page, map[string]string{"code": right}, "method", "sms")
+	if page.Status != http.StatusBadRequest || !strings.Contains(page.Body, "expired or was used up") || !strings.Contains(page.Body, `name="password"`) {
+		t.Fatalf("right code after five wrong guesses: %d %q\n%s", page.Status, page.Location(), page.Body)
 	}
 	for range 4 {
 		send()

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/oidcd/oidcd/fsm"
@@ -170,29 +171,18 @@ func (a *account) signIn(form url.Values) {
 	ctx := a.r.Context()
 	email, _ := formValue(form, "email")
 	secret, _ := formValue(form, "password")
-	rules := []fsm.ThrottleRule{throttlePassword.rule(emailSubject(email)), throttleIP.rule(remoteIP(a.r))}
-	if err := a.p.checkLocked(ctx, rules...); err != nil {
-		if errors.Is(err, errLocked) {
-			a.showSignIn(http.StatusTooManyRequests, msgLocked)
-		} else {
-			a.unavailable(err.Error())
-		}
+	u, err := a.p.passwordSignIn(a.r, strings.TrimSpace(email), secret)
+	switch {
+	case errors.Is(err, errLocked):
+		a.showSignIn(http.StatusTooManyRequests, msgLocked)
 		return
-	}
-	u, ok, err := a.p.checkPassword(ctx, email, secret)
-	if err != nil {
-		a.unavailable("password check: " + err.Error())
-		return
-	}
-	if !ok {
-		if err := a.p.countFailure(ctx, rules...); err != nil {
-			a.unavailable(err.Error())
-			return
-		}
+	case errors.Is(err, errBadPassword):
 		a.showSignIn(http.StatusBadRequest, msgBadPassword)
 		return
+	case err != nil:
+		a.unavailable(err.Error())
+		return
 	}
-	a.p.clearFailures(ctx, rules[0].Key)
 	if a.sess.ID != "" && a.sess.UserID == u.ID {
 		a.sess, err = a.p.stepUp(ctx, a.sess, AMRPassword)
 	} else {

@@ -125,7 +125,7 @@ func (p *Provider) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req, client, err := validateAuthorize(p.cfg.State, q)
-	if err != nil && !errors.Is(err, errAuthzStore) && p.cfg.ReadIndex != nil && p.linearize(r.Context()) == nil {
+	if err != nil && !errors.Is(err, errAuthzStore) && p.catchUp(r.Context()) {
 		// The client, or its redirect URI, may have been registered a
 		// moment ago through another node: catch up once before refusing.
 		req, client, err = validateAuthorize(p.cfg.State, q)
@@ -246,7 +246,7 @@ func (p *Provider) browserSession(r *http.Request, now time.Time) (fsm.SSOSessio
 		return fsm.SSOSession{}, fsm.User{}, false, nil
 	}
 	s, err := p.cfg.State.SSOSessionByToken(hashToken(secret))
-	if errors.Is(err, fsm.ErrNotFound) && p.linearize(r.Context()) == nil {
+	if errors.Is(err, fsm.ErrNotFound) && p.catchUp(r.Context()) {
 		// The cookie may name a session another node opened a moment ago
 		// (a balancer spreads one browser's steps over nodes): catch up
 		// with the cluster once before concluding there is none.

@@ -135,7 +135,7 @@ var errTokenKeyUnknown = fmt.Errorf("%w: signed by a key not published here", er
 // tokens a moment before a lagging node has applied it.
 func (p *Provider) parseAccessTokenCaughtUp(ctx context.Context, raw string, now time.Time) (accessToken, error) {
 	tok, err := p.parseAccessToken(raw, now)
-	if errors.Is(err, errTokenKeyUnknown) && p.cfg.ReadIndex != nil && p.linearize(ctx) == nil {
+	if errors.Is(err, errTokenKeyUnknown) && p.catchUp(ctx) {
 		tok, err = p.parseAccessToken(raw, now)
 	}
 	return tok, err

@@ -199,6 +199,14 @@ func (p *Provider) linearize(ctx context.Context) error {
 	return nil
 }
 
+// catchUp reports whether a read index has just brought this node up to
+// date with the cluster, so that a read that found nothing may find it
+// now (false on a single node, where reads are current already, and when
+// the cluster cannot vouch).
+func (p *Provider) catchUp(ctx context.Context) bool {
+	return p.cfg.ReadIndex != nil && p.linearize(ctx) == nil
+}
+
 // now is the provider's clock in UTC.
 func (p *Provider) now() time.Time { return p.cfg.Now().UTC() }
 

@@ -52,28 +52,17 @@ func (f *flow) signIn(form url.Values) {
 		f.page(http.StatusBadRequest, msgBadRequest, fmt.Sprintf("sign-in method %q", method))
 		return
 	}
-	ctx := f.r.Context()
-	acct, ip := throttlePassword.rule(emailSubject(email)), throttleIP.rule(remoteIP(f.r))
-	if err := f.p.checkLocked(f.r.Context(), acct, ip); err != nil {
+	secret, _ := formValue(form, "password")
+	u, err := f.p.passwordSignIn(f.r, email, secret)
+	switch {
+	case errors.Is(err, errBadPassword):
+		f.p.log.Info("authorize: sign-in failed", "reference", f.reference())
+		f.showSignIn(http.StatusBadRequest, email, msgBadPassword)
+		return
+	case err != nil:
 		f.lockedOrUnavailable(err, func(status int, msg string) { f.showSignIn(status, email, msg) })
 		return
 	}
-	secret, _ := formValue(form, "password")
-	u, ok, err := f.p.checkPassword(ctx, email, secret)
-	if err != nil {
-		f.unavailable("password check: " + err.Error())
-		return
-	}
-	if !ok {
-		f.p.log.Info("authorize: sign-in failed", "reference", f.reference())
-		if err := f.p.countFailure(ctx, acct, ip); err != nil {
-			f.unavailable("throttle: " + err.Error())
-			return
-		}
-		f.showSignIn(http.StatusBadRequest, email, msgBadPassword)
-		return
-	}
-	f.p.clearFailures(ctx, acct.Key)
 	if !f.startSession(u, AMRPassword) {
 		return
 	}
@@ -88,7 +77,36 @@ func (f *flow) lockedOrUnavailable(err error, show func(status int, msg string))
 		show(http.StatusTooManyRequests, msgLocked)
 		return
 	}
-	f.unavailable("throttle: " + err.Error())
+	f.unavailable(err.Error())
+}
+
+// errBadPassword: the email and password do not match (the failure is
+// counted).
+var errBadPassword = errors.New("oidc: wrong email or password")
+
+// passwordSignIn checks email and password under the brute-force throttle
+// (per address and per IP): errLocked without running argon2id when
+// either is locked, errBadPassword after counting a failure, the person on
+// success (their address's counter cleared). Any other error is the
+// cluster's or the store's.
+func (p *Provider) passwordSignIn(r *http.Request, email, secret string) (fsm.User, error) {
+	ctx := r.Context()
+	acct, ip := throttlePassword.rule(emailSubject(email)), throttleIP.rule(remoteIP(r))
+	if err := p.checkLocked(ctx, acct, ip); err != nil {
+		return fsm.User{}, err
+	}
+	u, ok, err := p.checkPassword(ctx, email, secret)
+	if err != nil {
+		return fsm.User{}, fmt.Errorf("password check: %w", err)
+	}
+	if !ok {
+		if err := p.countFailure(ctx, acct, ip); err != nil {
+			return fsm.User{}, fmt.Errorf("throttle: %w", err)
+		}
+		return fsm.User{}, errBadPassword
+	}
+	p.clearFailures(ctx, acct.Key)
+	return u, nil
 }
 
 // checkPassword verifies an email and password. Whether the person is

@@ -246,13 +246,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cfg, err := parseFlags(args, stderr)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		if !errors.As(err, new(errPrinted)) {
-			fmt.Fprintln(stderr, "oidcd-bench:", err)
-		}
-		return 2
+		return usageExit(err, "oidcd-bench:", stderr)
 	}
 	if cfg.cpuProfile != "" {
 		stop, err := startCPUProfile(cfg.cpuProfile)
@@ -286,6 +280,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // errPrinted is an error the flag package has already printed.
 type errPrinted struct{ error }
+
+// usageExit is the exit code of a command whose flags did not parse: 0 for
+// -h, else 2, printing err under prefix unless the flag package has.
+func usageExit(err error, prefix string, stderr io.Writer) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if !errors.As(err, new(errPrinted)) {
+		fmt.Fprintln(stderr, prefix, err)
+	}
+	return 2
+}
 
 func (e errPrinted) Unwrap() error { return e.error }
 

@@ -129,13 +129,7 @@ func parseMatrixFlags(args []string, stderr io.Writer) (*matrixConfig, error) {
 func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	mc, err := parseMatrixFlags(args, stderr)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		if !errors.As(err, new(errPrinted)) {
-			fmt.Fprintln(stderr, "oidcd-bench matrix:", err)
-		}
-		return 2
+		return usageExit(err, "oidcd-bench matrix:", stderr)
 	}
 	res, err := matrix(ctx, mc, stderr)
 	if err != nil {

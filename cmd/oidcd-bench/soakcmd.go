@@ -97,13 +97,7 @@ func parseSoakFlags(args []string, stderr io.Writer) (*soakConfig, error) {
 func runSoakCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	sc, err := parseSoakFlags(args, stderr)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		if !errors.As(err, new(errPrinted)) {
-			fmt.Fprintln(stderr, "oidcd-bench soak:", err)
-		}
-		return 2
+		return usageExit(err, "oidcd-bench soak:", stderr)
 	}
 	res, err := soak(ctx, sc, stderr)
 	if err != nil {

@@ -16,13 +16,8 @@ import (
 // sealed under the KEK before it is replicated, answered once in the clear
 // with its otpauth URI. It replaces an earlier one.
 func (a *api) enrollTOTP(w http.ResponseWriter, r *http.Request) {
-	id, ok := pathUUID(w, r)
+	u, ok := a.pathUser(w, r)
 	if !ok {
-		return
-	}
-	u, err := a.State.User(id)
-	if err != nil {
-		a.readFailed(w, r, err)
 		return
 	}
 	secret, uri, err := factor.NewTOTPSecret(a.issuerLabel(), u.Email)
@@ -161,13 +156,8 @@ func (a *api) clearLockout(w http.ResponseWriter, r *http.Request) {
 // clearUserLockouts is DELETE /users/{id}/lockouts: the person's password
 // and code counters.
 func (a *api) clearUserLockouts(w http.ResponseWriter, r *http.Request) {
-	id, ok := pathUUID(w, r)
+	u, ok := a.pathUser(w, r)
 	if !ok {
-		return
-	}
-	u, err := a.State.User(id)
-	if err != nil {
-		a.readFailed(w, r, err)
 		return
 	}
 	keys := []string{factor.KeyPassword + factor.EmailSubject(u.Email), factor.KeyCode + u.ID}

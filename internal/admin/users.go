@@ -93,14 +93,24 @@ func (a *api) listUsers(w http.ResponseWriter, r *http.Request) {
 	serveList(a, w, r, a.State.Users, userOut)
 }
 
-func (a *api) getUser(w http.ResponseWriter, r *http.Request) {
+// pathUser reads the person the {id} path value names; it has answered
+// (400, 404 or 503) when ok is false.
+func (a *api) pathUser(w http.ResponseWriter, r *http.Request) (fsm.User, bool) {
 	id, ok := pathUUID(w, r)
 	if !ok {
-		return
+		return fsm.User{}, false
 	}
 	u, err := a.State.User(id)
 	if err != nil {
 		a.readFailed(w, r, err)
+		return fsm.User{}, false
+	}
+	return u, true
+}
+
+func (a *api) getUser(w http.ResponseWriter, r *http.Request) {
+	u, ok := a.pathUser(w, r)
+	if !ok {
 		return
 	}
 	httpx.WriteJSON(w, http.StatusOK, userOut(u))

@@ -200,6 +200,19 @@ func (c *Console) clusterPage(w http.ResponseWriter, r *http.Request) {
 	c.render(w, status, "cluster", v)
 }
 
+// listPage reads the page the request asks for of the admin API list at
+// apiPath, with the pager of the console page pagePath. A failed call puts
+// its error on v and returns the status to answer with.
+func listPage[T any](c *Console, r *http.Request, v *view, status int, apiPath, pagePath string) ([]T, pager, int) {
+	page, q := pageQuery(r)
+	var list admin.List[T]
+	if err := c.call(r, "GET", apiPath+"?"+q, nil, &list); err != nil {
+		status = c.fail(r, v, err)
+	}
+	p := list.Pagination
+	return list.Data, newPager(Prefix+pagePath, page, p.TotalPages, p.TotalItems, p.HasPrevious, p.HasNext), status
+}
+
 // ----- organizations -----
 
 type orgsData struct {
@@ -212,13 +225,8 @@ func (c *Console) orgsPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) renderOrgs(w http.ResponseWriter, r *http.Request, v *view, status int) {
-	page, q := pageQuery(r)
-	var list admin.List[admin.Org]
-	if err := c.call(r, "GET", "/organizations?"+q, nil, &list); err != nil {
-		status = c.fail(r, v, err)
-	}
-	p := list.Pagination
-	v.Data = orgsData{Orgs: list.Data, Pager: newPager(Prefix+"organizations", page, p.TotalPages, p.TotalItems, p.HasPrevious, p.HasNext)}
+	orgs, pg, status := listPage[admin.Org](c, r, v, status, "/organizations", "organizations")
+	v.Data = orgsData{Orgs: orgs, Pager: pg}
 	c.render(w, status, "orgs", v)
 }
 
@@ -283,13 +291,8 @@ func (c *Console) peoplePage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) renderPeople(w http.ResponseWriter, r *http.Request, v *view, status int) {
-	page, q := pageQuery(r)
-	var list admin.List[admin.User]
-	if err := c.call(r, "GET", "/users?"+q, nil, &list); err != nil {
-		status = c.fail(r, v, err)
-	}
-	p := list.Pagination
-	v.Data = peopleData{People: list.Data, Pager: newPager(Prefix+"people", page, p.TotalPages, p.TotalItems, p.HasPrevious, p.HasNext)}
+	people, pg, status := listPage[admin.User](c, r, v, status, "/users", "people")
+	v.Data = peopleData{People: people, Pager: pg}
 	c.render(w, status, "people", v)
 }
 
@@ -497,18 +500,12 @@ func (c *Console) membershipsPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) renderMemberships(w http.ResponseWriter, r *http.Request, v *view, status int) {
-	page, q := pageQuery(r)
-	var list admin.List[admin.Membership]
-	if err := c.call(r, "GET", "/memberships?"+q, nil, &list); err != nil {
-		status = c.fail(r, v, err)
-	}
+	ms, pg, status := listPage[admin.Membership](c, r, v, status, "/memberships", "memberships")
 	names := c.names(r)
-	d := membershipsData{People: c.firstPeople(r), Orgs: c.firstOrgs(r)}
-	for _, m := range list.Data {
+	d := membershipsData{People: c.firstPeople(r), Orgs: c.firstOrgs(r), Pager: pg}
+	for _, m := range ms {
 		d.Rows = append(d.Rows, membershipRow{Membership: m, Email: names.user(m.UserID), OrgName: names.org(m.OrgID)})
 	}
-	p := list.Pagination
-	d.Pager = newPager(Prefix+"memberships", page, p.TotalPages, p.TotalItems, p.HasPrevious, p.HasNext)
 	v.Data = d
 	c.render(w, status, "memberships", v)
 }
@@ -639,18 +636,12 @@ func (c *Console) clientsPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) renderClients(w http.ResponseWriter, r *http.Request, v *view, status int) {
-	page, q := pageQuery(r)
-	var list admin.List[admin.Client]
-	if err := c.call(r, "GET", "/clients?"+q, nil, &list); err != nil {
-		status = c.fail(r, v, err)
-	}
+	cls, pg, status := listPage[admin.Client](c, r, v, status, "/clients", "clients")
 	names := c.names(r)
-	d := clientsData{Orgs: c.firstOrgs(r)}
-	for _, cl := range list.Data {
+	d := clientsData{Orgs: c.firstOrgs(r), Pager: pg}
+	for _, cl := range cls {
 		d.Clients = append(d.Clients, clientRow{Client: cl, OrgName: names.org(cl.OrganizationID)})
 	}
-	p := list.Pagination
-	d.Pager = newPager(Prefix+"clients", page, p.TotalPages, p.TotalItems, p.HasPrevious, p.HasNext)
 	v.Data = d
 	c.render(w, status, "clients", v)
 }

@@ -105,3 +105,65 @@ func TestDeliveryOutcomes(t *testing.T) {
 		t.Fatalf("reap dropped a pending delivery")
 	}
 }
+
+// TestCredentialChangeEndsSessions: every command that changes a
+// credential and carries EndSessions ends the person's SSO sessions but
+// the one excepted, in the same apply, and owes logout tokens with sid;
+// without EndSessions it ends nothing (an older proposer's command).
+func TestCredentialChangeEndsSessions(t *testing.T) {
+	pw := "new-hash"
+	phone := "+15550000000"
+	end := func(except string) *EndSessions { return &EndSessions{Except: except, At: t0.Add(time.Minute)} }
+	all := "bc-multi A sid-1; bc-multi B sid-2; bc-single A sid-0"
+	cases := []struct {
+		name    string
+		typ     Type
+		cmd     func(e *EndSessions) any
+		except  string
+		want    string
+		sso1End bool
+	}{
+		{"password", TypeUpdateUser, func(e *EndSessions) any { return UpdateUser{ID: userA, PasswordHash: &pw, At: t0, EndSessions: e} }, "", all, true},
+		{"phone", TypeUpdateUser, func(e *EndSessions) any { return UpdateUser{ID: userA, Phone: &phone, At: t0, EndSessions: e} }, "", all, true},
+		{"totp", TypeSetTOTP, func(e *EndSessions) any { return SetTOTP{UserID: userA, Secret: []byte("s"), At: t0, EndSessions: e} }, "", all, true},
+		{"recovery codes", TypeSetRecoveryCodes, func(e *EndSessions) any {
+			return SetRecoveryCodes{UserID: userA, Hashes: []string{"h"}, At: t0, EndSessions: e}
+		}, "", all, true},
+		{"passkey added", TypeAddPasskey, func(e *EndSessions) any {
+			return AddPasskey{UserID: userA, Passkey: Passkey{ID: []byte{1}, Name: "k"}, EndSessions: e}
+		}, "", all, true},
+		{"the session making the change stays", TypeSetTOTP, func(e *EndSessions) any { return SetTOTP{UserID: userA, At: t0, EndSessions: e} }, "sso1", "", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := deliveryWorld(t)
+			h.mustApply(TypeStartSSOSession, StartSSOSession{TokenHash: "tok9", Session: SSOSession{
+				ID: "sso9", UserID: userA, CreatedAt: t0, IdleExpiresAt: t0.Add(time.Hour), ExpiresAt: t0.Add(time.Hour)}})
+			res := h.mustApply(c.typ, c.cmd(end(c.except)))
+			s1, _ := h.f.State().SSOSession("sso1")
+			s9, _ := h.f.State().SSOSession("sso9")
+			if got := !s1.EndedAt.IsZero(); got != c.sso1End {
+				t.Fatalf("sso1 ended: got %v, want %v", got, c.sso1End)
+			}
+			if s9.EndedAt.IsZero() || s9.EndReason != EndCredential {
+				t.Fatalf("sso9: got ended %v reason %q, want %q", s9.EndedAt, s9.EndReason, EndCredential)
+			}
+			if ended, ok := res.Value.(EndedApps); ok {
+				if got := shapes(ended.Deliveries); got != c.want {
+					t.Fatalf("deliveries: got %q, want %q", got, c.want)
+				}
+			}
+			pending, _ := h.f.State().PendingDeliveries(100)
+			if got := shapes(pending); got != c.want {
+				t.Fatalf("pending: got %q, want %q", got, c.want)
+			}
+
+			// Without EndSessions nothing ends.
+			h2 := deliveryWorld(t)
+			h2.mustApply(c.typ, c.cmd(nil))
+			if s, _ := h2.f.State().SSOSession("sso1"); !s.EndedAt.IsZero() {
+				t.Fatal("a command without EndSessions ended a session")
+			}
+		})
+	}
+}

@@ -63,9 +63,10 @@ func (f Factors) RecoveryLeft() int {
 
 // SetTOTP enrolls (or, with a nil Secret, removes) the authenticator app.
 type SetTOTP struct {
-	UserID string    `json:"user_id"`
-	Secret []byte    `json:"secret,omitempty"`
-	At     time.Time `json:"at"`
+	UserID      string       `json:"user_id"`
+	Secret      []byte       `json:"secret,omitempty"`
+	At          time.Time    `json:"at"`
+	EndSessions *EndSessions `json:"end_sessions,omitempty"`
 }
 
 // UseTOTP accepts the code of time step Step once: ErrReplay when Step is
@@ -78,9 +79,10 @@ type UseTOTP struct {
 
 // SetRecoveryCodes replaces the recovery codes.
 type SetRecoveryCodes struct {
-	UserID string    `json:"user_id"`
-	Hashes []string  `json:"hashes"`
-	At     time.Time `json:"at"`
+	UserID      string       `json:"user_id"`
+	Hashes      []string     `json:"hashes"`
+	At          time.Time    `json:"at"`
+	EndSessions *EndSessions `json:"end_sessions,omitempty"`
 }
 
 // UseRecoveryCode spends the unused code with Hash: ErrWrongCode when there
@@ -93,8 +95,9 @@ type UseRecoveryCode struct {
 
 // AddPasskey registers a credential; its id is unique across people.
 type AddPasskey struct {
-	UserID  string  `json:"user_id"`
-	Passkey Passkey `json:"passkey"`
+	UserID      string       `json:"user_id"`
+	Passkey     Passkey      `json:"passkey"`
+	EndSessions *EndSessions `json:"end_sessions,omitempty"`
 }
 
 // UsePasskey records an assertion: ErrReplay when the authenticator keeps
@@ -108,8 +111,9 @@ type UsePasskey struct {
 
 // RemovePasskey deletes a credential.
 type RemovePasskey struct {
-	UserID string `json:"user_id"`
-	ID     []byte `json:"id"`
+	UserID      string       `json:"user_id"`
+	ID          []byte       `json:"id"`
+	EndSessions *EndSessions `json:"end_sessions,omitempty"`
 }
 
 const (
@@ -147,9 +151,9 @@ func storeFactors(tx *bolt.Tx, f Factors) {
 	put(tx, bucketFactors, f.UserID, f)
 }
 
-func applySetTOTP(tx *bolt.Tx, _ uint64, p []byte) Result {
+func applySetTOTP(tx *bolt.Tx, index uint64, p []byte) Result {
 	c := decode[SetTOTP](p)
-	if !validID(c.UserID) || len(c.Secret) > maxBlob {
+	if !validID(c.UserID) || len(c.Secret) > maxBlob || !validEndSessions(c.EndSessions) {
 		return invalid
 	}
 	f, ok := loadFactors(tx, c.UserID)
@@ -161,7 +165,7 @@ func applySetTOTP(tx *bolt.Tx, _ uint64, p []byte) Result {
 		f.TOTP = &TOTP{Secret: c.Secret, CreatedAt: c.At}
 	}
 	storeFactors(tx, f)
-	return Result{}
+	return Result{Value: endSessionsOf(tx, index, c.UserID, c.EndSessions)}
 }
 
 func applyUseTOTP(tx *bolt.Tx, _ uint64, p []byte) Result {
@@ -181,9 +185,9 @@ func applyUseTOTP(tx *bolt.Tx, _ uint64, p []byte) Result {
 	return Result{}
 }
 
-func applySetRecoveryCodes(tx *bolt.Tx, _ uint64, p []byte) Result {
+func applySetRecoveryCodes(tx *bolt.Tx, index uint64, p []byte) Result {
 	c := decode[SetRecoveryCodes](p)
-	if !validID(c.UserID) || len(c.Hashes) > maxRecoveryCodes || !validKey(c.Hashes...) {
+	if !validID(c.UserID) || len(c.Hashes) > maxRecoveryCodes || !validKey(c.Hashes...) || !validEndSessions(c.EndSessions) {
 		return invalid
 	}
 	f, ok := loadFactors(tx, c.UserID)
@@ -195,7 +199,7 @@ func applySetRecoveryCodes(tx *bolt.Tx, _ uint64, p []byte) Result {
 		f.Recovery = append(f.Recovery, RecoveryCode{Hash: h})
 	}
 	storeFactors(tx, f)
-	return Result{}
+	return Result{Value: endSessionsOf(tx, index, c.UserID, c.EndSessions)}
 }
 
 func applyUseRecoveryCode(tx *bolt.Tx, _ uint64, p []byte) Result {
@@ -220,10 +224,10 @@ func applyUseRecoveryCode(tx *bolt.Tx, _ uint64, p []byte) Result {
 
 func passkeyKey(id []byte) string { return base64.RawURLEncoding.EncodeToString(id) }
 
-func applyAddPasskey(tx *bolt.Tx, _ uint64, p []byte) Result {
+func applyAddPasskey(tx *bolt.Tx, index uint64, p []byte) Result {
 	c := decode[AddPasskey](p)
 	pk := c.Passkey
-	if !validID(c.UserID) || len(pk.ID) == 0 || len(pk.ID) > 1023 || len(pk.Credential) > maxBlob || len(pk.Name) > 256 {
+	if !validID(c.UserID) || len(pk.ID) == 0 || len(pk.ID) > 1023 || len(pk.Credential) > maxBlob || len(pk.Name) > 256 || !validEndSessions(c.EndSessions) {
 		return invalid
 	}
 	f, ok := loadFactors(tx, c.UserID)
@@ -239,7 +243,7 @@ func applyAddPasskey(tx *bolt.Tx, _ uint64, p []byte) Result {
 	f.Passkeys = append(f.Passkeys, pk)
 	storeFactors(tx, f)
 	putIndex(tx, bucketPasskeyIDs, passkeyKey(pk.ID), c.UserID)
-	return Result{}
+	return Result{Value: endSessionsOf(tx, index, c.UserID, c.EndSessions)}
 }
 
 func applyUsePasskey(tx *bolt.Tx, _ uint64, p []byte) Result {
@@ -265,9 +269,9 @@ func applyUsePasskey(tx *bolt.Tx, _ uint64, p []byte) Result {
 	return Result{}
 }
 
-func applyRemovePasskey(tx *bolt.Tx, _ uint64, p []byte) Result {
+func applyRemovePasskey(tx *bolt.Tx, index uint64, p []byte) Result {
 	c := decode[RemovePasskey](p)
-	if !validID(c.UserID) || len(c.ID) == 0 || len(c.ID) > 1023 {
+	if !validID(c.UserID) || len(c.ID) == 0 || len(c.ID) > 1023 || !validEndSessions(c.EndSessions) {
 		return invalid
 	}
 	f, ok := loadFactors(tx, c.UserID)
@@ -281,7 +285,7 @@ func applyRemovePasskey(tx *bolt.Tx, _ uint64, p []byte) Result {
 	f.Passkeys = slices.Delete(f.Passkeys, i, i+1)
 	storeFactors(tx, f)
 	del(tx, bucketPasskeyIDs, passkeyKey(c.ID))
-	return Result{}
+	return Result{Value: endSessionsOf(tx, index, c.UserID, c.EndSessions)}
 }
 
 // deleteFactors removes a person's factors (account erasure).

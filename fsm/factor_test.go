@@ -200,7 +200,14 @@ func TestStepUpKeepsTheSession(t *testing.T) {
 	if s.ID != "sso1" || s.ACR != "mfa" || !s.AuthTime.Equal(at) || len(s.AMR) != 2 || s.AMR[1] != "otp" {
 		t.Fatalf("stepped up: %+v", s)
 	}
-	s = h.mustApply(TypeStepUpSSOSession, StepUpSSOSession{ID: "sso1", Method: "otp", ACR: "mfa", At: at}).Value.(SSOSession)
+	if !s.Verified["otp"].Equal(at) {
+		t.Fatalf("verified: got %v, want otp at %v", s.Verified, at)
+	}
+	later := at.Add(time.Minute)
+	s = h.mustApply(TypeStepUpSSOSession, StepUpSSOSession{ID: "sso1", Method: "otp", ACR: "mfa", At: later}).Value.(SSOSession)
+	if !s.Verified["otp"].Equal(later) {
+		t.Fatalf("a second verification moves its time: got %v, want %v", s.Verified["otp"], later)
+	}
 	if len(s.AMR) != 2 {
 		t.Fatalf("a method appears once in amr: %v", s.AMR)
 	}

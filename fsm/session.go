@@ -16,6 +16,9 @@ const (
 	EndClientGone  = "client_deleted"
 	EndMemberGone  = "membership_removed"
 	EndPlainExpiry = "expired"
+	// EndCredential: the person's password, phone or a second factor
+	// changed, so every other session they had was ended.
+	EndCredential = "credential_changed"
 )
 
 // SSOSession is a person's session with the provider, held by the browser's
@@ -30,8 +33,14 @@ type SSOSession struct {
 	LastSeen      time.Time `json:"last_seen"`
 	IdleExpiresAt time.Time `json:"idle_expires_at"`
 	ExpiresAt     time.Time `json:"expires_at"` // absolute
-	EndedAt       time.Time `json:"ended_at,omitzero"`
-	EndReason     string    `json:"end_reason,omitempty"`
+	// Verified holds, per amr method, when this session last verified it
+	// (the opening method at CreatedAt, each step-up at its time).
+	// /account asks for a fresh verification of the strongest credential
+	// before a credential changes; sessions older than this field have
+	// none and are asked again.
+	Verified  map[string]time.Time `json:"verified,omitempty"`
+	EndedAt   time.Time            `json:"ended_at,omitzero"`
+	EndReason string               `json:"end_reason,omitempty"`
 }
 
 // Live reports whether the session can be used at now.
@@ -83,7 +92,37 @@ const (
 	CauseSuperseded = "superseded"
 	CauseErased     = "erased"
 	CauseOrgDeleted = "org_deleted"
+	CauseCredential = "credential_changed"
 )
+
+// EndSessions rides on a command that changes a credential (UpdateUser of
+// a password or phone, SetTOTP, SetRecoveryCodes, AddPasskey,
+// RemovePasskey): in the same apply, every live SSO session of the person
+// except Except ends, and logout tokens with sid are owed for its app
+// sessions. A reset thereby evicts whoever held a session, and the change
+// and the eviction can never be seen apart.
+type EndSessions struct {
+	Except string    `json:"except,omitempty"` // the session making the change on /account
+	At     time.Time `json:"at"`
+}
+
+// endSessionsOf carries out e for userID (nothing when e is nil).
+func endSessionsOf(tx *bolt.Tx, index uint64, userID string, e *EndSessions) EndedApps {
+	ended := EndedApps{Index: index}
+	if e == nil {
+		return ended
+	}
+	for _, ssoID := range prefixKeys(tx, bucketSSOByUser, userID) {
+		if ssoID != e.Except {
+			ended.Apps = append(ended.Apps, endSSO(tx, ssoID, e.At, EndCredential)...)
+		}
+	}
+	ended.Deliveries = enqueueLogouts(tx, index, e.At, CauseCredential, withSID(ended.Apps))
+	return ended
+}
+
+// validEndSessions checks the optional EndSessions of a command.
+func validEndSessions(e *EndSessions) bool { return e == nil || e.Except == "" || validID(e.Except) }
 
 func init() {
 	register(TypeStartSSOSession, applyStartSSOSession)
@@ -241,6 +280,10 @@ func applyStepUpSSOSession(tx *bolt.Tx, _ uint64, p []byte) Result {
 	if !slices.Contains(s.AMR, c.Method) {
 		s.AMR = append(s.AMR, c.Method)
 	}
+	if s.Verified == nil {
+		s.Verified = map[string]time.Time{}
+	}
+	s.Verified[c.Method] = c.At
 	s.ACR, s.AuthTime, s.LastSeen = c.ACR, c.At, c.At
 	put(tx, bucketSSO, s.ID, s)
 	return Result{Value: s}

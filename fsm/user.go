@@ -31,6 +31,9 @@ type UpdateUser struct {
 	PasswordHash  *string   `json:"password_hash,omitempty"`
 	Phone         *string   `json:"phone,omitempty"`
 	At            time.Time `json:"at"`
+	// EndSessions, set by the proposer when the password or phone
+	// changes, ends the person's other sessions in the same apply.
+	EndSessions *EndSessions `json:"end_sessions,omitempty"`
 }
 
 // DeleteUser erases a person and their memberships.
@@ -70,9 +73,9 @@ func applyCreateUser(tx *bolt.Tx, _ uint64, p []byte) Result {
 	return Result{Value: u}
 }
 
-func applyUpdateUser(tx *bolt.Tx, _ uint64, p []byte) Result {
+func applyUpdateUser(tx *bolt.Tx, index uint64, p []byte) Result {
 	c := decode[UpdateUser](p)
-	if !validID(c.ID) || (c.Email != nil && !validKey(*c.Email)) || (c.Phone != nil && len(*c.Phone) > 64) {
+	if !validID(c.ID) || (c.Email != nil && !validKey(*c.Email)) || (c.Phone != nil && len(*c.Phone) > 64) || !validEndSessions(c.EndSessions) {
 		return invalid
 	}
 	var u User
@@ -107,6 +110,7 @@ func applyUpdateUser(tx *bolt.Tx, _ uint64, p []byte) Result {
 	}
 	u.UpdatedAt = c.At
 	put(tx, bucketUsers, u.ID, u)
+	endSessionsOf(tx, index, u.ID, c.EndSessions)
 	return Result{Value: u}
 }
 

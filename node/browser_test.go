@@ -257,6 +257,12 @@ func TestPagesRenderAccessibly(t *testing.T) {
 	// authenticator app, a moment ago).
 	chrometest.Do(t, ctx, chromedp.Navigate(m.c.Issuer()+"/account"))
 	check("account")
+	// A text-message session changes nothing before the password is
+	// entered again (and the authenticator app verified, as it was).
+	chrometest.Click(t, ctx, `button[value="totp-setup"]`)
+	check("account-password")
+	type1(`input[autocomplete="current-password"]`, m.password)
+	chrometest.Click(t, ctx, `button[name="method"][value="password"]`)
 	chrometest.Click(t, ctx, `button[value="totp-setup"]`)
 	check("totp-setup")
 	secret := chrometest.Text(t, ctx, `#totp-secret`)

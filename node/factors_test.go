@@ -235,7 +235,6 @@ func TestSignInPathsGiveTheirACRAndAMR(t *testing.T) {
 		{"sms only", script{phone: m.annPhone}, "", acrPhone, []string{"sms"}},
 		{"sms + otp", script{phone: m.annPhone, second: "otp"}, acrMFA, acrMFA, []string{"sms", "otp"}},
 		{"sms asked for pwd + otp", script{phone: m.annPhone, second: "otp"}, acrPwd, acrMFA, []string{"sms", "otp"}},
-		{"password + recovery code", script{email: m.email, password: m.password, second: "recovery"}, acrMFA, acrPwd, []string{"pwd", "rcv"}},
 		{"phone level asked, password given", pwd, acrPhone, acrPwd, []string{"pwd"}},
 		{"mfa or pwd listed: pwd is enough", pwd, acrMFA + " " + acrPwd, acrPwd, []string{"pwd"}},
 		{"mfa or phone listed, text message given", script{phone: m.annPhone}, acrMFA + " " + acrPhone, acrPhone, []string{"sms"}},
@@ -253,7 +252,14 @@ func TestSignInPathsGiveTheirACRAndAMR(t *testing.T) {
 			}
 		})
 	}
-	t.Run("a recovery code works once", func(t *testing.T) {
+	t.Run("a recovery code works once, and never for mfa", func(t *testing.T) {
+		// A recovery code proves the person but not the strength asked
+		// for (SPEC.md 2.5): access_denied, not a code with acr pwd. The
+		// code is spent; the person re-enrols a factor at /account.
+		q, _ := m.run(t, testcluster.NewBrowser(t), r, script{email: m.email, password: m.password, second: "recovery", code: m.recovery[0]}, acrValues(acrMFA))
+		if q.Get("error") != "access_denied" || q.Get("error_description") != "strong authentication required; no second factor enrolled" {
+			t.Fatalf("mfa answered with a recovery code: got %v", q)
+		}
 		q, pages := m.run(t, testcluster.NewBrowser(t), r, script{email: m.email, password: m.password, second: "recovery", code: m.recovery[0]}, acrValues(acrMFA))
 		last := pages[len(pages)-1]
 		if q != nil || last.Status != http.StatusBadRequest || !strings.Contains(last.Body, "not correct") {

@@ -282,7 +282,8 @@ func (n *Node) onApply(types []fsm.Type) {
 	n.keys.OnApply(types)
 	for _, t := range types {
 		switch t {
-		case fsm.TypeEndSSOSession, fsm.TypeStartSSOSession, fsm.TypeDeleteUser, fsm.TypeDeleteOrg, fsm.TypeDeliveryOutcome:
+		case fsm.TypeEndSSOSession, fsm.TypeStartSSOSession, fsm.TypeDeleteUser, fsm.TypeDeleteOrg, fsm.TypeDeliveryOutcome,
+			fsm.TypeUpdateUser, fsm.TypeSetTOTP, fsm.TypeSetRecoveryCodes, fsm.TypeAddPasskey, fsm.TypeRemovePasskey:
 			n.logout.Notify()
 			return
 		}

@@ -2,9 +2,16 @@ package oidc
 
 // The self-service /account page: after signing in, a person sets up an
 // authenticator app, adds and removes passkeys, and replaces their
-// recovery codes. Every change needs a recent authentication (accountFresh);
+// recovery codes. The page needs a recent authentication (accountFresh);
 // an older session is asked for the password again, which refreshes
 // auth_time without ending the session.
+//
+// A change to a sign-in method needs the strongest credential the person
+// has, verified afresh in this session (the session's Verified times):
+// the password when they have one, and one of their second factors when
+// any is enrolled. So a password alone, or a text-message sign-in alone,
+// can never replace or add a second factor (a first enrolment needs the
+// password). Every change ends the person's other sessions.
 
 import (
 	"encoding/base64"
@@ -35,6 +42,15 @@ const (
 	accountHome    = "home"
 	accountTOTP    = "totp"
 	accountPasskey = "passkey"
+	accountVerify  = "verify" // a second factor, verified before a change
+)
+
+// What a person must verify afresh before a change (account.proofNeeded).
+const (
+	proofNone     = ""
+	proofPassword = "password"
+	proofFactor   = "factor"
+	proofAdmin    = "admin" // nothing they hold is enough: only the admin can help
 )
 
 // accountStep is the sealed state of an /account form.
@@ -135,6 +151,13 @@ func (p *Provider) handleAccountPost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	action, _ := formValue(form, "action")
+	if a.step.Stage == accountVerify {
+		a.verify(form)
+		return
+	}
+	if !a.mayChange() {
+		return
+	}
 	switch {
 	case a.step.Stage == accountHome && action == "totp-setup":
 		a.totpSetup()
@@ -142,7 +165,7 @@ func (p *Provider) handleAccountPost(w http.ResponseWriter, r *http.Request) {
 		code, _ := formValue(form, "code")
 		a.totpConfirm(code)
 	case a.step.Stage == accountHome && action == "totp-remove":
-		a.apply(fsm.MustCommand(fsm.TypeSetTOTP, fsm.SetTOTP{UserID: a.user.ID, At: a.now}), "The authenticator app was removed.")
+		a.apply(fsm.MustCommand(fsm.TypeSetTOTP, fsm.SetTOTP{UserID: a.user.ID, At: a.now, EndSessions: a.endOthers()}), "The authenticator app was removed.")
 	case a.step.Stage == accountHome && action == "recovery-new":
 		a.recoveryNew()
 	case a.step.Stage == accountHome && action == "passkey-add":
@@ -158,7 +181,7 @@ func (p *Provider) handleAccountPost(w http.ResponseWriter, r *http.Request) {
 			a.showHome(http.StatusBadRequest, "", "That passkey does not exist.")
 			return
 		}
-		a.apply(fsm.MustCommand(fsm.TypeRemovePasskey, fsm.RemovePasskey{UserID: a.user.ID, ID: id}), "The passkey was removed.")
+		a.apply(fsm.MustCommand(fsm.TypeRemovePasskey, fsm.RemovePasskey{UserID: a.user.ID, ID: id, EndSessions: a.endOthers()}), "The passkey was removed.")
 	default:
 		a.page(http.StatusBadRequest, msgBadRequest)
 	}
@@ -293,7 +316,7 @@ func (a *account) totpConfirm(code string) {
 	}
 	ctx := a.r.Context()
 	for _, cmd := range []fsm.Command{
-		fsm.MustCommand(fsm.TypeSetTOTP, fsm.SetTOTP{UserID: a.user.ID, Secret: sealed, At: a.now}),
+		fsm.MustCommand(fsm.TypeSetTOTP, fsm.SetTOTP{UserID: a.user.ID, Secret: sealed, At: a.now, EndSessions: a.endOthers()}),
 		fsm.MustCommand(fsm.TypeUseTOTP, fsm.UseTOTP{UserID: a.user.ID, Step: step, At: a.now}),
 	} {
 		res, err := a.p.cfg.Applier.Apply(ctx, cmd)
@@ -310,7 +333,7 @@ func (a *account) totpConfirm(code string) {
 
 func (a *account) recoveryNew() {
 	codes, hashes := factor.NewRecoveryCodes()
-	res, err := a.p.cfg.Applier.Apply(a.r.Context(), fsm.MustCommand(fsm.TypeSetRecoveryCodes, fsm.SetRecoveryCodes{UserID: a.user.ID, Hashes: hashes, At: a.now}))
+	res, err := a.p.cfg.Applier.Apply(a.r.Context(), fsm.MustCommand(fsm.TypeSetRecoveryCodes, fsm.SetRecoveryCodes{UserID: a.user.ID, Hashes: hashes, At: a.now, EndSessions: a.endOthers()}))
 	if err == nil {
 		err = res.Err
 	}
@@ -355,7 +378,7 @@ func (a *account) passkeyFinish(cred, name string) {
 	if name == "" || len(name) > 64 {
 		name = "Passkey"
 	}
-	err = a.p.finishPasskeyRegistration(a.r.Context(), a.user, f, a.step.Challenge, cred, name)
+	err = a.p.finishPasskeyRegistration(a.r.Context(), a.user, f, a.step.Challenge, cred, name, a.endOthers())
 	switch {
 	case errors.Is(err, errCodeWrong):
 		a.showHome(http.StatusBadRequest, "", "The passkey could not be registered. Try again.")
@@ -373,4 +396,174 @@ func (a *account) page(status int, msg string) {
 func (a *account) unavailable(reason string) {
 	a.p.log.Error("account: unavailable", "reason", reason)
 	a.p.cfg.UI.Error(a.w, http.StatusServiceUnavailable, webui.ErrorPage{Title: titleUnavailable, Message: msgUnavailable})
+}
+
+// endOthers ends every other session of the person with the change this
+// session makes: whoever else held one must sign in again, with the new
+// credential.
+func (a *account) endOthers() *fsm.EndSessions {
+	return &fsm.EndSessions{Except: a.sess.ID, At: a.now}
+}
+
+// verified reports whether this session verified method within
+// accountFresh.
+func (a *account) verified(method string) bool {
+	at, ok := a.sess.Verified[method]
+	return ok && a.now.Sub(at) <= accountFresh && !at.After(a.now.Add(time.Minute))
+}
+
+// proofNeeded says what the person must verify afresh before a credential
+// changes: their password when they have one, then one of their enrolled
+// second factors (a recovery code counts: it is what recovery codes are
+// for). A person with neither a password nor a factor signed in by text
+// message alone, which can enrol nothing: the admin must.
+func (a *account) proofNeeded(f fsm.Factors) string {
+	hasPassword := a.user.PasswordHash != ""
+	if hasPassword && !a.verified(AMRPassword) {
+		return proofPassword
+	}
+	enrolled := f.TOTP != nil || len(f.Passkeys) > 0 || f.RecoveryLeft() > 0
+	factorOK := (f.TOTP != nil && a.verified(AMROTP)) || (len(f.Passkeys) > 0 && a.verified(AMRPasskey)) || a.verified(AMRRecovery)
+	switch {
+	case enrolled && !factorOK:
+		return proofFactor
+	case !enrolled && !hasPassword:
+		return proofAdmin
+	}
+	return proofNone
+}
+
+// mayChange passes when this session may change a credential now; it asks
+// for what is missing otherwise.
+func (a *account) mayChange() bool {
+	f, err := a.p.cfg.State.Factors(a.user.ID)
+	if err != nil {
+		a.unavailable("factors: " + err.Error())
+		return false
+	}
+	switch a.proofNeeded(f) {
+	case proofPassword:
+		a.showSignIn(http.StatusOK, msgConfirmPassword)
+	case proofFactor:
+		a.showVerify(http.StatusOK, f, "")
+	case proofAdmin:
+		a.showHome(http.StatusForbidden, "", msgAskAdmin)
+	default:
+		return true
+	}
+	return false
+}
+
+// Messages of the change gate.
+const (
+	msgConfirmPassword = "Enter your password again to change how you sign in."
+	msgAskAdmin        = "A text-message sign-in cannot change how you sign in. Ask your administrator to set up a second factor."
+)
+
+// verifyMethods are the second factors the person can verify here.
+func (a *account) verifyMethods(f fsm.Factors) []string {
+	var m []string
+	if f.TOTP != nil {
+		m = append(m, webui.MethodOTP)
+	}
+	if f.RecoveryLeft() > 0 {
+		m = append(m, webui.MethodRecovery)
+	}
+	if len(f.Passkeys) > 0 && a.p.wa != nil {
+		m = append(m, webui.MethodPasskey)
+	}
+	return m
+}
+
+func (a *account) showVerify(status int, f fsm.Factors, errMsg string) {
+	c, ok := a.common(accountStep{Stage: accountVerify, SSOID: a.sess.ID})
+	if !ok {
+		return
+	}
+	c.Title = "Confirm it’s you"
+	a.p.cfg.UI.SecondFactor(a.w, status, webui.SecondFactorPage{Common: c, Methods: a.verifyMethods(f), Error: errMsg})
+}
+
+// verify checks a second factor posted on the verification page, under the
+// same throttle as the sign-in's second step, and records it on the
+// session (a step-up), which opens the gate for accountFresh.
+func (a *account) verify(form url.Values) {
+	ctx := a.r.Context()
+	f, err := a.p.cfg.State.Factors(a.user.ID)
+	if err != nil {
+		a.unavailable("factors: " + err.Error())
+		return
+	}
+	rules := []fsm.ThrottleRule{throttleCode.rule(a.user.ID), throttleIP.rule(remoteIP(a.r))}
+	if err := a.p.checkLocked(ctx, rules...); err != nil {
+		if errors.Is(err, errLocked) {
+			a.showVerify(http.StatusTooManyRequests, f, msgLocked)
+		} else {
+			a.unavailable("throttle: " + err.Error())
+		}
+		return
+	}
+	method, _ := formValue(form, "method")
+	code, _ := formValue(form, "code")
+	var amr string
+	switch method {
+	case webui.MethodOTP:
+		amr, err = AMROTP, a.p.useTOTP(ctx, a.user, f, code)
+	case webui.MethodRecovery:
+		amr, err = AMRRecovery, a.p.useRecovery(ctx, a.user, code)
+	case webui.MethodPasskey:
+		cred, _ := formValue(form, "credential")
+		if cred == "" {
+			a.beginVerifyPasskey(f)
+			return
+		}
+		amr, err = AMRPasskey, a.p.finishPasskeyAssertion(ctx, a.user, f, a.step.Challenge, cred)
+	default:
+		a.page(http.StatusBadRequest, msgBadRequest)
+		return
+	}
+	switch {
+	case errors.Is(err, errCodeWrong):
+		if err := a.p.countFailure(ctx, rules...); err != nil {
+			a.unavailable("throttle: " + err.Error())
+			return
+		}
+		a.p.log.Info("account: second factor failed", "method", method, "user_id", a.user.ID)
+		msg := msgBadCode
+		if method == webui.MethodPasskey {
+			msg = msgPasskeyFailed
+		}
+		a.showVerify(http.StatusBadRequest, f, msg)
+		return
+	case err != nil:
+		a.unavailable("account verify: " + err.Error())
+		return
+	}
+	a.p.clearFailures(ctx, rules[0].Key)
+	if a.sess, err = a.p.stepUp(ctx, a.sess, amr); err != nil {
+		a.unavailable("account step-up: " + err.Error())
+		return
+	}
+	a.showHome(http.StatusOK, "Confirmed. You can change how you sign in for the next 15 minutes.", "")
+}
+
+// beginVerifyPasskey starts a passkey assertion for the verification page.
+func (a *account) beginVerifyPasskey(f fsm.Factors) {
+	if len(f.Passkeys) == 0 || a.p.wa == nil {
+		a.showVerify(http.StatusBadRequest, f, msgPasskeyFailed)
+		return
+	}
+	opts, id, err := a.p.beginPasskeyAssertion(a.r.Context(), a.user, f)
+	if err != nil {
+		a.unavailable("passkey begin: " + err.Error())
+		return
+	}
+	c, ok := a.common(accountStep{Stage: accountVerify, SSOID: a.sess.ID, Challenge: id})
+	if !ok {
+		return
+	}
+	c.Title = "Confirm it’s you"
+	a.p.cfg.UI.Passkey(a.w, http.StatusOK, webui.PasskeyPage{
+		Common: c, Ceremony: webui.CeremonyGet, Options: opts, Method: webui.MethodPasskey, CancelURL: PathAccount,
+	})
 }

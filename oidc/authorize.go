@@ -331,8 +331,16 @@ func needsFreshAuth(req authzRequest, s fsm.SSOSession, now time.Time) bool {
 // interaction_required for prompt=none.
 func (f *flow) strength() bool {
 	need := requiredACR(f.pend.Req.ACRValues)
-	if need == "" || acrRank(f.sess.ACR) >= acrRank(need) || f.pend.StepUp {
+	if need == "" || acrRank(f.sess.ACR) >= acrRank(need) {
 		return true
+	}
+	if f.pend.StepUp {
+		// The second step was a recovery code: it proves the person, never
+		// the strength asked for (SPEC.md 2.5). Deny rather than issue a
+		// weaker code; the spent code opens /account, where the person
+		// sets up a new factor.
+		f.fail(errNoSecondFactor)
+		return false
 	}
 	fac, err := f.p.cfg.State.Factors(f.user.ID)
 	if err != nil && !errors.Is(err, fsm.ErrNotFound) {

@@ -413,7 +413,7 @@ func (p *Provider) beginPasskeyRegistration(ctx context.Context, u fsm.User, f f
 
 // finishPasskeyRegistration verifies the browser's attestation and stores
 // the credential.
-func (p *Provider) finishPasskeyRegistration(ctx context.Context, u fsm.User, f fsm.Factors, id, credential, name string) error {
+func (p *Provider) finishPasskeyRegistration(ctx context.Context, u fsm.User, f fsm.Factors, id, credential, name string, end *fsm.EndSessions) error {
 	if p.wa == nil || credential == "" || len(credential) > maxCredentialJSON {
 		return errCodeWrong
 	}
@@ -444,7 +444,7 @@ func (p *Provider) finishPasskeyRegistration(ctx context.Context, u fsm.User, f 
 	}
 	res, err := p.cfg.Applier.Apply(ctx, fsm.MustCommand(fsm.TypeAddPasskey, fsm.AddPasskey{UserID: u.ID, Passkey: fsm.Passkey{
 		ID: cred.ID, Name: name, Credential: blob, SignCount: cred.Authenticator.SignCount, CreatedAt: p.now(),
-	}}))
+	}, EndSessions: end}))
 	if err != nil {
 		return err
 	}

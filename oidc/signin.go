@@ -177,7 +177,7 @@ func (f *flow) startSession(u fsm.User, method string) bool {
 func (p *Provider) openSession(w http.ResponseWriter, r *http.Request, u fsm.User, method, supersedes string, now time.Time) (fsm.SSOSession, error) {
 	s := fsm.SSOSession{
 		ID: uuid.NewString(), UserID: u.ID, AuthTime: now,
-		AMR: []string{method}, ACR: acrOf([]string{method}),
+		AMR: []string{method}, ACR: acrOf([]string{method}), Verified: map[string]time.Time{method: now},
 		CreatedAt: now, LastSeen: now,
 		IdleExpiresAt: now.Add(p.cfg.SessionIdle), ExpiresAt: now.Add(p.cfg.SessionMax),
 	}

@@ -30,7 +30,7 @@ func (a *api) enrollTOTP(w http.ResponseWriter, r *http.Request) {
 		a.unavailable(w, r, "seal totp secret", err)
 		return
 	}
-	if _, ok := a.apply(w, r, fsm.MustCommand(fsm.TypeSetTOTP, fsm.SetTOTP{UserID: u.ID, Secret: sealed, At: a.now()})); !ok {
+	if _, ok := a.apply(w, r, fsm.MustCommand(fsm.TypeSetTOTP, fsm.SetTOTP{UserID: u.ID, Secret: sealed, At: a.now(), EndSessions: a.endSessions()})); !ok {
 		return
 	}
 	httpx.WriteJSON(w, http.StatusCreated, struct {
@@ -45,7 +45,7 @@ func (a *api) removeTOTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if _, ok := a.apply(w, r, fsm.MustCommand(fsm.TypeSetTOTP, fsm.SetTOTP{UserID: id, At: a.now()})); ok {
+	if _, ok := a.apply(w, r, fsm.MustCommand(fsm.TypeSetTOTP, fsm.SetTOTP{UserID: id, At: a.now(), EndSessions: a.endSessions()})); ok {
 		w.WriteHeader(http.StatusNoContent)
 	}
 }
@@ -58,7 +58,7 @@ func (a *api) newRecoveryCodes(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	codes, hashes := factor.NewRecoveryCodes()
-	if _, ok := a.apply(w, r, fsm.MustCommand(fsm.TypeSetRecoveryCodes, fsm.SetRecoveryCodes{UserID: id, Hashes: hashes, At: a.now()})); !ok {
+	if _, ok := a.apply(w, r, fsm.MustCommand(fsm.TypeSetRecoveryCodes, fsm.SetRecoveryCodes{UserID: id, Hashes: hashes, At: a.now(), EndSessions: a.endSessions()})); !ok {
 		return
 	}
 	httpx.WriteJSON(w, http.StatusCreated, struct {
@@ -190,3 +190,7 @@ func (a *api) issuerLabel() string {
 	}
 	return "oidcd"
 }
+
+// endSessions is the EndSessions of an admin's change to a credential:
+// every session of the person ends, so a reset evicts an intruder.
+func (a *api) endSessions() *fsm.EndSessions { return &fsm.EndSessions{At: a.now()} }

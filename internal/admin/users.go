@@ -150,6 +150,11 @@ func (a *api) updateUser(w http.ResponseWriter, r *http.Request) {
 		}
 		c.PasswordHash = &h
 	}
+	if b.Password != nil || (b.Phone != nil && *b.Phone != cur.Phone) {
+		// A reset evicts whoever held a session: every SSO session of the
+		// person ends in the same apply, with logout tokens to the apps.
+		c.EndSessions = &fsm.EndSessions{At: c.At}
+	}
 	res, ok := a.apply(w, r, fsm.MustCommand(fsm.TypeUpdateUser, c))
 	if !ok {
 		return

@@ -2,6 +2,8 @@ package node
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -118,7 +120,7 @@ func New(cfg Config) (*Node, error) {
 		Now:           cfg.Now,
 		Logger:        n.log,
 		Registerer:    n.registry,
-		SessionCookie: oidc.SessionCookie,
+		SessionCookie: oidc.CookieName(oidc.SessionCookie, "/", strings.HasPrefix(cfg.Issuer, "https://")),
 		ReadIndex:     n.readIndex,
 		SecureCookies: strings.HasPrefix(cfg.Issuer, "https://"),
 	})
@@ -252,7 +254,7 @@ func (n *Node) routes() http.Handler {
 		Issuer:    n.cfg.Issuer,
 	}
 	mux.Handle("/admin/v1/", admin.New(adminCfg))
-	mux.Handle(console.Prefix, console.New(console.Config{Admin: adminCfg, Issuer: n.cfg.Issuer,
+	mux.Handle(console.Prefix, console.New(console.Config{Admin: adminCfg, Issuer: n.cfg.Issuer, Secret: n.consoleSecret(),
 		BrowserKey: func() ([]byte, error) {
 			stored, err := n.fsm.State().Secret(fsm.SecretBrowserKey)
 			if err != nil {
@@ -419,4 +421,16 @@ func (n *Node) adminTokenHash() string {
 	}
 	h, _ := n.fsm.State().AdminTokenHash()
 	return h
+}
+
+// consoleSecret keys the console's session fingerprint with what every
+// node holds and the replicated state does not: the cluster key, and the
+// KEK when one is set. A copy of the state alone cannot forge a console
+// session, and adopting a KEK ends every console session.
+func (n *Node) consoleSecret() []byte {
+	m := hmac.New(sha256.New, []byte("oidcd console session v1"))
+	key, _ := n.cfg.clusterKey() // validated in New
+	m.Write(key)
+	m.Write(n.kek.Derive("oidcd console session v1"))
+	return m.Sum(nil)
 }

@@ -124,7 +124,7 @@ func (a *account) handleForm() (url.Values, bool) {
 		return nil, false
 	}
 	token, _ := formValue(form, "csrf_token")
-	if !csrfMatch(cookieValue(a.r, cookieCSRF), token, a.step.CSRF) {
+	if !csrfMatch(a.p.cookieValue(a.r, cookieCSRF, "/"), token, a.step.CSRF) {
 		a.page(http.StatusForbidden, msgForbidden)
 		return nil, false
 	}
@@ -210,6 +210,7 @@ func (a *account) signIn(form url.Values) {
 		a.sess, err = a.p.stepUp(ctx, a.sess, AMRPassword)
 	} else {
 		a.sess, err = a.p.openSession(a.w, a.r, u, AMRPassword, a.sess.ID, a.now)
+		a.csrf = a.p.rotateCSRF(a.w)
 	}
 	if err != nil {
 		a.unavailable("account sign-in: " + err.Error())

@@ -193,7 +193,7 @@ func (f *flow) openForm(stages ...string) (url.Values, bool) {
 		return nil, false
 	}
 	token, _ := formValue(form, "csrf_token")
-	if !csrfMatch(cookieValue(f.r, cookieCSRF), token, f.pend.CSRF) {
+	if !csrfMatch(f.p.cookieValue(f.r, cookieCSRF, "/"), token, f.pend.CSRF) {
 		f.page(http.StatusForbidden, msgForbidden, "csrf mismatch")
 		return nil, false
 	}
@@ -241,7 +241,7 @@ func (f *flow) loadSession() bool {
 // secret names a session that is live at now and whose person still
 // exists. err is only for a store problem.
 func (p *Provider) browserSession(r *http.Request, now time.Time) (fsm.SSOSession, fsm.User, bool, error) {
-	secret := cookieValue(r, cookieSession)
+	secret := p.cookieValue(r, cookieSession, "/")
 	if secret == "" || len(secret) > 64 {
 		return fsm.SSOSession{}, fsm.User{}, false, nil
 	}

@@ -47,6 +47,30 @@ func TestSecureCookies(t *testing.T) {
 		if !c.Secure || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode {
 			t.Errorf("cookie %s: got %+v, want Secure, HttpOnly, SameSite=Lax", c.Name, c)
 		}
+		// A sibling subdomain must not plant them: __Host- (path /, no
+		// Domain) or, for a narrower path, __Secure-.
+		host := strings.HasPrefix(c.Name, "__Host-") && c.Path == "/" && c.Domain == ""
+		if !host && !strings.HasPrefix(c.Name, "__Secure-") {
+			t.Errorf("cookie %s (path %s, domain %q): want the __Host- or __Secure- prefix", c.Name, c.Path, c.Domain)
+		}
+	}
+}
+
+func TestCookieName(t *testing.T) {
+	cases := []struct {
+		name, path string
+		secure     bool
+		want       string
+	}{
+		{"oidcd_session", "/", false, "oidcd_session"},
+		{"oidcd_session", "/", true, "__Host-oidcd_session"},
+		{"oidcd_authz", "/authorize", true, "__Secure-oidcd_authz"},
+		{"oidcd_authz", "/authorize", false, "oidcd_authz"},
+	}
+	for _, c := range cases {
+		if got := CookieName(c.name, c.path, c.secure); got != c.want {
+			t.Errorf("CookieName(%q, %q, %v): got %q, want %q", c.name, c.path, c.secure, got, c.want)
+		}
 	}
 }
 

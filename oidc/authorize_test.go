@@ -844,7 +844,8 @@ func TestCSRFAndStep(t *testing.T) {
 }
 
 // TestConsentForAnotherPerson: a consent form shown to one person does not
-// grant for whoever holds the browser's session later.
+// grant for whoever holds the browser's session later. The other sign-in
+// rotated the browser's CSRF token, so the old form is refused outright.
 func TestConsentForAnotherPerson(t *testing.T) {
 	h := newHarness(t)
 	h.addMember(hUserB, hOrgA)
@@ -855,7 +856,7 @@ func TestConsentForAnotherPerson(t *testing.T) {
 	p2 := b.get(authzPath(authzQuery(hPublic, map[string]string{"prompt": "login"})))
 	codeFrom(t, b.signIn(p2, hEmailB, hPassword), http.StatusSeeOther)
 	p = b.submit(consentForm, "decision", "allow", nil)
-	wantH1(t, p, "Allow access?") // asked afresh, of the new person
+	wantErrorPage(t, p, http.StatusForbidden)
 	if _, err := h.p.cfg.State.Consent(hUserB, hConfidential); !errors.Is(err, fsm.ErrNotFound) {
 		t.Errorf("consent recorded for the other person: %v", err)
 	}
@@ -908,5 +909,23 @@ func TestStaticMounted(t *testing.T) {
 		if rec.Code != tc.want {
 			t.Errorf("%s: got %d, want %d", tc.method, rec.Code, tc.want)
 		}
+	}
+}
+
+// TestSignInRotatesCSRF: the CSRF cookie a browser held before signing in
+// is replaced by the sign-in, and the next form carries the new token.
+func TestSignInRotatesCSRF(t *testing.T) {
+	h := newHarness(t)
+	b := h.browser()
+	p := b.get(authzPath(authzQuery(hConfidential)))
+	before := postForm(t, p, "method").hidden.Get("csrf_token")
+	p = b.signIn(p, hEmail, hPassword)
+	after := postForm(t, p, "decision").hidden.Get("csrf_token")
+	if before == "" || after == "" || before == after {
+		t.Fatalf("csrf token before sign-in %q, after %q: want two different tokens", before, after)
+	}
+	p = b.submit(postForm(t, p, "decision"), "decision", "allow", nil)
+	if p.status != http.StatusSeeOther && p.status != http.StatusFound {
+		t.Fatalf("consent with the rotated token: got %d", p.status)
 	}
 }

@@ -25,7 +25,7 @@ func isCSRFToken(v string) bool {
 // csrfToken returns this browser's CSRF token, setting a fresh cookie when
 // it has none (or a malformed one).
 func (p *Provider) csrfToken(w http.ResponseWriter, r *http.Request) string {
-	if v := cookieValue(r, cookieCSRF); isCSRFToken(v) {
+	if v := p.cookieValue(r, cookieCSRF, "/"); isCSRFToken(v) {
 		return v
 	}
 	v := newID()
@@ -42,4 +42,13 @@ func csrfMatch(cookie, field, sealed string) bool {
 	a := subtle.ConstantTimeCompare([]byte(cookie), []byte(field))
 	b := subtle.ConstantTimeCompare([]byte(field), []byte(sealed))
 	return a&b == 1
+}
+
+// rotateCSRF gives the browser a fresh CSRF token and returns it. It runs
+// when a sign-in opens a session, so a token planted or seen before the
+// sign-in cannot ride the new session (login CSRF, fixation).
+func (p *Provider) rotateCSRF(w http.ResponseWriter) string {
+	v := newID()
+	p.setCookie(w, cookieCSRF, v, "/", time.Time{})
+	return v
 }

@@ -127,7 +127,7 @@ func pickerURL(q, key, cursor string) string {
 // handlePicker is GET /authorize/organization.
 func (p *Provider) handlePicker(w http.ResponseWriter, r *http.Request) {
 	f := p.newFlow(w, r)
-	pd, err := p.openPending(cookieValue(r, cookieAuthz), f.now, stagePicker)
+	pd, err := p.openPending(p.cookieValue(r, cookieAuthz, authzCookiePath), f.now, stagePicker)
 	switch {
 	case errors.Is(err, errStepInvalid):
 		f.page(http.StatusBadRequest, msgExpired, "authz cookie invalid, expired or of another stage")

@@ -168,6 +168,7 @@ func (f *flow) startSession(u fsm.User, method string) bool {
 		"supersedes", supersedes, "reference", f.reference())
 	f.sess, f.user, f.hasSession = s, u, true
 	f.pend.SSOID, f.pend.StepUp = s.ID, false
+	f.csrf = f.p.rotateCSRF(f.w)
 	return true
 }
 

@@ -3,7 +3,10 @@ package console
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,7 +20,6 @@ import (
 
 	"github.com/oidcd/oidcd/internal/admin"
 	"github.com/oidcd/oidcd/internal/httpx"
-	"github.com/oidcd/oidcd/internal/password"
 	"github.com/oidcd/oidcd/internal/seal"
 )
 
@@ -50,6 +52,12 @@ type Config struct {
 	// its stored form), which seals the session cookie so that every node
 	// accepts it; an error while it is not replicated yet.
 	BrowserKey func() ([]byte, error)
+	// Secret is held by every node outside the replicated state (derived
+	// from the cluster key and the KEK when one is set). It keys the
+	// session's fingerprint, so a copy of the state or of a backup, which
+	// holds the browser key and the admin token's hash, cannot forge a
+	// console session; adopting a KEK changes it and ends every session.
+	Secret []byte
 }
 
 // Console is the admin console's HTTP handler.
@@ -57,6 +65,7 @@ type Console struct {
 	api       http.Handler // a private admin API instance
 	apiToken  string       // the only token api accepts; never leaves the process
 	tokenHash func() string
+	secret    []byte
 	key       func() ([]byte, error)
 	now       func() time.Time
 	log       *slog.Logger
@@ -93,6 +102,7 @@ func New(cfg Config) *Console {
 	c := &Console{
 		apiToken:  admin.GenerateToken(),
 		tokenHash: tokenHash,
+		secret:    cfg.Secret,
 		key:       cfg.BrowserKey,
 		now:       ac.Now,
 		log:       ac.Logger,
@@ -121,12 +131,14 @@ type session struct {
 }
 
 // fingerprint derives the session's proof from the admin token's stored
-// hash; "" for no hash.
-func fingerprint(tokenHash string) string {
+// hash, keyed with the node's secret; "" for no hash.
+func (c *Console) fingerprint(tokenHash string) string {
 	if tokenHash == "" {
 		return ""
 	}
-	return password.HashSecret("oidcd-console\x00" + tokenHash)
+	m := hmac.New(sha256.New, c.secret)
+	m.Write([]byte("oidcd-console\x00" + tokenHash))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
 // errNoBrowserKey: the replicated browser key is not there yet.
@@ -170,7 +182,7 @@ func (c *Console) currentSession(r *http.Request) (session, bool) {
 	if box.Open(purposeSession, ck.Value, c.now(), &s) != nil {
 		return session{}, false
 	}
-	want := fingerprint(c.tokenHash())
+	want := c.fingerprint(c.tokenHash())
 	if want == "" || subtle.ConstantTimeCompare([]byte(s.Fingerprint), []byte(want)) != 1 {
 		return session{}, false
 	}
@@ -239,7 +251,7 @@ func (c *Console) startSession(w http.ResponseWriter, csrf string) error {
 	if err != nil {
 		return err
 	}
-	v, err := box.Seal(purposeSession, session{Fingerprint: fingerprint(c.tokenHash()), CSRF: csrf}, c.now().Add(SessionLifetime))
+	v, err := box.Seal(purposeSession, session{Fingerprint: c.fingerprint(c.tokenHash()), CSRF: csrf}, c.now().Add(SessionLifetime))
 	if err != nil {
 		return err
 	}

@@ -410,3 +410,21 @@ func TestReturnTo(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionNeedsTheNodeSecret: the session cookie's fingerprint is keyed
+// with a secret outside the replicated state. Someone holding a copy of
+// the state (the browser key and the admin token's hash) but not the
+// nodes' secret, such as a console built with another secret, cannot make
+// or use a session; and a change of the secret (a KEK adopted) ends every
+// session.
+func TestSessionNeedsTheNodeSecret(t *testing.T) {
+	e := newEnv(t)
+	e.signIn()
+	if r := e.get(Prefix + "cluster"); r.Status != http.StatusOK {
+		t.Fatalf("signed in: got %d, want 200", r.Status)
+	}
+	e.console.secret = []byte("another secret")
+	if r := e.get(Prefix + "cluster"); r.Status != http.StatusSeeOther {
+		t.Fatalf("with another secret: got %d, want 303 to sign-in", r.Status)
+	}
+}

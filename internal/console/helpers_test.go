@@ -68,7 +68,7 @@ func newEnv(t *testing.T) *env {
 	rand.Read(key)
 	e := &env{t: t, state: a.State(), keys: &fakeKeys{}}
 	e.token.Store(admin.HashToken(testToken))
-	e.console = New(Config{Issuer: "http://127.0.0.1", BrowserKey: func() ([]byte, error) { return key, nil }, Admin: admin.Config{
+	e.console = New(Config{Issuer: "http://127.0.0.1", Secret: []byte("node secret"), BrowserKey: func() ([]byte, error) { return key, nil }, Admin: admin.Config{
 		State:     a.State(),
 		Applier:   a,
 		Keys:      e.keys,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -51,6 +52,7 @@ var (
 type KEK struct {
 	id   [idLen]byte
 	aead cipher.AEAD
+	prk  []byte // HKDF pseudo-random key, for Derive
 }
 
 // New returns the KEK for a 32-byte key.
@@ -70,7 +72,11 @@ func New(key []byte) (*KEK, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kek: %w", err)
 	}
-	k := &KEK{aead: aead}
+	prk, err := hkdf.Extract(sha256.New, key, nil)
+	if err != nil {
+		return nil, fmt.Errorf("kek: %w", err)
+	}
+	k := &KEK{aead: aead, prk: prk}
 	h := sha256.New()
 	h.Write([]byte("oidcd kek id\x00"))
 	h.Write(key)
@@ -202,4 +208,18 @@ func Sealed(record []byte) bool {
 func additional(header []byte, aad string) []byte {
 	ad := make([]byte, 0, len(header)+len(aad))
 	return append(append(ad, header...), aad...)
+}
+
+// Derive returns a 32-byte key for purpose info, derived one way from the
+// KEK (HKDF-SHA256), so a secret can depend on the KEK without being
+// stored; nil for a nil KEK.
+func (k *KEK) Derive(info string) []byte {
+	if k == nil {
+		return nil
+	}
+	out, err := hkdf.Expand(sha256.New, k.prk, info, 32)
+	if err != nil {
+		panic(err) // only for lengths out of range
+	}
+	return out
 }

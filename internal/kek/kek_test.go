@@ -285,3 +285,29 @@ func checkLoad(t *testing.T, content []byte, mode os.FileMode, errHas, wantID st
 		t.Fatalf("ID: got %q, want %q", k.ID(), wantID)
 	}
 }
+
+func TestDerive(t *testing.T) {
+	a1, _ := New(bytes.Repeat([]byte{1}, Size))
+	a2, _ := New(bytes.Repeat([]byte{1}, Size))
+	b, _ := New(bytes.Repeat([]byte{2}, Size))
+	var none *KEK
+	cases := []struct {
+		name  string
+		x, y  []byte
+		equal bool
+	}{
+		{"same key, same purpose", a1.Derive("p"), a2.Derive("p"), true},
+		{"same key, other purpose", a1.Derive("p"), a1.Derive("q"), false},
+		{"other key", a1.Derive("p"), b.Derive("p"), false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if len(c.x) != 32 || bytes.Equal(c.x, c.y) != c.equal {
+				t.Fatalf("got %x and %x, want equal=%v", c.x, c.y, c.equal)
+			}
+		})
+	}
+	if none.Derive("p") != nil {
+		t.Fatal("a nil KEK derives nothing")
+	}
+}

@@ -158,6 +158,8 @@ func (p *Provider) handleAccountPost(w http.ResponseWriter, r *http.Request) {
 	if !a.mayChange() {
 		return
 	}
+	// Until the audit trail exists, every credential change is a log line.
+	a.p.log.Info("account: credential change", "user_id", a.user.ID, "sso_session", a.sess.ID, "action", logValue(action))
 	switch {
 	case a.step.Stage == accountHome && action == "totp-setup":
 		a.totpSetup()

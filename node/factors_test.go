@@ -146,9 +146,9 @@ func (m *mfaWorld) run(t *testing.T, b *testcluster.Browser, r *rp, s script, ex
 			page = b.Submit(page, map[string]string{"phone": s.phone}, "method", "sms")
 		case strings.Contains(page.Body, `name="password"`):
 			page = b.Submit(page, map[string]string{"email": s.email, "password": s.password}, "method", "password")
-		case strings.Contains(page.Body, `value="sms"`) && strings.Contains(page.Body, `name="code"`):
+		case strings.Contains(page.Body, `autocomplete="one-time-code"`) && !strings.Contains(page.Body, `name="method"`):
 			code, _ := m.lastSMS(t, s.phone)
-			page = b.Submit(page, map[string]string{"code": code}, "method", "sms")
+			page = b.Submit(page, map[string]string{"code": code}, "", "")
 		case strings.Contains(page.Body, `value="otp"`) || strings.Contains(page.Body, `value="recovery"`):
 			code := s.code
 			if code == "" && s.second == "otp" {
@@ -405,7 +405,7 @@ func TestTextMessageLimits(t *testing.T) {
 		t.Fatalf("code page: %d\n%s", page.Status, page.Body)
 	}
 	for i := range 5 {
-		page = b.Submit(page, map[string]string{"code": "000000"}, "method", "sms")
+		page = b.Submit(page, map[string]string{"code": "000000"}, "", "")
 		if i < 4 && page.Status != http.StatusBadRequest {
 			t.Fatalf("wrong guess %d: %d", i+1, page.Status)
 		}
@@ -415,7 +415,7 @@ func TestTextMessageLimits(t *testing.T) {
 		t.Skip("the random code was 000000")
 	}
 	// The fifth wrong guess locked the number's code entry...
-	if p := b.Submit(page, map[string]string{"code": right}, "method", "sms"); p.Status != http.StatusTooManyRequests || !strings.Contains(p.Body, "Too many failed attempts") {
+	if p := b.Submit(page, map[string]string{"code": right}, "", ""); p.Status != http.StatusTooManyRequests || !strings.Contains(p.Body, "Too many failed attempts") {
 		t.Fatalf("right code after five wrong guesses: %d, want 429", p.Status)
 	}
 	// ...and killed the code: with the lock cleared, even the right one
@@ -423,7 +423,7 @@ func TestTextMessageLimits(t *testing.T) {
 	if r := do(t, m.c, "DELETE", "/admin/v1/lockouts/"+url.PathEscape("code:tel"+m.annPhone), testcluster.AdminToken, nil, nil); r.StatusCode != 204 {
 		t.Fatalf("clear the lock: %d", r.StatusCode)
 	}
-	page = b.Submit(page, map[string]string{"code": right}, "method", "sms")
+	page = b.Submit(page, map[string]string{"code": right}, "", "")
 	if page.Status != http.StatusBadRequest || !strings.Contains(page.Body, "expired or was used up") || !strings.Contains(page.Body, `name="password"`) {
 		t.Fatalf("right code after five wrong guesses: %d %q\n%s", page.Status, page.Location(), page.Body)
 	}

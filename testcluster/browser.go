@@ -89,7 +89,9 @@ func (b *Browser) Follow(p *Page, base string) *Page {
 }
 
 // Submit fills the page's form that contains the named button, sets
-// fields, and posts it with that button pressed (name=value).
+// fields, and posts it with that button pressed (name=value). An empty
+// name presses a page's plain submit button, the one of a page that asks
+// for one thing only (CONTRACT.md section 3).
 func (b *Browser) Submit(p *Page, fields map[string]string, buttonName, buttonValue string) *Page {
 	b.t.Helper()
 	action, values, err := htmlform.FindIn(strings.NewReader(p.Body), buttonName, buttonValue)
@@ -99,7 +101,9 @@ func (b *Browser) Submit(p *Page, fields map[string]string, buttonName, buttonVa
 	for k, v := range fields {
 		values.Set(k, v)
 	}
-	values.Set(buttonName, buttonValue)
+	if buttonName != "" {
+		values.Set(buttonName, buttonValue)
+	}
 	target, err := p.URL.Parse(action)
 	if err != nil {
 		b.t.Fatal(err)

@@ -24,7 +24,7 @@ func TestFactorPagesEscapeAndCarryTheirInputs(t *testing.T) {
 	}{
 		{"smscode", func(w http.ResponseWriter) {
 			u.SMSCode(w, 200, SMSCodePage{Common: c, Phone: hostile, Error: hostile})
-		}, []string{`autocomplete="one-time-code"`, `value="sms"`}, false},
+		}, []string{`autocomplete="one-time-code"`, `<button type="submit" class="primary">`}, false},
 		{"account", func(w http.ResponseWriter) {
 			u.Account(w, 200, AccountPage{Common: c, Email: hostile, HasTOTP: true, RecoveryLeft: 3, PasskeysEnabled: true,
 				Passkeys: []PasskeyLine{{ID: hostile, Name: hostile, Created: hostile}}, Notice: hostile, Error: hostile})

@@ -237,7 +237,7 @@ func (s *site) authorize(t *testing.T, b *testcluster.Browser, phone string, ext
 	}
 	if phone != "" {
 		page = b.Follow(b.Submit(page, map[string]string{"phone": phone}, "method", "sms"), s.n.issuer)
-		page = b.Submit(page, map[string]string{"code": s.n.lastSMS(t, phone)}, "method", "sms")
+		page = b.Submit(page, map[string]string{"code": s.n.lastSMS(t, phone)}, "", "")
 	} else {
 		page = b.Submit(page, map[string]string{"email": s.email, "password": s.password}, "method", "password")
 	}

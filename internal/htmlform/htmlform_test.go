@@ -17,6 +17,7 @@ const page = `<!DOCTYPE html><html><body>
 <button type="submit" name="method" value="password">Sign in</button>
 </form>
 <form method="POST" action="/other"><button name="decision" value="allow">Allow</button></form>
+<form method="post" action="/code"><input name="code" value=""><button type="submit">Sign in</button></form>
 </body></html>`
 
 func TestFindIn(t *testing.T) {
@@ -30,6 +31,7 @@ func TestFindIn(t *testing.T) {
 		{"go", "1", "/authorize", url.Values{"csrf_token": {"c1"}, "step": {"s1"}, "email": {"ann@example.com"}}, false},
 		{"decision", "allow", "/other", url.Values{}, false},
 		{"method", "sms", "", nil, true},
+		{"", "", "/code", url.Values{"code": {""}}, false}, // a page's one plain submit button
 		{"q", "x", "", nil, true}, // an input that is not a submit button, in a get form
 	}
 	for _, tc := range cases {

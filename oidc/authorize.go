@@ -577,7 +577,14 @@ func (f *flow) pageErr(err error) {
 		f.unavailable(err.Error())
 		return
 	}
-	f.page(http.StatusBadRequest, msgBadRequest, err.Error())
+	ref := f.reference()
+	var re *requestError
+	detail := ""
+	if errors.As(err, &re) {
+		detail = re.detail
+	}
+	f.p.log.Warn("authorize: error page", "status", http.StatusBadRequest, "reason", err.Error(), "reference", ref)
+	f.p.cfg.UI.Error(f.w, http.StatusBadRequest, webui.ErrorPage{Message: msgBadRequest, Detail: detail, Reference: ref})
 }
 
 // page shows the error page of SPEC.md 7.1 with a constant message and

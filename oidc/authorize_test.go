@@ -98,6 +98,17 @@ func TestAuthorizeErrorPages(t *testing.T) {
 			if strings.Contains(p.body, "evil") {
 				t.Errorf("the page echoes the redirect URI")
 			}
+			// The page names the broken rule in its fixed sentence.
+			for prefix, detail := range map[string]string{
+				"client": detailClient, "redirect_uri": detailRedirectURI, "response_type": detailResponseType,
+				"code_challenge": detailPKCE, "scope": detailScope, "state": detailState, "nonce": detailNonce,
+				"prompt": detailPrompt, "max_age": detailMaxAge, "acr_values": detailACRValues,
+				"organization_hint": detailOrgHint, "parameter repeated": detailRepeated,
+			} {
+				if strings.HasPrefix(tc.name, prefix) && !strings.Contains(p.body, detail) {
+					t.Errorf("got page without %q:\n%s", detail, p.body)
+				}
+			}
 		})
 	}
 }

@@ -80,52 +80,86 @@ type clientSource interface {
 func validateAuthorize(st clientSource, q url.Values) (authzRequest, fsm.Client, error) {
 	var req authzRequest
 	if err := checkSingleValues(q); err != nil {
-		return req, fsm.Client{}, err
+		return req, fsm.Client{}, named(detailRepeated, err)
 	}
 	client, err := lookupClient(st, q.Get("client_id"))
 	if err != nil {
-		return req, fsm.Client{}, err
+		return req, fsm.Client{}, named(detailClient, err)
 	}
 	if err := checkRedirectURI(client, q.Get("redirect_uri")); err != nil {
-		return req, client, err
+		return req, client, named(detailRedirectURI, err)
 	}
 	req.ClientID, req.RedirectURI = client.ID, q.Get("redirect_uri")
 	present := func(k string) (string, bool) { return q.Get(k), q.Has(k) }
-	steps := []func() error{
-		func() error { return checkResponseType(q.Get("response_type")) },
-		func() error {
+	steps := []struct {
+		detail string
+		check  func() error
+	}{
+		{detailResponseType, func() error { return checkResponseType(q.Get("response_type")) }},
+		{detailPKCE, func() error {
 			req.Challenge = q.Get("code_challenge")
 			return checkPKCE(req.Challenge, q.Get("code_challenge_method"))
-		},
-		func() (err error) { req.Scopes, err = checkScope(client, q.Get("scope")); return err },
-		func() error { req.State = q.Get("state"); return checkState(req.State) },
-		func() error { v, ok := present("nonce"); req.Nonce = v; return checkNonce(v, ok) },
-		func() (err error) { v, ok := present("prompt"); req.Prompt, err = parsePrompt(v, ok); return err },
-		func() (err error) { v, ok := present("max_age"); req.MaxAge, err = parseMaxAge(v, ok); return err },
-		func() (err error) {
+		}},
+		{detailScope, func() (err error) { req.Scopes, err = checkScope(client, q.Get("scope")); return err }},
+		{detailState, func() error { req.State = q.Get("state"); return checkState(req.State) }},
+		{detailNonce, func() error { v, ok := present("nonce"); req.Nonce = v; return checkNonce(v, ok) }},
+		{detailPrompt, func() (err error) { v, ok := present("prompt"); req.Prompt, err = parsePrompt(v, ok); return err }},
+		{detailMaxAge, func() (err error) { v, ok := present("max_age"); req.MaxAge, err = parseMaxAge(v, ok); return err }},
+		{detailACRValues, func() (err error) {
 			v, ok := present("acr_values")
 			req.ACRValues, err = parseACRValues(v, ok)
 			return err
-		},
-		func() (err error) {
+		}},
+		{detailOrgHint, func() (err error) {
 			v, ok := present("organization_hint")
 			req.OrgHint, err = parseOrgHint(v, ok)
 			return err
-		},
+		}},
 	}
 	for _, step := range steps {
-		if err := step(); err != nil {
-			return req, client, err
+		if err := step.check(); err != nil {
+			return req, client, named(step.detail, err)
 		}
 	}
 	return req, client, nil
 }
 
+// The fixed sentences an error page shows the application's developer, one
+// per rule of SPEC.md 7.1. They name the rule, never the input.
+const (
+	detailRepeated     = "A parameter of the request appears more than once."
+	detailClient       = "The client_id is missing, unknown, or the application is suspended."
+	detailRedirectURI  = "The redirect_uri is missing or not registered for this application."
+	detailResponseType = "The response_type must be code."
+	detailPKCE         = "PKCE is required: a code_challenge of 43 characters with code_challenge_method S256."
+	detailScope        = "The scope is missing, or names a scope that is unknown or not registered for this application."
+	detailState        = "The state must be 8 to 1024 bytes long."
+	detailNonce        = "The nonce must be 8 to 512 bytes long."
+	detailPrompt       = "The prompt is malformed: use none, login or select_account, each once, and none alone."
+	detailMaxAge       = "The max_age must be a non-negative integer."
+	detailACRValues    = "The acr_values are malformed: at most 512 bytes of visible ASCII values, separated by single spaces."
+	detailOrgHint      = "The organization_hint is malformed."
+)
+
+// requestError is a validation error of SPEC.md 7.1 shown as a page: the
+// page shows detail, a fixed sentence for the application's developer;
+// the wrapped error, which may quote the input, goes to the log only.
+type requestError struct {
+	detail string
+	err    error
+}
+
+func (e *requestError) Error() string { return e.err.Error() }
+func (e *requestError) Unwrap() error { return e.err }
+
+// named gives err the developer-facing sentence detail.
+func named(detail string, err error) error { return &requestError{detail: detail, err: err} }
+
 // checkSingleValues rejects a request that repeats any parameter.
 func checkSingleValues(q url.Values) error {
 	for k, v := range q {
 		if len(v) > 1 {
-			return fmt.Errorf("parameter %q repeated", k)
+			return fmt.Errorf("parameter %q repeated", logValue(k))
 		}
 	}
 	return nil
@@ -139,11 +173,11 @@ func lookupClient(st clientSource, id string) (fsm.Client, error) {
 	c, err := st.Client(id)
 	switch {
 	case errors.Is(err, fsm.ErrNotFound):
-		return fsm.Client{}, fmt.Errorf("client_id %q unknown", id)
+		return fsm.Client{}, fmt.Errorf("client_id %q unknown", logValue(id))
 	case err != nil:
 		return fsm.Client{}, fmt.Errorf("%w: client: %v", errAuthzStore, err)
 	case c.Suspended:
-		return fsm.Client{}, fmt.Errorf("client %q suspended", id)
+		return fsm.Client{}, fmt.Errorf("client %q suspended", logValue(id))
 	}
 	return c, nil
 }
@@ -154,14 +188,14 @@ func checkRedirectURI(c fsm.Client, uri string) error {
 		return errors.New("redirect_uri missing")
 	}
 	if !slices.Contains(c.RedirectURIs, uri) {
-		return fmt.Errorf("redirect_uri %q not registered", uri)
+		return fmt.Errorf("redirect_uri %q not registered", logValue(uri))
 	}
 	return nil
 }
 
 func checkResponseType(v string) error {
 	if v != "code" {
-		return fmt.Errorf("response_type %q is not code", v)
+		return fmt.Errorf("response_type %q is not code", logValue(v))
 	}
 	return nil
 }
@@ -175,7 +209,7 @@ func checkPKCE(challenge, method string) error {
 		return errors.New("code_challenge missing")
 	}
 	if method != "S256" {
-		return fmt.Errorf("code_challenge_method %q is not S256", method)
+		return fmt.Errorf("code_challenge_method %q is not S256", logValue(method))
 	}
 	if len(challenge) != challengeLen {
 		return fmt.Errorf("code_challenge has %d characters, want %d", len(challenge), challengeLen)
@@ -198,7 +232,7 @@ func checkScope(c fsm.Client, scope string) ([]string, error) {
 		case s == "" || slices.Contains(out, s):
 			continue
 		case !slices.Contains(authzScopes, s):
-			return nil, fmt.Errorf("scope %q unknown", s)
+			return nil, fmt.Errorf("scope %q unknown", logValue(s))
 		case !slices.Contains(c.Scopes, s):
 			return nil, fmt.Errorf("scope %q not registered for client %q", s, c.ID)
 		}
@@ -238,7 +272,7 @@ func parsePrompt(s string, present bool) (prompts, error) {
 	for v := range strings.SplitSeq(s, " ") {
 		p, ok := promptValues[v]
 		if !ok {
-			return 0, fmt.Errorf("prompt value %q invalid", v)
+			return 0, fmt.Errorf("prompt value %q invalid", logValue(v))
 		}
 		if ps.has(p) {
 			return 0, fmt.Errorf("prompt value %q repeated", v)
@@ -258,7 +292,7 @@ func parseMaxAge(s string, present bool) (*int64, error) {
 		return nil, nil
 	}
 	if s == "" || strings.TrimLeft(s, "0123456789") != "" {
-		return nil, fmt.Errorf("max_age %q is not a non-negative integer", s)
+		return nil, fmt.Errorf("max_age %q is not a non-negative integer", logValue(s))
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {

@@ -125,6 +125,9 @@ type ScopeLine struct {
 // and never a link back to the client.
 type ErrorPage struct {
 	Title, Message, Reference string
+	// Detail is a fixed sentence for the application's developer naming
+	// what was wrong with the request; never raw input.
+	Detail string
 }
 
 // MessagePage is a plain notice, such as "You declined" or "You are

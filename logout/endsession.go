@@ -392,9 +392,9 @@ func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	ref := reference(r)
 	if rerr.status == http.StatusBadRequest {
-		s.log.Warn("logout: request refused", "reason", rerr.reason, "method", r.Method, "reference", ref)
+		s.log.Warn("logout: request refused", "reason", httpx.LogValue(rerr.reason), "method", r.Method, "reference", ref)
 	} else {
-		s.log.Error("logout: failed", "status", rerr.status, "reason", rerr.reason, "method", r.Method, "reference", ref)
+		s.log.Error("logout: failed", "status", rerr.status, "reason", httpx.LogValue(rerr.reason), "method", r.Method, "reference", ref)
 	}
 	if r.Method == http.MethodPost {
 		w.Header().Set("Cache-Control", "no-store")

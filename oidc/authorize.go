@@ -591,7 +591,7 @@ func (f *flow) pageErr(err error) {
 // logs the real reason under the reference it shows.
 func (f *flow) page(status int, message, reason string) {
 	ref := f.reference()
-	f.p.log.Warn("authorize: error page", "status", status, "reason", reason, "reference", ref)
+	f.p.log.Warn("authorize: error page", "status", status, "reason", logValue(reason), "reference", ref)
 	f.p.cfg.UI.Error(f.w, status, webui.ErrorPage{Message: message, Reference: ref})
 }
 

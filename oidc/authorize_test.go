@@ -1,7 +1,9 @@
 package oidc
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -938,5 +940,25 @@ func TestSignInRotatesCSRF(t *testing.T) {
 	p = b.submit(postForm(t, p, "decision"), "decision", "allow", nil)
 	if p.status != http.StatusSeeOther && p.status != http.StatusFound {
 		t.Fatalf("consent with the rotated token: got %d", p.status)
+	}
+}
+
+// TestHugeParametersMakeShortLogLines: a 20 KB client_id, redirect_uri or
+// state reaches the log capped, not as a 20 KB line.
+func TestHugeParametersMakeShortLogLines(t *testing.T) {
+	var logs bytes.Buffer
+	h := newHarness(t, func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	huge := strings.Repeat("A", 20000)
+	for _, mod := range []map[string]string{{"client_id": huge}, {"redirect_uri": huge}, {"state": "s", "nonce": huge}, {"scope": huge}} {
+		wantErrorPage(t, h.browser().get(authzPath(authzQuery(hConfidential, mod))), http.StatusBadRequest)
+	}
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) < 4 {
+		t.Fatalf("got %d log lines, want at least 4:\n%s", len(lines), logs.String())
+	}
+	for _, l := range lines {
+		if len(l) > 1024 {
+			t.Errorf("got a log line of %d bytes, want at most 1024: %.200s…", len(l), l)
+		}
 	}
 }

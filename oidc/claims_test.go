@@ -48,17 +48,3 @@ func TestAtHash(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
-
-func TestLogValue(t *testing.T) {
-	long := strings.Repeat("x", 20000)
-	cases := []struct{ in, want string }{
-		{"", ""},
-		{"client-1", "client-1"},
-		{long, strings.Repeat("x", maxLogValue) + "…(+19872 bytes)"},
-	}
-	for _, c := range cases {
-		if got := logValue(c.in); got != c.want {
-			t.Errorf("logValue(%d bytes): got %q, want %q", len(c.in), got, c.want)
-		}
-	}
-}

@@ -1,13 +1,12 @@
 package oidc
 
 import (
+	"github.com/oidcd/oidcd/internal/httpx"
 	"github.com/oidcd/oidcd/internal/password"
 
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"fmt"
-	"strings"
 )
 
 // newID returns 32 random bytes, base64url: codes, cookie secrets, jtis.
@@ -27,15 +26,5 @@ func s256(verifier string) string {
 	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
-// maxLogValue caps a client-supplied value written to a log line.
-const maxLogValue = 128
-
-// logValue is s fit for a log line: at most maxLogValue bytes of it, with
-// the length of the rest, so a 20 KB parameter cannot make a 20 KB line.
-// slog's handlers quote and escape it.
-func logValue(s string) string {
-	if len(s) <= maxLogValue {
-		return s
-	}
-	return fmt.Sprintf("%s…(+%d bytes)", strings.ToValidUTF8(s[:maxLogValue], ""), len(s)-maxLogValue)
-}
+// logValue is s capped for a log line (httpx.LogValue).
+func logValue(s string) string { return httpx.LogValue(s) }

@@ -210,11 +210,24 @@ func Recover(log *slog.Logger) func(http.Handler) http.Handler {
 					if v == http.ErrAbortHandler {
 						panic(v)
 					}
-					log.Error("handler panic", "panic", fmt.Sprint(v), "path", r.URL.Path, "correlation_id", CorrelationID(r.Context()))
+					log.Error("handler panic", "panic", fmt.Sprint(v), "path", LogValue(r.URL.Path), "correlation_id", CorrelationID(r.Context()))
 					WriteError(w, r, http.StatusInternalServerError, CodeInternal, "internal error")
 				}
 			}()
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// MaxLogValue caps a client-supplied value written to a log line.
+const MaxLogValue = 128
+
+// LogValue is s fit for a log line: at most MaxLogValue bytes of it, with
+// the length of the rest, so a 20 KB parameter cannot make a 20 KB line.
+// slog's handlers quote and escape it.
+func LogValue(s string) string {
+	if len(s) <= MaxLogValue {
+		return s
+	}
+	return fmt.Sprintf("%s…(+%d bytes)", strings.ToValidUTF8(s[:MaxLogValue], ""), len(s)-MaxLogValue)
 }

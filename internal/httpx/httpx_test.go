@@ -109,3 +109,17 @@ func TestRecoverAnswers500(t *testing.T) {
 		t.Fatalf("got %d %s, want 500 %s", w.Code, w.Body, CodeInternal)
 	}
 }
+
+func TestLogValue(t *testing.T) {
+	long := strings.Repeat("x", 20000)
+	cases := []struct{ in, want string }{
+		{"", ""},
+		{"client-1", "client-1"},
+		{long, strings.Repeat("x", MaxLogValue) + "…(+19872 bytes)"},
+	}
+	for _, c := range cases {
+		if got := LogValue(c.in); got != c.want {
+			t.Errorf("LogValue(%d bytes): got %q, want %q", len(c.in), got, c.want)
+		}
+	}
+}

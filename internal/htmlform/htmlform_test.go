@@ -32,7 +32,7 @@ func TestFindIn(t *testing.T) {
 		{"decision", "allow", "/other", url.Values{}, false},
 		{"method", "sms", "", nil, true},
 		{"", "", "/code", url.Values{"code": {""}}, false}, // a page's one plain submit button
-		{"q", "x", "", nil, true}, // an input that is not a submit button, in a get form
+		{"q", "x", "", nil, true},                          // an input that is not a submit button, in a get form
 	}
 	for _, tc := range cases {
 		action, values, err := FindIn(strings.NewReader(page), tc.name, tc.value)

@@ -18,7 +18,7 @@ const (
 	EndPlainExpiry = "expired"
 	// EndCredential: the person's password, phone or a second factor
 	// changed, so every other session they had was ended.
-	EndCredential = "credential_changed"
+	EndCredential = "credential_changed" // #nosec G101 -- a reason name, not a credential
 )
 
 // SSOSession is a person's session with the provider, held by the browser's
@@ -92,7 +92,7 @@ const (
 	CauseSuperseded = "superseded"
 	CauseErased     = "erased"
 	CauseOrgDeleted = "org_deleted"
-	CauseCredential = "credential_changed"
+	CauseCredential = "credential_changed" // #nosec G101 -- a cause name, not a credential
 )
 
 // EndSessions rides on a command that changes a credential (UpdateUser of

@@ -44,9 +44,12 @@ const (
 	LogoutTokenLifetime = 120 * time.Second
 )
 
-// DefaultBackoff is the wait before each retry: after the first failed
-// attempt 1s, then 2s, 4s and 8s (four retries, five attempts in all).
-var DefaultBackoff = []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}
+// DefaultBackoff returns the wait before each retry: after the first
+// failed attempt 1s, then 2s, 4s and 8s (four retries, five attempts in
+// all). A fresh slice each time, so no node can change another's.
+func DefaultBackoff() []time.Duration {
+	return []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}
+}
 
 // Config wires logout to one node.
 type Config struct {
@@ -123,7 +126,7 @@ func New(cfg Config) (*Service, error) {
 		tick:        time.Second,
 		sendTimeout: DefaultSendTimeout,
 		concurrency: DefaultConcurrency,
-		backoff:     DefaultBackoff,
+		backoff:     DefaultBackoff(),
 		maxAttempts: DefaultMaxAttempts,
 		pollEvery:   20 * time.Millisecond,
 	}

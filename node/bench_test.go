@@ -23,7 +23,7 @@ func benchNode(b *testing.B) (*testcluster.Cluster, world) { return benchCluster
 
 func benchCluster(b *testing.B, size int) (*testcluster.Cluster, world) {
 	c := testcluster.New(b, testcluster.Options{Size: size, Configure: func(_ int, cfg *node.Config) {
-		cfg.PasswordParams = password.DefaultParams
+		cfg.PasswordParams = password.DefaultParams()
 		cfg.RateLimit = "off"
 	}})
 	return c, provisionTB(b, c)

@@ -19,6 +19,9 @@ import (
 // Config is everything one node needs. Zero values take the defaults of
 // CONTRACT.md section 1.
 type Config struct {
+	// Version is the build's version, advertised to peers and in metrics
+	// (default "dev"; cmd/oidcd sets its own).
+	Version         string
 	Issuer          string
 	HTTPAddr        string
 	DataDir         string
@@ -112,6 +115,7 @@ func (c *Config) setDefaults() {
 			*s = d
 		}
 	}
+	def(&c.Version, "dev")
 	def(&c.Issuer, DefaultIssuer)
 	def(&c.HTTPAddr, DefaultHTTPAddr)
 	def(&c.DataDir, DefaultDataDir)
@@ -147,7 +151,7 @@ func (c *Config) setDefaults() {
 		c.Now = time.Now
 	}
 	if c.PasswordParams == (password.Params{}) {
-		c.PasswordParams = password.DefaultParams
+		c.PasswordParams = password.DefaultParams()
 	}
 	c.Issuer = strings.TrimRight(c.Issuer, "/")
 }

@@ -36,9 +36,6 @@ import (
 	"github.com/oidcd/oidcd/webui"
 )
 
-// Version is the build's version, advertised to peers (set by cmd/oidcd).
-var Version = "dev"
-
 // Node is one running oidcd node.
 type Node struct {
 	cfg      Config
@@ -149,7 +146,7 @@ func New(cfg Config) (*Node, error) {
 		Now:              cfg.Now,
 		BootstrapPeers:   peers,
 		Transport:        cluster.TransportConfig{ClusterKey: key},
-		Gossip:           cluster.GossipConfig{Addr: cfg.GossipAddr, Join: cfg.Join, HTTPAddr: httpAddr, Version: Version},
+		Gossip:           cluster.GossipConfig{Addr: cfg.GossipAddr, Join: cfg.Join, HTTPAddr: httpAddr, Version: cfg.Version},
 		BootstrapExpect:  cfg.BootstrapExpect,
 		FSM:              n.fsm,
 		Logger:           n.log,

@@ -22,7 +22,7 @@ func (n *Node) adminNodeInfo() admin.NodeInfo {
 	commit, _ := strconv.ParseUint(stats["commit_index"], 10, 64)
 	return admin.NodeInfo{
 		ID:          n.cfg.NodeID,
-		Version:     Version,
+		Version:     n.cfg.Version,
 		State:       strings.ToLower(stats["state"]),
 		CommitIndex: commit,
 	}
@@ -67,7 +67,7 @@ func (n *Node) registerOpsMetrics() {
 	n.registry.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "oidcd_build_info", Help: "Always 1; the version label is the build's version.",
-			ConstLabels: prometheus.Labels{"version": Version},
+			ConstLabels: prometheus.Labels{"version": n.cfg.Version},
 		}, func() float64 { return 1 }),
 		gauge("oidcd_raft_has_leader", "1 while this node knows a leader (what /readyz answers 200 for).",
 			func() float64 { return boolGauge(n.cluster.Ready()) }),

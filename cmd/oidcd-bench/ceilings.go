@@ -98,7 +98,7 @@ func measureSign(ctx context.Context, workers int, d time.Duration) (float64, er
 // measureArgon2 hashes with the node's parameters on one goroutine for
 // about d (at least three hashes) and returns the mean time of one.
 func measureArgon2(ctx context.Context, d time.Duration) (time.Duration, error) {
-	h := password.New(password.DefaultParams, 1)
+	h := password.New(password.DefaultParams(), 1)
 	if _, err := h.Hash(ctx, "warm-up"); err != nil { // the first allocates the memory
 		return 0, err
 	}
@@ -129,7 +129,7 @@ func measureCPUCeilings(ctx context.Context, d time.Duration, c *ceilings) error
 	if err != nil {
 		return fmt.Errorf("argon2id ceiling: %w", err)
 	}
-	p := password.DefaultParams
+	p := password.DefaultParams()
 	c.SignPerCore = round1(one)
 	c.SignMs = round3(1000 / one)
 	c.SignAllCores = round1(all)

@@ -118,7 +118,7 @@ func runNodes(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 // stop closes everything and removes a temporary directory.
 func startNodes(ctx context.Context, nc nodesConfig, log *slog.Logger) (*nodesInfo, func(), error) {
 	info := &nodesInfo{PID: os.Getpid(), GOMAXPROCS: runtime.GOMAXPROCS(0), Slots: runtime.GOMAXPROCS(0)}
-	p := password.DefaultParams
+	p := password.DefaultParams()
 	info.Password = fmt.Sprintf("m=%d,t=%d,p=%d", p.Memory, p.Time, p.Threads)
 	var closers []func()
 	stop := func() {
@@ -194,7 +194,7 @@ func startNodes(ctx context.Context, nc nodesConfig, log *slog.Logger) (*nodesIn
 			Logger:          log.With("n", i),
 			HTTPListener:    httpLns[i],
 			RaftListener:    raftLns[i],
-			PasswordParams:  password.DefaultParams,
+			PasswordParams:  password.DefaultParams(),
 		}
 		if nc.sessionIdle > 0 {
 			cfg.SessionMax = max(nc.sessionIdle, node.DefaultSessionMax)

@@ -146,7 +146,7 @@ func soak(ctx context.Context, sc *soakConfig, stderr io.Writer) (*soakResult, e
 	if err != nil {
 		return nil, err
 	}
-	p := password.DefaultParams
+	p := password.DefaultParams()
 	res := &soakResult{Slots: ch.info.Slots, Params: ch.info.Password}
 
 	mixed := *cfg

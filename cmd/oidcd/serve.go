@@ -106,7 +106,7 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 	if join != "" {
 		cfg.Join = strings.Split(join, ",")
 	}
-	node.Version = version
+	cfg.Version = version
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	cfg.Out = stdout
 

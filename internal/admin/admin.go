@@ -133,7 +133,7 @@ func New(cfg Config) http.Handler {
 		cfg.NewID = uuid.NewString
 	}
 	if cfg.Hasher == nil {
-		cfg.Hasher = password.New(password.DefaultParams, runtime.GOMAXPROCS(0))
+		cfg.Hasher = password.New(password.DefaultParams(), runtime.GOMAXPROCS(0))
 	}
 	if cfg.MaxSnapshotBytes <= 0 {
 		cfg.MaxSnapshotBytes = DefaultMaxSnapshotBytes

@@ -20,10 +20,9 @@ type Params struct {
 	Threads uint8  // lanes
 }
 
-// DefaultParams is OWASP's argon2id recommendation (19 MiB, 2 passes, one
-// lane). It is a value, never modified by this package; tests pass cheaper
-// Params to New.
-var DefaultParams = Params{Memory: 19 * 1024, Time: 2, Threads: 1}
+// DefaultParams returns OWASP's argon2id recommendation (19 MiB, 2 passes,
+// one lane); tests pass cheaper Params to New.
+func DefaultParams() Params { return Params{Memory: 19 * 1024, Time: 2, Threads: 1} }
 
 // Lengths of what Hash generates.
 const (
@@ -57,13 +56,13 @@ type Hasher struct {
 // below 1 means 1. Zero fields of p are taken from DefaultParams.
 func New(p Params, concurrency int) *Hasher {
 	if p.Memory == 0 {
-		p.Memory = DefaultParams.Memory
+		p.Memory = DefaultParams().Memory
 	}
 	if p.Time == 0 {
-		p.Time = DefaultParams.Time
+		p.Time = DefaultParams().Time
 	}
 	if p.Threads == 0 {
-		p.Threads = DefaultParams.Threads
+		p.Threads = DefaultParams().Threads
 	}
 	if concurrency < 1 {
 		concurrency = 1

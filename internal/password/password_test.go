@@ -186,8 +186,8 @@ func TestConcurrencyBound(t *testing.T) {
 		t.Errorf("got %d, want %d", got, 1)
 	}
 	h = New(Params{}, 4)
-	if got := h.Params(); got != DefaultParams {
-		t.Errorf("got %+v, want %+v", got, DefaultParams)
+	if got := h.Params(); got != DefaultParams() {
+		t.Errorf("got %+v, want %+v", got, DefaultParams())
 	}
 	if got := cap(h.sem); got != 4 {
 		t.Errorf("got %d, want %d", got, 4)
@@ -195,7 +195,7 @@ func TestConcurrencyBound(t *testing.T) {
 }
 
 func BenchmarkHash(b *testing.B) {
-	h := New(DefaultParams, 1)
+	h := New(DefaultParams(), 1)
 	ctx := context.Background()
 	for b.Loop() {
 		if _, err := h.Hash(ctx, "correct horse battery staple"); err != nil {

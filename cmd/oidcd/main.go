@@ -1,6 +1,3 @@
-// Command oidcd is the OpenID Connect provider: `oidcd serve` runs a node,
-// `oidcd admin` drives the admin API, `oidcd keygen` prints a cluster key,
-// `oidcd version` prints the version.
 package main
 
 import (

@@ -1,0 +1,64 @@
+// Command oidcd-bench is a load generator for oidcd that behaves like many
+// browsers and relying parties at once. It provisions its own organization,
+// people and clients through the admin API, runs one scenario with a fixed
+// number of concurrent workers until a deadline or a request count, and
+// reports throughput, latency percentiles and errors by kind.
+//
+// It sends traffic only to loopback addresses (127.0.0.0/8, ::1,
+// localhost): any other target is refused, and every connection it dials
+// is checked again at connect time.
+//
+// Usage:
+//
+//	oidcd-bench [flags]            one scenario against running nodes
+//	oidcd-bench matrix [flags]     `make bench`: ceilings, then every scenario on 1 and 3 nodes
+//	oidcd-bench soak [flags]       `make soak`: a long mixed run and a login storm on one node
+//	oidcd-bench nodes [flags]      start nodes on 127.0.0.1 and print where they are
+//
+// The matrix and soak commands start their nodes in a child process
+// (`oidcd-bench nodes`), built with node.New the way testcluster builds
+// them but with the production argon2id parameters and raft timings and
+// the rate limit off, so that the load generator and the provider do not
+// share a Go runtime, and the node's RSS is its own.
+//
+// Examples:
+//
+//	# a single node started with `oidcd serve --rate-limit off` (token in ./data/admin-token)
+//	oidcd-bench --scenario password-signin --duration 30s
+//
+//	# silent sign-ins spread over a three-node cluster, 64 workers, JSON report
+//	oidcd-bench --target http://127.0.0.1:8080,http://127.0.0.1:8081,http://127.0.0.1:8082 \
+//	    --issuer http://127.0.0.1:8080 --admin-token-file ./n1/admin-token \
+//	    --scenario silent-signin --concurrency 64 --json
+//
+//	# exactly 100000 userinfo calls, however long they take
+//	oidcd-bench --scenario userinfo --requests 100000 --duration 0
+//
+//	# a two-hour mixed soak reporting the node's data dir size and RSS
+//	oidcd-bench --scenario mixed --duration 2h --soak --data-dir ./data --pid "$(pgrep -n oidcd)"
+//
+// Scenarios (one operation each, timed end to end):
+//
+//	password-signin  fresh browser: GET /authorize, sign-in form, code (the
+//	                 public client skips consent), token exchange on the
+//	                 next target, ID token verified with go-oidc
+//	silent-signin    prompt=none with the worker's live SSO session, then
+//	                 the exchange and verification
+//	userinfo         GET /userinfo with the worker's access token
+//	introspect       POST /oauth2/introspect of that token by the
+//	                 confidential client
+//	discovery        GET /.well-known/openid-configuration
+//	jwks             GET /.well-known/jwks.json
+//	mixed            10 % password-signin, 30 % silent-signin, 40 %
+//	                 userinfo, 10 % introspect, 5 % discovery, 5 % jwks
+//
+// Workers that need a session or a token sign in once before the clock
+// starts. Operations go to the targets round robin; a sign-in runs its
+// browser part on one target and the exchange on the next, as behind a
+// balancer. The rate limit of the token and introspection endpoints must
+// be off on the node (`--rate-limit off`), or most operations end in 429.
+//
+// Exit status: 0 when the run completed and at least one operation
+// succeeded (errors are part of the measurement), 1 when provisioning or
+// the workers' sign-in failed or nothing succeeded, 2 on a usage error.
+package main

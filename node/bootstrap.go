@@ -49,6 +49,12 @@ func (n *Node) ensureAdminToken(ctx context.Context) error {
 		return nil
 	}
 	if h, err := n.fsm.State().AdminTokenHash(); err != nil || h != "" {
+		if err == nil {
+			if _, statErr := os.Stat(n.AdminTokenFile()); statErr == nil {
+				// A later start: the token was shown once; say where it is.
+				fmt.Fprintf(n.cfg.Out, "\nAdmin API token: in %s\n\n", n.AdminTokenFile())
+			}
+		}
 		return err
 	}
 	token := admin.GenerateToken()
@@ -139,6 +145,7 @@ func demoURIs(callback string) (redirects []string, backchannel string, err erro
 func (n *Node) seedDemo(ctx context.Context) error {
 	st := n.fsm.State()
 	if _, err := st.Client(DemoClientID); err == nil {
+		n.demoBanner("Demo data (created earlier)")
 		return nil
 	}
 	redirects, backchannel, err := demoURIs(n.cfg.DemoRedirectURI)
@@ -171,7 +178,12 @@ func (n *Node) seedDemo(ctx context.Context) error {
 			return fmt.Errorf("demo seed %s: %w", c.Type, res.Err)
 		}
 	}
-	fmt.Fprintf(n.cfg.Out, "Demo data created:\n  organization %q, person %s / %s\n  public client %q, redirect URI %s (oidcd demo-rp)\n  discovery: %s/.well-known/openid-configuration\n\n",
-		DemoOrgSlug, DemoEmail, DemoPassword, DemoClientID, n.cfg.DemoRedirectURI, n.cfg.Issuer)
+	n.demoBanner("Demo data created")
 	return nil
+}
+
+// demoBanner prints the demo sign-in, on every start with --demo.
+func (n *Node) demoBanner(title string) {
+	fmt.Fprintf(n.cfg.Out, "%s:\n  organization %q, person %s / %s\n  public client %q, redirect URI %s (oidcd demo-rp)\n  discovery: %s/.well-known/openid-configuration\n\n",
+		title, DemoOrgSlug, DemoEmail, DemoPassword, DemoClientID, n.cfg.DemoRedirectURI, n.cfg.Issuer)
 }

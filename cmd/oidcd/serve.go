@@ -15,17 +15,17 @@ import (
 
 // serveFlags binds the flags of CONTRACT.md section 1 to a node.Config.
 func serveFlags(fs *flag.FlagSet, cfg *node.Config, logLevel *string, join *string) {
-	fs.StringVar(&cfg.Issuer, "issuer", node.DefaultIssuer, "the issuer URL (`{base_url}`); identical on every node")
+	fs.StringVar(&cfg.Issuer, "issuer", node.DefaultIssuer, "the issuer URL (the {base_url} of SPEC.md); identical on every node")
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", node.DefaultHTTPAddr, "listener for OIDC, admin API, /metrics, /healthz, /readyz")
 	fs.StringVar(&cfg.DataDir, "data-dir", node.DefaultDataDir, "raft log, snapshots and the bbolt state; created if missing")
 	fs.StringVar(&cfg.NodeID, "node-id", "", "stable raft server id (default: generated once and stored in the data dir)")
 	fs.StringVar(&cfg.RaftAddr, "raft-addr", node.DefaultRaftAddr, "raft transport address")
 	fs.StringVar(&cfg.GossipAddr, "gossip-addr", node.DefaultGossipAddr, "memberlist address")
-	fs.StringVar(join, "join", "", "comma-separated gossip addresses of existing nodes")
+	fs.StringVar(join, "join", "", "gossip addresses of existing nodes: comma-separated here and in OIDCD_JOIN, an array of strings in the config file")
 	fs.IntVar(&cfg.BootstrapExpect, "bootstrap-expect", 1, "bootstrap once this many nodes see each other; 1 = a single node that works at once")
 	fs.StringVar(&cfg.ClusterKey, "cluster-key", "", "base64 of 32 random bytes shared by all nodes (oidcd keygen)")
 	fs.StringVar(&cfg.AdminToken, "admin-token", "", "bearer token of the admin API (default: generated at first bootstrap, written to <data-dir>/admin-token)")
-	fs.StringVar(&cfg.RateLimit, "rate-limit", node.DefaultRateLimit, "per-client-and-IP limit of token, introspect and revoke; `off` disables it")
+	fs.StringVar(&cfg.RateLimit, "rate-limit", node.DefaultRateLimit, "per-client-and-IP limit of token, introspect and revoke, as N/duration (5/60s); off disables it")
 	fs.StringVar(&cfg.SMSOutbox, "sms-outbox", "", "file to which text messages are appended, one JSON object per line")
 	fs.StringVar(&cfg.SMSWebhook, "sms-webhook", "", "URL to which text messages are POSTed")
 	fs.StringVar(&cfg.KEKFile, "kek-file", "", "file holding the key-encryption key for secrets at rest")
@@ -120,7 +120,7 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 		fmt.Fprintln(stderr, "oidcd serve:", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "oidcd %s serving %s on http://%s (data in %s)\n", version, n.Issuer(), n.Addr(), n.DataDir())
+	fmt.Fprintln(stdout, startLine(version, n.Issuer(), n.Addr(), n.DataDir()))
 	code := 0
 	select {
 	case <-ctx.Done():
@@ -144,4 +144,13 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 		code = 1
 	}
 	return code
+}
+
+// startLine is what serve prints once the node serves: the issuer, and the
+// listener only when the issuer does not already name it.
+func startLine(version, issuer, addr, dataDir string) string {
+	if issuer == "http://"+addr || issuer == "https://"+addr {
+		return fmt.Sprintf("oidcd %s serving %s (data in %s)", version, issuer, dataDir)
+	}
+	return fmt.Sprintf("oidcd %s serving %s, listening on %s (data in %s)", version, issuer, addr, dataDir)
 }

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -96,9 +97,10 @@ type session struct {
 	IDToken     string // raw, sent back as id_token_hint
 	Sub, SID    string
 	Email       string
-	Claims      string // pretty JSON of the ID token's claims
-	UserInfo    string // pretty JSON of the userinfo answer, or the error
-	Memberships string // pretty JSON of /api/v1/me/memberships, or the error
+	Claims      string     // pretty JSON of the ID token's claims
+	ClaimRows   []claimRow // the same, as a table a person reads
+	UserInfo    string     // pretty JSON of the userinfo answer, or the error
+	Memberships string     // pretty JSON of /api/v1/me/memberships, or the error
 	Created     time.Time
 	LogoutState string    // state sent with RP-initiated logout
 	Ended       string    // why the session ended; "" while it lives
@@ -331,7 +333,7 @@ func (a *App) callback(w http.ResponseWriter, r *http.Request) {
 		a.problem(w, r, http.StatusBadGateway, "The ID token is not valid", err)
 		return
 	}
-	s := &session{ID: randomString(), CSRF: randomString(), IDToken: raw, Sub: idt.Subject, Claims: pretty(claims), Created: a.cfg.Now()}
+	s := &session{ID: randomString(), CSRF: randomString(), IDToken: raw, Sub: idt.Subject, Claims: pretty(claims), ClaimRows: claimRows(claims), Created: a.cfg.Now()}
 	s.SID, _ = claims["sid"].(string)
 	if ui, err := p.oidc.UserInfo(ctx, oauth2.StaticTokenSource(tok)); err != nil {
 		s.UserInfo = "error: " + err.Error()
@@ -540,4 +542,83 @@ func (a *App) problem(w http.ResponseWriter, r *http.Request, status int, title 
 	v := a.newView(r)
 	v.ErrorTitle, v.Error = title, err.Error()
 	a.render(w, status, v)
+}
+
+// claimRow is one ID-token claim as the page shows it.
+type claimRow struct{ Name, Value, Meaning string }
+
+// claimMeanings explains the claims an oidcd ID token carries.
+func claimMeanings() map[string]string {
+	return map[string]string{
+		"iss":             "who issued the token (the provider)",
+		"sub":             "the person's stable id at the provider",
+		"aud":             "who the token is for (this app's client_id)",
+		"exp":             "when the token expires",
+		"iat":             "when it was issued",
+		"auth_time":       "when the person last authenticated",
+		"nonce":           "echoes this app's nonce (replay protection)",
+		"acr":             "how strongly the person authenticated",
+		"amr":             "the methods used: pwd, otp, hwk, sms, rcv",
+		"sid":             "this app's session at the provider (back-channel logout names it)",
+		"organization_id": "the organization this sign-in is for",
+		"email":           "the person's address",
+		"email_verified":  "whether the address was verified",
+		"at_hash":         "binds the access token to this ID token",
+		"azp":             "the party the token was issued to",
+		"jti":             "the token's unique id",
+		"rat":             "when the app asked for this sign-in",
+	}
+}
+
+// claimRows lays claims out sorted by name, times as times.
+func claimRows(claims map[string]any) []claimRow {
+	meanings := claimMeanings()
+	names := make([]string, 0, len(claims))
+	for k := range claims {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	rows := make([]claimRow, 0, len(names))
+	for _, k := range names {
+		v := claims[k]
+		var text string
+		switch x := v.(type) {
+		case string:
+			text = x
+		case float64:
+			if k == "exp" || k == "iat" || k == "auth_time" || k == "nbf" {
+				text = time.Unix(int64(x), 0).UTC().Format("2006-01-02 15:04:05 UTC")
+			} else {
+				text = strconv.FormatFloat(x, 'f', -1, 64)
+			}
+		case []any:
+			parts := make([]string, len(x))
+			for i, e := range x {
+				parts[i] = fmt.Sprint(e)
+			}
+			text = strings.Join(parts, ", ")
+			if len(x) == 0 {
+				text = "(empty)"
+			}
+		default:
+			text = fmt.Sprint(x)
+		}
+		rows = append(rows, claimRow{Name: k, Value: text, Meaning: meanings[k]})
+	}
+	return rows
+}
+
+// Outcome says in words what a back-channel logout did here.
+func (e Event) Outcome() string {
+	switch {
+	case e.Error != "":
+		return "refused: " + e.Error
+	case e.Duplicate:
+		return "a repeat of an earlier token (jti " + e.JTI + "), ignored"
+	case e.Ended == 0:
+		return "accepted; no live session of this app to end (already signed out here)"
+	case e.Ended == 1:
+		return "accepted; ended this app's session"
+	}
+	return fmt.Sprintf("accepted; ended %d sessions of this app", e.Ended)
 }

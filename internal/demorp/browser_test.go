@@ -44,7 +44,10 @@ func TestDemoRPInBrowser(t *testing.T) {
 	if got := chrometest.Text(t, ctx, "h1"); !strings.Contains(got, node.DemoEmail) {
 		t.Errorf("got heading %q, want the demo person", got)
 	}
-	for _, id := range []string{"#claims", "#userinfo", "#memberships"} {
+	if got := chrometest.Text(t, ctx, "#claim-table"); !strings.Contains(got, "the person's stable id") || !strings.Contains(got, "how strongly") {
+		t.Errorf("#claim-table: got %q, want the claims explained", got)
+	}
+	for _, id := range []string{"#userinfo", "#memberships"} {
 		if got := chrometest.Text(t, ctx, id); !strings.Contains(got, `"sub"`) && !strings.Contains(got, `"org_slug"`) {
 			t.Errorf("%s: got %q", id, got)
 		}

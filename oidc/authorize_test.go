@@ -962,3 +962,28 @@ func TestHugeParametersMakeShortLogLines(t *testing.T) {
 		}
 	}
 }
+
+// TestConsentIsPerPersonAndApp: consent covers what the app receives
+// (its scopes), for the person, whichever organization they pick: a
+// multi-organization app consented to in organization A is not asked
+// again when the same person picks B. The pick itself is the person's
+// explicit choice on the picker page. (README: "Consent".)
+func TestConsentIsPerPersonAndApp(t *testing.T) {
+	h := newHarness(t)
+	h.updateClient(hMulti, func(c *fsm.Client) { c.SkipConsent = false })
+	b := h.browser()
+	h.liveSession(b, hUser, ACRPwd, AMRPassword)
+	pick := func(org string, extra map[string]string) page {
+		t.Helper()
+		p := b.get(authzPath(authzQuery(hMulti, extra)))
+		if p.location() != "/authorize/organization" {
+			t.Fatalf("got %d %q, want the picker", p.status, p.location())
+		}
+		return b.submit(postForm(t, b.get(p.location()), "organization_id"), "organization_id", org, nil)
+	}
+	p := pick(hOrgA, nil)
+	wantH1(t, p, "Allow access?")
+	codeFrom(t, b.submit(postForm(t, p, "decision"), "decision", "allow", nil), http.StatusSeeOther)
+	p = pick(hOrgB, map[string]string{"prompt": "select_account"})
+	codeFrom(t, p, http.StatusSeeOther) // no consent page for B
+}

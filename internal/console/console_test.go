@@ -341,9 +341,20 @@ func TestClientsRoundTrip(t *testing.T) {
 	if len(cl.RedirectURIs) != 2 || cl.AccessTokenTTL != 300 || cl.BackchannelLogoutURI != "https://app.example/bcl" || len(cl.Scopes) != 2 {
 		t.Errorf("got %+v", cl)
 	}
-	if r := e.get(Prefix + "clients"); strings.Contains(r.Body, "client-secret") || !strings.Contains(r.Body, "app-1") {
-		t.Errorf("list: want app-1 without a secret\n%s", r.Body)
+	if r := e.get(Prefix + "clients"); strings.Contains(r.Body, "client-secret") || !strings.Contains(r.Body, "app-1") ||
+		!strings.Contains(r.Body, "https:/<wbr>/<wbr>app.<wbr>example/<wbr>bcl") || !strings.Contains(r.Body, "its own organization") {
+		t.Errorf("list: want app-1 without a secret, with its back-channel URI and what it serves\n%s", r.Body)
 	}
+
+	// A multi-organization app, serving the organizations picked.
+	e.post(Prefix+"organizations", url.Values{"slug": {"beta"}, "name": {"Beta"}})
+	multi := url.Values{"name": {"Multi"}, "type": {"public"}, "organization_id": {org.ID}, "client_id": {"multi-1"},
+		"redirect_uris": {"https://multi.example/cb"}, "scopes": {"openid"}, "multi_organization": {"on"}, "organizations": {org.ID}}
+	wantStatus(t, "create multi", e.post(Prefix+"clients", multi), http.StatusCreated)
+	if cl, err := e.state.Client("multi-1"); err != nil || !cl.MultiOrganization || len(cl.Organizations) != 1 || cl.Organizations[0] != org.ID {
+		t.Errorf("multi-organization client: got %+v, %v", cl, err)
+	}
+	wantBody(t, "list", e.get(Prefix+"clients"), "1 organizations")
 
 	r = e.post(Prefix+"clients/app-1/suspended", url.Values{"suspended": {"true"}})
 	if r.Status != http.StatusSeeOther {

@@ -651,17 +651,21 @@ func (c *Console) renderClients(w http.ResponseWriter, r *http.Request, v *view,
 // are passed on as typed, so the API's validation speaks for them.
 func clientBody(f url.Values) (map[string]any, []httpx.Detail) {
 	body := map[string]any{
-		"name":            strings.TrimSpace(f.Get("name")),
-		"type":            f.Get("type"),
-		"organization_id": f.Get("organization_id"),
-		"skip_consent":    f.Get("skip_consent") != "",
-		"redirect_uris":   lines(f.Get("redirect_uris")),
+		"name":               strings.TrimSpace(f.Get("name")),
+		"type":               f.Get("type"),
+		"organization_id":    f.Get("organization_id"),
+		"skip_consent":       f.Get("skip_consent") != "",
+		"multi_organization": f.Get("multi_organization") != "",
+		"redirect_uris":      lines(f.Get("redirect_uris")),
 	}
 	if id := strings.TrimSpace(f.Get("client_id")); id != "" {
 		body["client_id"] = id
 	}
 	if s := f["scopes"]; len(s) > 0 {
 		body["scopes"] = s
+	}
+	if o := f["organizations"]; len(o) > 0 {
+		body["organizations"] = o
 	}
 	if u := strings.TrimSpace(f.Get("backchannel_logout_uri")); u != "" {
 		body["backchannel_logout_uri"] = u

@@ -54,7 +54,8 @@ var pages = func() map[string]*template.Template {
 			}
 			return t.UTC().Format("2006-01-02 15:04:05 UTC")
 		},
-		"path": url.PathEscape,
+		"path":      url.PathEscape,
+		"breakable": breakable,
 		"mrow": func(v *view, m membershipRow, ret string) membershipCtx {
 			return membershipCtx{V: v, M: m, Return: ret}
 		},
@@ -202,4 +203,18 @@ var doneMessages = map[string]string{
 	"key-rotated":        "A new signing key was added.",
 	"totp-removed":       "Authenticator app removed.",
 	"lockouts-cleared":   "Sign-in lockouts cleared.",
+}
+
+// breakable escapes a URI for HTML and lets the browser break it only
+// after a slash, a dot, ?, & or =, never in the middle of a word.
+func breakable(s string) template.HTML {
+	var b strings.Builder
+	for _, r := range s {
+		b.WriteString(template.HTMLEscapeString(string(r)))
+		switch r {
+		case '/', '.', '?', '&', '=':
+			b.WriteString("<wbr>")
+		}
+	}
+	return template.HTML(b.String()) // #nosec G203 -- every rune of s is escaped above; only <wbr> is added
 }

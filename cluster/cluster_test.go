@@ -32,6 +32,7 @@ func start(t *testing.T, dir string, addr string, cfgFn func(*Config)) *testNode
 	}
 	cfg := Config{
 		NodeID: "n1", DataDir: dir, RaftListener: ln, BootstrapExpect: 1, FSM: f,
+		Transport:        TransportConfig{ClusterKey: testClusterKey},
 		Registerer:       prometheus.NewRegistry(),
 		HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond, LeaderLease: 100 * time.Millisecond,
 	}
@@ -169,7 +170,7 @@ func BenchmarkApply(b *testing.B) {
 	dir := b.TempDir()
 	f, _ := fsm.Open(filepath.Join(dir, "state.db"))
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	c, err := New(Config{NodeID: "b", DataDir: dir, RaftListener: ln, BootstrapExpect: 1, FSM: f,
+	c, err := New(Config{NodeID: "b", DataDir: dir, RaftListener: ln, BootstrapExpect: 1, FSM: f, Transport: TransportConfig{ClusterKey: testClusterKey},
 		HeartbeatTimeout: 200 * time.Millisecond, ElectionTimeout: 200 * time.Millisecond, LeaderLease: 100 * time.Millisecond})
 	if err != nil {
 		b.Fatal(err)

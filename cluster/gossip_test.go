@@ -489,7 +489,7 @@ func TestGossipNeedsKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = New(Config{NodeID: "n1", DataDir: t.TempDir(), RaftListener: ln, FSM: f, BootstrapExpect: 3,
-		Gossip: GossipConfig{Addr: "127.0.0.1:0"}})
+		Gossip: GossipConfig{Addr: "127.0.0.1:0"}, Transport: writeOperatorPKI(t, "ca", 1)[0]})
 	if !errors.Is(err, ErrNoGossipKey) {
 		t.Fatalf("got %v, want ErrNoGossipKey", err)
 	}

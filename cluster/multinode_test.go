@@ -63,10 +63,14 @@ var (
 	}
 )
 
-// newMCluster starts size nodes with key (nil: plaintext) and waits until
-// every node knows the leader. mods adjust every node's config.
+// newMCluster starts size nodes with key (nil: a test key; there is no
+// plaintext mode) and waits until every node knows the leader. mods
+// adjust every node's config.
 func newMCluster(tb testing.TB, size int, key []byte, mods ...func(*Config)) *mcluster {
 	tb.Helper()
+	if key == nil {
+		key = fwdKey
+	}
 	mc := &mcluster{tb: tb, net: newTestNet(), mods: append([]func(*Config){steadyTiming}, mods...)}
 	var lns []net.Listener
 	var peers []raft.Server
@@ -490,7 +494,7 @@ func TestNodeWithoutTheKeyIsShutOut(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		key  []byte
-	}{{"wrong key", wrongKey}, {"no key", nil}} {
+	}{{"wrong key", wrongKey}} { // a node with no key cannot start (TestNoPlaintextMode)
 		t.Run(tc.name, func(t *testing.T) {
 			var refused atomic.Int32
 			mc := newMCluster(t, 3, fwdKey, func(c *Config) {

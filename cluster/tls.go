@@ -37,8 +37,12 @@ type nodeTLS struct {
 	client *tls.Config
 }
 
-// newNodeTLS builds the TLS settings of this node, or nil for plaintext
-// (no key and no operator PKI).
+// ErrNoClusterKey: node-to-node traffic is always mutual TLS, so a node
+// needs a cluster key (or an operator CA) to run at all.
+var ErrNoClusterKey = errors.New("cluster: node-to-node traffic needs a cluster key or an operator CA; there is no plaintext mode")
+
+// newNodeTLS builds the TLS settings of this node. There is no plaintext
+// mode: without a key or an operator PKI it refuses.
 func newNodeTLS(tc TransportConfig, nodeID string) (*nodeTLS, error) {
 	switch {
 	case tc.CAFile != "" || tc.CertFile != "" || tc.KeyFile != "":
@@ -46,7 +50,7 @@ func newNodeTLS(tc TransportConfig, nodeID string) (*nodeTLS, error) {
 	case tc.ClusterKey != nil:
 		return derivedTLS(tc.ClusterKey, nodeID)
 	}
-	return nil, nil
+	return nil, ErrNoClusterKey
 }
 
 // deriveCA rebuilds the cluster CA from the cluster key. Every input is

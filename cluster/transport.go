@@ -11,10 +11,10 @@ import (
 
 // TransportConfig secures node-to-node traffic (raft and forwarded writes).
 type TransportConfig struct {
-	// ClusterKey is the 32-byte shared secret; nil means plaintext, which
-	// only a single node on loopback may use. With a key, every
-	// node-to-node connection is mutual TLS 1.3 with certificates from a CA
-	// derived from the key (tls.go).
+	// ClusterKey is the 32-byte shared secret. Every node-to-node
+	// connection is mutual TLS 1.3 with certificates from a CA derived
+	// from the key (tls.go); without a key (or CAFile...) a node does not
+	// start (ErrNoClusterKey).
 	ClusterKey []byte
 	// CAFile, CertFile and KeyFile (PEM), when set, replace the derived CA
 	// with one the operator provides: peers must present a certificate
@@ -46,14 +46,12 @@ func (s *streamLayer) dialNode(ctx context.Context, addr string, proto byte) (ne
 	if err != nil {
 		return nil, err
 	}
-	if s.tls != nil {
-		tc := tls.Client(conn, s.tls.client)
-		if err := tc.HandshakeContext(ctx); err != nil {
-			conn.Close()
-			return nil, fmt.Errorf("cluster: TLS to %s: %w", addr, err)
-		}
-		conn = tc
+	tc := tls.Client(conn, s.tls.client)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("cluster: TLS to %s: %w", addr, err)
 	}
+	conn = tc
 	if dl, ok := ctx.Deadline(); ok {
 		conn.SetWriteDeadline(dl)
 	}
@@ -68,13 +66,9 @@ func (s *streamLayer) dialNode(ctx context.Context, addr string, proto byte) (ne
 // accept finishes an accepted connection: TLS handshake, protocol byte.
 func (s *streamLayer) accept(raw net.Conn) (net.Conn, byte, error) {
 	raw.SetDeadline(time.Now().Add(handshakeTimeout))
-	conn := raw
-	if s.tls != nil {
-		tc := tls.Server(raw, s.tls.server)
-		if err := tc.Handshake(); err != nil {
-			return nil, 0, fmt.Errorf("TLS from %s: %w", raw.RemoteAddr(), err)
-		}
-		conn = tc
+	conn := tls.Server(raw, s.tls.server)
+	if err := conn.Handshake(); err != nil {
+		return nil, 0, fmt.Errorf("TLS from %s: %w", raw.RemoteAddr(), err)
 	}
 	var b [1]byte
 	if _, err := conn.Read(b[:]); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -169,11 +170,8 @@ func TestStreamRoutesAndSecuresConnections(t *testing.T) {
 		client, server TransportConfig
 		ok             bool
 	}{
-		{"plaintext", TransportConfig{}, TransportConfig{}, true},
 		{"same key", good, good, true},
 		{"wrong key", TransportConfig{ClusterKey: wrongKey}, good, false},
-		{"no key to a keyed node", TransportConfig{}, good, false},
-		{"key to a plaintext node", good, TransportConfig{}, false},
 		{"operator CA", pki[0], pki[1], true},
 		{"operator CA, other CA", otherPKI[0], pki[1], false},
 		{"operator CA against the derived CA", pki[0], good, false},
@@ -277,5 +275,60 @@ func TestOperatorPKINeedsAllThreeFiles(t *testing.T) {
 	_, err := newNodeTLS(TransportConfig{CAFile: "ca.pem"}, "n1")
 	if err == nil {
 		t.Fatal("CAFile alone was accepted")
+	}
+}
+
+// TestNoPlaintextMode: a node cannot be built without a key, and a
+// plaintext client (a raw TCP connection writing the forward protocol
+// byte and a frame) or a TLS client with a self-signed certificate is
+// never routed to raft or to the forwarding server.
+func TestNoPlaintextMode(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if _, err := newStreamLayer(&Config{NodeID: "n", RaftListener: ln, Logger: slog.New(slog.DiscardHandler)}); !errors.Is(err, ErrNoClusterKey) {
+		t.Fatalf("a stream layer without a key: got %v, want ErrNoClusterKey", err)
+	}
+
+	server := newTestStream(t, "server", TransportConfig{ClusterKey: fwdKey})
+	selfSigned := writeOperatorPKI(t, "rogue", 1)[0]
+	rogue, err := newNodeTLS(selfSigned, "rogue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		dial func(net.Conn) net.Conn
+	}{
+		{"plaintext", func(c net.Conn) net.Conn { return c }},
+		{"TLS without the cluster key", func(c net.Conn) net.Conn {
+			tc := tls.Client(c, rogue.client)
+			tc.Handshake() // fails, or the server drops it right after
+			return tc
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			raw, err := net.Dial("tcp", server.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer raw.Close()
+			conn := tc.dial(raw)
+			conn.SetDeadline(time.Now().Add(3 * time.Second))
+			conn.Write(append([]byte{protoForward}, make([]byte, 64)...))
+			select {
+			case <-server.rpc:
+				t.Fatal("the connection reached the forwarding server")
+			case <-time.After(500 * time.Millisecond):
+			}
+			// The server closes it: a read ends without data.
+			buf := make([]byte, 1)
+			if n, err := conn.Read(buf); err == nil && n > 0 {
+				t.Fatalf("the server answered %d bytes", n)
+			}
+		})
 	}
 }

@@ -91,6 +91,9 @@ type Config struct {
 	TrailingLogs      uint64
 }
 
+// MinAdminTokenLen is the shortest --admin-token a node accepts.
+const MinAdminTokenLen = 32
+
 // Peer is a voter of a statically formed cluster.
 type Peer struct {
 	ID, RaftAddr string
@@ -176,9 +179,11 @@ func (c *Config) Validate() error {
 	if c.BootstrapExpect < 1 {
 		errs = append(errs, fmt.Errorf("--bootstrap-expect %d: must be at least 1", c.BootstrapExpect))
 	}
-	multi := c.BootstrapExpect > 1 || len(c.Join) > 0 || len(c.StaticPeers) > 1
-	if multi && c.ClusterKey == "" {
-		errs = append(errs, errors.New("--cluster-key is required when --bootstrap-expect is above 1 or --join is set"))
+	if why := c.operatorKeyReason(); why != "" && c.ClusterKey == "" {
+		errs = append(errs, fmt.Errorf("--cluster-key is required when %s (oidcd keygen prints one; give it through OIDCD_CLUSTER_KEY)", why))
+	}
+	if c.AdminToken != "" && len(c.AdminToken) < MinAdminTokenLen {
+		errs = append(errs, fmt.Errorf("--admin-token: %d bytes; want at least %d (oidcd keygen prints one of 44)", len(c.AdminToken), MinAdminTokenLen))
 	}
 	if c.ClusterKey != "" {
 		if _, err := c.clusterKey(); err != nil {

@@ -38,19 +38,20 @@ import (
 
 // Node is one running oidcd node.
 type Node struct {
-	cfg      Config
-	log      *slog.Logger
-	fsm      *fsm.FSM
-	cluster  *cluster.Cluster
-	keys     *keys.Manager
-	hasher   *password.Hasher
-	registry *prometheus.Registry
-	server   *http.Server
-	listener net.Listener
-	handler  http.Handler
-	provider *oidc.Provider
-	logout   *logout.Service
-	pprof    *pprofServer // nil unless Config.PprofAddr is set
+	cfg        Config
+	clusterKey []byte // node-to-node traffic's key (nodeClusterKey)
+	log        *slog.Logger
+	fsm        *fsm.FSM
+	cluster    *cluster.Cluster
+	keys       *keys.Manager
+	hasher     *password.Hasher
+	registry   *prometheus.Registry
+	server     *http.Server
+	listener   net.Listener
+	handler    http.Handler
+	provider   *oidc.Provider
+	logout     *logout.Service
+	pprof      *pprofServer // nil unless Config.PprofAddr is set
 	// kek seals secrets at rest before they are proposed (--kek-file); nil
 	// without one (see internal/kek and secrets.go).
 	kek *kek.KEK
@@ -127,7 +128,12 @@ func New(cfg Config) (*Node, error) {
 	}
 	// The hook must be in place before raft starts applying entries.
 	n.fsm.OnApply = n.onApply
-	key, _ := cfg.clusterKey() // validated above
+	key, err := nodeClusterKey(&cfg)
+	if err != nil {
+		n.fsm.Close()
+		return nil, err
+	}
+	n.clusterKey = key
 	httpAddr := cfg.HTTPAddr
 	if cfg.HTTPListener != nil {
 		httpAddr = cfg.HTTPListener.Addr().String()
@@ -426,8 +432,7 @@ func (n *Node) adminTokenHash() string {
 // session, and adopting a KEK ends every console session.
 func (n *Node) consoleSecret() []byte {
 	m := hmac.New(sha256.New, []byte("oidcd console session v1"))
-	key, _ := n.cfg.clusterKey() // validated in New
-	m.Write(key)
+	m.Write(n.clusterKey)
 	m.Write(n.kek.Derive("oidcd console session v1"))
 	return m.Sum(nil)
 }

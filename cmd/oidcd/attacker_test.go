@@ -67,19 +67,28 @@ func (e *buildError) Error() string { return "go build: " + e.err.Error() + "\n"
 // liveNode is one `oidcd serve` process on 127.0.0.1.
 type liveNode struct {
 	issuer, token, outbox, dir string
+	raftAddr                   string
 	cmd                        *exec.Cmd
 }
 
 // startLiveNode starts a single node with an admin token from the
 // environment and a text-message outbox, and waits until it serves.
-func startLiveNode(t *testing.T) *liveNode {
+func startLiveNode(t *testing.T) *liveNode { return startNodeWith(t, true) }
+
+// startDefaultNode starts a single node as the README's first command
+// does: no cluster key, no admin token (it generates both).
+func startDefaultNode(t *testing.T) *liveNode { return startNodeWith(t, false) }
+
+func startNodeWith(t *testing.T, givenToken bool) *liveNode {
 	t.Helper()
 	bin := builtBinary(t)
 	dir := t.TempDir()
 	ports := freePorts(t, 3)
 	n := &liveNode{
-		issuer: "http://" + ports[0], token: strings.Repeat("a1", 24),
-		outbox: filepath.Join(dir, "sms.jsonl"), dir: dir,
+		issuer: "http://" + ports[0], outbox: filepath.Join(dir, "sms.jsonl"), dir: dir, raftAddr: ports[1],
+	}
+	if givenToken {
+		n.token = strings.Repeat("a1", 24)
 	}
 	log, err := os.Create(filepath.Join(dir, "node.log"))
 	if err != nil {
@@ -87,7 +96,10 @@ func startLiveNode(t *testing.T) *liveNode {
 	}
 	n.cmd = exec.Command(bin, "serve", "--issuer", n.issuer, "--http-addr", ports[0], "--raft-addr", ports[1],
 		"--gossip-addr", ports[2], "--data-dir", filepath.Join(dir, "data"), "--sms-outbox", n.outbox)
-	n.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "OIDCD_ADMIN_TOKEN=" + n.token}
+	n.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
+	if givenToken {
+		n.cmd.Env = append(n.cmd.Env, "OIDCD_ADMIN_TOKEN="+n.token)
+	}
 	n.cmd.Stdout, n.cmd.Stderr = log, log
 	if err := n.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -118,6 +130,11 @@ func startLiveNode(t *testing.T) *liveNode {
 	}
 	// The first signing key comes from the leader's loop a moment later.
 	for {
+		if !givenToken && n.token == "" {
+			if b, err := os.ReadFile(filepath.Join(dir, "data", "admin-token")); err == nil {
+				n.token = strings.TrimSpace(string(b))
+			}
+		}
 		if n.adminCode(t, "GET", "/keys", nil, nil) == 200 && n.jwksHasKey(t) {
 			return n
 		}
@@ -418,3 +435,16 @@ func equalJSON(a, b any) bool {
 
 // totpNow is the authenticator app's code at this moment.
 func totpNow(secret string) (string, error) { return totp.GenerateCode(secret, time.Now()) }
+
+// adminCodeWith is the status of GET /admin/v1/organizations with token.
+func (n *liveNode) adminCodeWith(t *testing.T, token string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", n.issuer+"/admin/v1/organizations", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}

@@ -66,6 +66,8 @@ log-level = "debug"
 		{"issuer with a query", "issuer = \"https://id.example.com/?a=b\"\n", []want{{1, "no query"}}},
 		{"bootstrap-expect without a cluster key", "# three nodes\nbootstrap-expect = 3\n", []want{{2, "--cluster-key is required"}}},
 		{"join without a cluster key", "join = [\"10.0.0.2:8301\"]\n", []want{{1, "--cluster-key is required"}}},
+		{"raft beyond loopback without a cluster key", "raft-addr = \"10.0.0.1:8300\"\n", []want{{1, "--cluster-key is required when --raft-addr"}}},
+		{"gossip beyond loopback without a cluster key", "gossip-addr = \"0.0.0.0:8301\"\n", []want{{1, "--cluster-key is required when --gossip-addr"}}},
 		{"bad cluster key", "cluster-key = \"c2hvcnQ=\"\n", []want{{1, "--cluster-key"}}},
 		{"unreadable kek file", "kek-file = \"/nonexistent/kek\"\n", []want{{1, "--kek-file"}}},
 		{"empty kek file", "kek-file = \"" + empty + "\"\n", []want{{1, "empty"}}},

@@ -105,3 +105,31 @@ func TestCommands(t *testing.T) {
 		t.Fatalf("keygen: got %q (%v), want base64 of 32 bytes", out.String(), err)
 	}
 }
+
+// TestSecretOnTheCommandLineIsWarnedAbout: --admin-token or --cluster-key
+// given as a flag draws a warning that names the environment variable;
+// the same secret from the environment draws none.
+func TestSecretOnTheCommandLineIsWarnedAbout(t *testing.T) {
+	token := strings.Repeat("t", 40)
+	cases := []struct {
+		name string
+		args []string
+		env  map[string]string
+		warn bool
+	}{
+		{"flag", []string{"serve", "--admin-token", token, "--bootstrap-expect", "-1"}, nil, true},
+		{"environment", []string{"serve", "--bootstrap-expect", "-1"}, map[string]string{"OIDCD_ADMIN_TOKEN": token}, false},
+	}
+	for _, c := range cases {
+		var out, errb bytes.Buffer
+		run(c.args, func(k string) string { return c.env[k] }, nil, &out, &errb)
+		if got := strings.Contains(errb.String(), "OIDCD_ADMIN_TOKEN"); got != c.warn {
+			t.Errorf("%s: warning %v, want %v; stderr %q", c.name, got, c.warn, errb.String())
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"serve", "--admin-token", "short"}, func(string) string { return "" }, nil, &out, &errb); code == 0 ||
+		!strings.Contains(errb.String(), "want at least 32") {
+		t.Errorf("a short admin token: exit %d, stderr %q", code, errb.String())
+	}
+}

@@ -81,6 +81,7 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 		fmt.Fprintf(stderr, "oidcd serve: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
+	warnSecretFlags(fs, stderr) // before the environment and the file set flags too
 	if err := applyEnv(fs, env); err != nil {
 		fmt.Fprintln(stderr, "oidcd serve:", err)
 		return 2
@@ -153,4 +154,15 @@ func startLine(version, issuer, addr, dataDir string) string {
 		return fmt.Sprintf("oidcd %s serving %s (data in %s)", version, issuer, dataDir)
 	}
 	return fmt.Sprintf("oidcd %s serving %s, listening on %s (data in %s)", version, issuer, addr, dataDir)
+}
+
+// warnSecretFlags warns about a secret given on the command line, where
+// every local user can read it in the process list.
+func warnSecretFlags(fs *flag.FlagSet, stderr io.Writer) {
+	fs.Visit(func(f *flag.Flag) {
+		if secretKeys[f.Name] {
+			fmt.Fprintf(stderr, "oidcd serve: warning: --%s on the command line is visible to every local user in the process list; use OIDCD_%s (a root-only EnvironmentFile) or the config file instead\n",
+				f.Name, envName(f.Name))
+		}
+	})
 }

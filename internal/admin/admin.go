@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -117,6 +118,7 @@ type Config struct {
 
 type api struct {
 	Config
+	guard *guard
 }
 
 // New returns the admin API. Its routes are full paths under Prefix, so the
@@ -145,7 +147,7 @@ func New(cfg Config) http.Handler {
 			return h
 		}
 	}
-	a := &api{Config: cfg}
+	a := &api{Config: cfg, guard: newGuard(cfg.Now)}
 	mux := http.NewServeMux()
 	a.routes(mux)
 	return httpx.Recover(cfg.Logger)(a.authenticate(mux))
@@ -216,13 +218,22 @@ func (a *api) authenticate(next http.Handler) http.Handler {
 			httpx.WriteError(w, r, http.StatusUnauthorized, httpx.CodeUnauthorized, "admin token required")
 			return
 		}
+		// The attempt is counted before the token is compared, and given
+		// back only when it matched.
+		src := sourceKey(r)
+		if !a.guard.reserve(src) {
+			w.Header().Set("Retry-After", strconv.Itoa(int(guardWindow/time.Second)))
+			httpx.WriteError(w, r, http.StatusTooManyRequests, httpx.CodeRateLimited, "too many admin token attempts from this address; try again later")
+			return
+		}
 		if !tokenMatches(token, a.TokenHash()) {
-			a.Logger.Info("admin: rejected token", "remote", r.RemoteAddr, "path", r.URL.Path,
+			a.Logger.Info("admin: rejected token", "remote", r.RemoteAddr, "path", httpx.LogValue(r.URL.Path),
 				"correlation_id", httpx.CorrelationID(r.Context()))
 			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 			httpx.WriteError(w, r, http.StatusUnauthorized, httpx.CodeUnauthorized, "invalid admin token")
 			return
 		}
+		a.guard.release(src)
 		next.ServeHTTP(w, r)
 	})
 }

@@ -6,7 +6,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/fsmtest"
@@ -293,5 +296,75 @@ func TestDefaults(t *testing.T) {
 	}
 	if o := decodeAs[Org](t, w); !isUUID(o.ID) {
 		t.Errorf("got id %q, want a UUID", o.ID)
+	}
+}
+
+// TestAdminTokenGuessesAreLimited: from one address, at most guardLimit
+// wrong tokens are compared in a window, even when they arrive at once;
+// the next attempt gets 429 without being evaluated, and that includes
+// the right token. Another address is not affected, and a right token
+// does not use up the allowance.
+func TestAdminTokenGuessesAreLimited(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var compared atomic.Int64
+	good := HashToken("the-right-token-the-right-token-!!")
+	h := New(Config{State: fsmtest.New(t).State(), Applier: nil, Now: func() time.Time { return now },
+		TokenHash: func() string { compared.Add(1); return good }})
+	call := func(remote, token string) int {
+		r := httptest.NewRequest("GET", Prefix+"/status", nil)
+		r.RemoteAddr = remote
+		r.Header.Set("Authorization", "Bearer "+token)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+	for range 5 {
+		if got := call("192.0.2.1:1000", "the-right-token-the-right-token-!!"); got == http.StatusTooManyRequests || got == http.StatusUnauthorized {
+			t.Fatalf("the right token: got %d", got)
+		}
+	}
+	compared.Store(0)
+	var wg sync.WaitGroup
+	codes := make(chan int, 60)
+	for range 60 {
+		wg.Add(1)
+		go func() { defer wg.Done(); codes <- call("192.0.2.1:1000", "wrong") }()
+	}
+	wg.Wait()
+	close(codes)
+	n429 := 0
+	for c := range codes {
+		if c == http.StatusTooManyRequests {
+			n429++
+		}
+	}
+	if got := compared.Load(); got > guardLimit || n429 != 60-guardLimit {
+		t.Fatalf("60 concurrent guesses: %d compared, %d refused; want at most %d compared", got, n429, guardLimit)
+	}
+	if got := call("[2001:db8::1]:1", "wrong"); got != http.StatusUnauthorized {
+		t.Fatalf("another address: got %d, want 401", got)
+	}
+	if got := call("192.0.2.1:1000", "the-right-token-the-right-token-!!"); got != http.StatusTooManyRequests {
+		t.Fatalf("over the limit, even the right token: got %d, want 429", got)
+	}
+	now = now.Add(guardWindow)
+	if got := call("192.0.2.1:1000", "wrong"); got != http.StatusUnauthorized {
+		t.Fatalf("after the window: got %d, want 401", got)
+	}
+}
+
+func TestSourceKey(t *testing.T) {
+	cases := []struct{ remote, want string }{
+		{"192.0.2.1:1000", "192.0.2.1"},
+		{"[2001:db8:1:2:3:4:5:6]:1", "2001:db8:1:2::/64"},
+		{"[2001:db8:1:2:ffff::1]:1", "2001:db8:1:2::/64"},
+		{"[::ffff:192.0.2.9]:1", "192.0.2.9"},
+	}
+	for _, c := range cases {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = c.remote
+		if got := sourceKey(r); got != c.want {
+			t.Errorf("sourceKey(%q): got %q, want %q", c.remote, got, c.want)
+		}
 	}
 }

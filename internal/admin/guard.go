@@ -1,0 +1,98 @@
+package admin
+
+import (
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Bounds of the admin token guard: guesses per source address.
+const (
+	guardLimit   = 20          // attempts in flight or failed, per address and window
+	guardWindow  = time.Minute // failures are forgotten after this
+	guardEntries = 10000       // addresses remembered at most; more are refused
+)
+
+// guard limits admin token guesses per source address (an IPv6 address
+// counts per /64). An attempt is reserved before the token is compared
+// and released only when it matched, so concurrent guesses cannot all
+// pass the check together: at most guardLimit are ever compared per
+// window. It lives in each node's memory; the admin token is 256 random
+// bits (or at least 32 bytes of the operator's), so the limit is about
+// noise and log volume, not about the odds of a guess.
+type guard struct {
+	mu      sync.Mutex
+	now     func() time.Time
+	entries map[string]*guardEntry
+}
+
+type guardEntry struct {
+	count int
+	start time.Time
+}
+
+func newGuard(now func() time.Time) *guard {
+	return &guard{now: now, entries: map[string]*guardEntry{}}
+}
+
+// reserve counts one attempt from key; false when the key is over the
+// limit (the attempt must not be evaluated).
+func (g *guard) reserve(key string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := g.now()
+	e := g.entries[key]
+	if e == nil || now.Sub(e.start) >= guardWindow {
+		if e == nil && len(g.entries) >= guardEntries {
+			g.prune(now)
+			if len(g.entries) >= guardEntries {
+				return false
+			}
+		}
+		e = &guardEntry{start: now}
+		g.entries[key] = e
+	}
+	if e.count >= guardLimit {
+		return false
+	}
+	e.count++
+	return true
+}
+
+// release gives back an attempt that turned out to hold the right token.
+func (g *guard) release(key string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if e := g.entries[key]; e != nil && e.count > 0 {
+		e.count--
+		if e.count == 0 {
+			delete(g.entries, key)
+		}
+	}
+}
+
+func (g *guard) prune(now time.Time) {
+	for k, e := range g.entries {
+		if now.Sub(e.start) >= guardWindow {
+			delete(g.entries, k)
+		}
+	}
+}
+
+// sourceKey is the request's source address as the guard counts it: the
+// IPv4 address, or the /64 of an IPv6 address.
+func sourceKey(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return host
+	}
+	if v4 := ip.To4(); v4 != nil {
+		return v4.String()
+	}
+	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+}

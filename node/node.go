@@ -189,7 +189,9 @@ func New(cfg Config) (*Node, error) {
 		SessionIdle: cfg.SessionIdle,
 		SessionMax:  cfg.SessionMax,
 		KEK:         n.kek,
-		SMS:         sms.New(cfg.SMSOutbox, cfg.SMSWebhook),
+		SMS: sms.New(cfg.SMSOutbox, cfg.SMSWebhook, func(err error) {
+			n.log.Error("text message not sent", "err", err)
+		}),
 	})
 	if err != nil {
 		n.cluster.Shutdown()

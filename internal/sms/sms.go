@@ -1,6 +1,3 @@
-// Package sms sends text messages (CONTRACT.md section 4): one JSON object
-// per message, appended as a line to an outbox file or POSTed to a
-// webhook. Another gateway is one more Sender.
 package sms
 
 import (
@@ -58,13 +55,25 @@ func (o *Outbox) Send(_ context.Context, m Message) error {
 	return nil
 }
 
-// Webhook POSTs each message as JSON and wants a 2xx answer.
+// Webhook POSTs each message as JSON and wants a 2xx answer. It never
+// follows a redirect: a 307 or 308 would post the code to wherever the
+// answer points, so any 3xx is a failure.
 type Webhook struct {
 	URL    string
-	Client *http.Client // nil: a client with a 5 s timeout
+	Client *http.Client // nil: NewWebhookClient()
 }
 
-var defaultClient = &http.Client{Timeout: 5 * time.Second}
+// webhookTimeout bounds one webhook call.
+const webhookTimeout = 5 * time.Second
+
+// NewWebhookClient is the webhook's HTTP client: a 5 s timeout, no
+// redirects followed.
+func NewWebhookClient() *http.Client {
+	return &http.Client{
+		Timeout:       webhookTimeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
 
 // Send posts m.
 func (h *Webhook) Send(ctx context.Context, m Message) error {
@@ -79,7 +88,7 @@ func (h *Webhook) Send(ctx context.Context, m Message) error {
 	req.Header.Set("Content-Type", "application/json")
 	c := h.Client
 	if c == nil {
-		c = defaultClient
+		c = NewWebhookClient()
 	}
 	resp, err := c.Do(req)
 	if err != nil {
@@ -107,15 +116,51 @@ func (ms Multi) Send(ctx context.Context, m Message) error {
 	return errors.Join(errs...)
 }
 
+// Background sends through Sender on a goroutine of its own and returns
+// at once, so the sign-in page answers in the same time whether or not
+// the number has an account (the unknown number is sent nothing), and a
+// slow gateway cannot be timed to tell them apart. At most maxBackground
+// sends are in flight; beyond that Send fails at once. A failed send is
+// reported to OnError.
+type Background struct {
+	Sender  Sender
+	OnError func(error)
+	slots   chan struct{}
+	once    sync.Once
+}
+
+const maxBackground = 32
+
+// Send hands m to a goroutine; it fails only when too many are in flight.
+func (b *Background) Send(_ context.Context, m Message) error {
+	b.once.Do(func() { b.slots = make(chan struct{}, maxBackground) })
+	select {
+	case b.slots <- struct{}{}:
+	default:
+		return errors.New("sms: too many messages in flight")
+	}
+	go func() {
+		defer func() { <-b.slots }()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*webhookTimeout)
+		defer cancel()
+		if err := b.Sender.Send(ctx, m); err != nil && b.OnError != nil {
+			b.OnError(err)
+		}
+	}()
+	return nil
+}
+
 // New returns the sender for the configured outbox and webhook, or nil
-// when neither is set (text-message sign-in is then off).
-func New(outbox, webhook string) Sender {
+// when neither is set (text-message sign-in is then off). The outbox
+// file is written at once (local, constant time); the webhook is called
+// in the background (Background), its failures reported to onError.
+func New(outbox, webhook string, onError func(error)) Sender {
 	var ms Multi
 	if outbox != "" {
 		ms = append(ms, &Outbox{Path: outbox})
 	}
 	if webhook != "" {
-		ms = append(ms, &Webhook{URL: webhook})
+		ms = append(ms, &Background{Sender: &Webhook{URL: webhook}, OnError: onError})
 	}
 	switch len(ms) {
 	case 0:

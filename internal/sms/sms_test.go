@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -37,12 +38,12 @@ func TestSenders(t *testing.T) {
 		wantLines int
 		wantHooks int
 	}{
-		{"none", New("", ""), false, 0, 0},
-		{"outbox", New(outbox, ""), false, 1, 0},
-		{"webhook", New("", hook.URL), false, 1, 1},
-		{"both", New(outbox, hook.URL), false, 2, 2},
-		{"webhook failing", New(outbox, failing.URL), true, 3, 2},
-		{"outbox unwritable", New(filepath.Join(dir, "missing", "x"), ""), true, 3, 2},
+		{"none", New("", "", nil), false, 0, 0},
+		{"outbox", New(outbox, "", nil), false, 1, 0},
+		{"webhook", &Webhook{URL: hook.URL}, false, 1, 1},
+		{"both", Multi{&Outbox{Path: outbox}, &Webhook{URL: hook.URL}}, false, 2, 2},
+		{"webhook failing", Multi{&Outbox{Path: outbox}, &Webhook{URL: failing.URL}}, true, 3, 2},
+		{"outbox unwritable", New(filepath.Join(dir, "missing", "x"), "", nil), true, 3, 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -96,4 +97,56 @@ func countLines(t *testing.T, path string) int {
 		t.Fatal(sc.Err())
 	}
 	return n
+}
+
+// TestWebhookFollowsNoRedirect: a 307 or 308 from the webhook would
+// re-post the code to wherever it points; the send fails instead and the
+// other host is never called.
+func TestWebhookFollowsNoRedirect(t *testing.T) {
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { elsewhere.Add(1) }))
+	defer other.Close()
+	for _, status := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect, http.StatusFound} {
+		hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, other.URL, status)
+		}))
+		err := (&Webhook{URL: hook.URL}).Send(context.Background(), Message{To: "+15550000000", Code: "123456"})
+		hook.Close()
+		if err == nil {
+			t.Errorf("status %d: the send succeeded", status)
+		}
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Fatalf("the redirect target was called %d times", n)
+	}
+}
+
+// TestNewSendsTheWebhookInTheBackground: New's webhook send returns at
+// once even when the gateway is slow, and a failure reaches onError.
+func TestNewSendsTheWebhookInTheBackground(t *testing.T) {
+	release := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		<-release
+		w.WriteHeader(http.StatusBadGateway)
+	}))
+	defer slow.Close()
+	defer close(release)
+	errs := make(chan error, 1)
+	s := New("", slow.URL, func(err error) { errs <- err })
+	start := time.Now()
+	if err := s.Send(context.Background(), Message{To: "+15550000000", Code: "123456"}); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("Send waited %s for the gateway", d)
+	}
+	release <- struct{}{}
+	select {
+	case err := <-errs:
+		if err == nil {
+			t.Fatal("nil error reported")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the failure never reached onError")
+	}
 }

@@ -50,6 +50,7 @@ const (
 	TypeThrottleHit
 	TypeThrottleClear
 	TypeStepUpSSOSession
+	TypeThrottleReserve
 )
 
 var typeNames = map[Type]string{
@@ -90,6 +91,7 @@ var typeNames = map[Type]string{
 	TypeThrottleHit:      "throttle_hit",
 	TypeThrottleClear:    "throttle_clear",
 	TypeStepUpSSOSession: "step_up_sso_session",
+	TypeThrottleReserve:  "throttle_reserve",
 }
 
 func (t Type) String() string {

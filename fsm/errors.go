@@ -28,6 +28,9 @@ var (
 	ErrReplay = errors.New("fsm: replayed")
 	// ErrWrongCode: a text-message or recovery code that does not match.
 	ErrWrongCode = errors.New("fsm: wrong code")
+	// ErrLocked: a throttle key is locked; the attempt was not counted
+	// and must not be evaluated.
+	ErrLocked = errors.New("fsm: locked")
 )
 
 // ConflictError says which unique field collided.

@@ -215,3 +215,49 @@ func TestStepUpKeepsTheSession(t *testing.T) {
 		t.Fatalf("expired session: %v", r.Err)
 	}
 }
+
+// TestThrottleReserveChecksAndCountsInOneApply: a reservation refuses,
+// counting nothing, while any of its keys is locked; otherwise it counts
+// every key, and the one that reaches the limit locks (that attempt is
+// still let through). A success settles: Keys forgotten, Release given
+// back one attempt, Prefixes forgotten wholesale; a session command
+// carries the settlement in its own apply.
+func TestThrottleReserveChecksAndCountsInOneApply(t *testing.T) {
+	h := signedIn(t)
+	acct := ThrottleRule{Key: "pwd:a@1", Limit: 3, Window: time.Minute, Lockout: 10 * time.Minute}
+	ip := ThrottleRule{Key: "ip:1", Limit: 50, Window: time.Minute, Lockout: 10 * time.Minute}
+	reserve := func(at time.Time) Result {
+		return h.apply(TypeThrottleReserve, ThrottleReserve{Rules: []ThrottleRule{acct, ip}, At: at})
+	}
+	for i := 1; i <= 3; i++ {
+		r := reserve(t0)
+		if r.Err != nil || r.Value.([]Throttle)[0].Count != i {
+			t.Fatalf("reservation %d: %v %+v", i, r.Err, r.Value)
+		}
+	}
+	for range 5 {
+		if r := reserve(t0.Add(time.Second)); !errors.Is(r.Err, ErrLocked) {
+			t.Fatalf("past the limit: got %v, want ErrLocked", r.Err)
+		}
+	}
+	if th, _ := h.f.State().Throttle("ip:1"); th.Count != 3 {
+		t.Fatalf("refused reservations were counted: ip count %d, want 3", th.Count)
+	}
+	// A success settles through the session write.
+	h.mustApply(TypeStepUpSSOSession, StepUpSSOSession{ID: "sso1", Method: "otp", ACR: "mfa", At: t0.Add(time.Second),
+		Settle: &ThrottleClear{Keys: []string{"pwd:a@1"}, Release: []string{"ip:1"}}})
+	if th, _ := h.f.State().Throttle("pwd:a@1"); th.Count != 0 {
+		t.Fatalf("settled key: %+v", th)
+	}
+	if th, _ := h.f.State().Throttle("ip:1"); th.Count != 2 {
+		t.Fatalf("released key: count %d, want 2", th.Count)
+	}
+	reserve(t0.Add(2 * time.Second))
+	h.mustApply(TypeThrottleReserve, ThrottleReserve{Rules: []ThrottleRule{{Key: "pwd:a", Limit: 9, Window: time.Minute}}, At: t0})
+	if n := h.mustApply(TypeThrottleClear, ThrottleClear{Prefixes: []string{"pwd:a"}}).Value.(int); n != 2 {
+		t.Fatalf("prefix clear forgot %d keys, want 2", n)
+	}
+	if r := h.apply(TypeThrottleReserve, ThrottleReserve{At: t0}); !errors.Is(r.Err, ErrInvalid) {
+		t.Fatalf("no rules: got %v, want ErrInvalid", r.Err)
+	}
+}

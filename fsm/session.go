@@ -68,6 +68,9 @@ type StartSSOSession struct {
 	Session    SSOSession `json:"session"`
 	TokenHash  string     `json:"token_hash"`
 	Supersedes string     `json:"supersedes,omitempty"`
+	// Settle settles the throttle reservation of the sign-in that opens
+	// the session, in the same apply (ThrottleReserve).
+	Settle *ThrottleClear `json:"settle,omitempty"`
 }
 
 // EndSSOSession ends an SSO session and every app session under it.
@@ -132,7 +135,7 @@ func init() {
 
 func applyStartSSOSession(tx *bolt.Tx, index uint64, p []byte) Result {
 	c := decode[StartSSOSession](p)
-	if !validID(c.Session.ID, c.Session.UserID) || !validKey(c.TokenHash) || (c.Supersedes != "" && !validID(c.Supersedes)) {
+	if !validID(c.Session.ID, c.Session.UserID) || !validKey(c.TokenHash) || (c.Supersedes != "" && !validID(c.Supersedes)) || !validClear(c.Settle) {
 		return invalid
 	}
 	if exists(tx, bucketSSO, c.Session.ID) || exists(tx, bucketSSOToken, c.TokenHash) {
@@ -147,6 +150,7 @@ func applyStartSSOSession(tx *bolt.Tx, index uint64, p []byte) Result {
 		ended.Deliveries = enqueueLogouts(tx, index, c.Session.CreatedAt, CauseSuperseded, withSID(ended.Apps))
 	}
 	put(tx, bucketSSO, c.Session.ID, c.Session)
+	settleThrottles(tx, c.Settle)
 	putIndex(tx, bucketSSOToken, c.TokenHash, c.Session.ID)
 	putIndex(tx, bucketSSOByUser, c.Session.UserID+"/"+c.Session.ID, "")
 	return Result{Value: ended}
@@ -263,11 +267,13 @@ type StepUpSSOSession struct {
 	Method string    `json:"method"`
 	ACR    string    `json:"acr"`
 	At     time.Time `json:"at"`
+	// Settle settles the throttle reservation of the verification.
+	Settle *ThrottleClear `json:"settle,omitempty"`
 }
 
 func applyStepUpSSOSession(tx *bolt.Tx, _ uint64, p []byte) Result {
 	c := decode[StepUpSSOSession](p)
-	if !validID(c.ID) || !validKey(c.Method, c.ACR) || len(c.Method) > 16 || len(c.ACR) > 128 {
+	if !validID(c.ID) || !validKey(c.Method, c.ACR) || len(c.Method) > 16 || len(c.ACR) > 128 || !validClear(c.Settle) {
 		return invalid
 	}
 	var s SSOSession
@@ -286,5 +292,6 @@ func applyStepUpSSOSession(tx *bolt.Tx, _ uint64, p []byte) Result {
 	s.Verified[c.Method] = c.At
 	s.ACR, s.AuthTime, s.LastSeen = c.ACR, c.At, c.At
 	put(tx, bucketSSO, s.ID, s)
+	settleThrottles(tx, c.Settle)
 	return Result{Value: s}
 }

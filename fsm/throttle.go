@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -37,36 +38,85 @@ type ThrottleHit struct {
 	At    time.Time      `json:"at"`
 }
 
-// ThrottleClear forgets keys (a success, or an operator clearing a lock).
+// ThrottleClear forgets keys (a success, or an operator clearing a lock):
+// Keys exactly, every key that starts with one of Prefixes, and gives one
+// reserved attempt back to each of Release (its count drops by one; a
+// lock it holds stays). The Value is how many keys were forgotten.
 type ThrottleClear struct {
-	Keys []string `json:"keys"`
+	Keys     []string `json:"keys"`
+	Prefixes []string `json:"prefixes,omitempty"`
+	Release  []string `json:"release,omitempty"`
+}
+
+// ThrottleReserve counts one attempt against every rule's key before the
+// attempt is evaluated (a password or a code checked, a text message
+// sent). When any key is locked at At, nothing is counted and the result
+// is ErrLocked; otherwise each key's count grows by one and a key that
+// reaches its limit is locked (the attempt that reached it is still
+// evaluated). Checking and counting in one apply is what makes the limit
+// exact: concurrent attempts cannot all pass a check made before any of
+// them was counted, so at most Limit attempts are evaluated per window.
+// The Value is the []Throttle after counting, in rule order. A success
+// settles its reservation with a ThrottleClear (Keys for the subject,
+// Release for per-address keys), carried by the command the success
+// writes anyway (StartSSOSession, StepUpSSOSession).
+type ThrottleReserve struct {
+	Rules []ThrottleRule `json:"rules"`
+	At    time.Time      `json:"at"`
 }
 
 func init() {
 	register(TypeThrottleHit, applyThrottleHit)
 	register(TypeThrottleClear, applyThrottleClear)
+	register(TypeThrottleReserve, applyThrottleReserve)
+}
+
+func validRules(rules []ThrottleRule) bool {
+	if len(rules) == 0 || len(rules) > 8 {
+		return false
+	}
+	for _, r := range rules {
+		if !validKey(r.Key) || r.Limit < 1 || r.Window <= 0 || r.Lockout < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func applyThrottleReserve(tx *bolt.Tx, _ uint64, p []byte) Result {
+	c := decode[ThrottleReserve](p)
+	if !validRules(c.Rules) {
+		return invalid
+	}
+	for _, r := range c.Rules {
+		t := Throttle{Key: r.Key}
+		if get(tx, bucketThrottle, r.Key, &t) && t.Locked(c.At) {
+			return Result{Err: ErrLocked, Value: []Throttle{t}}
+		}
+	}
+	return Result{Value: countThrottles(tx, c.Rules, c.At)}
 }
 
 func applyThrottleHit(tx *bolt.Tx, _ uint64, p []byte) Result {
 	c := decode[ThrottleHit](p)
-	if len(c.Rules) == 0 || len(c.Rules) > 8 {
+	if !validRules(c.Rules) {
 		return invalid
 	}
-	out := make([]Throttle, 0, len(c.Rules))
-	for _, r := range c.Rules {
-		if !validKey(r.Key) || r.Limit < 1 || r.Window <= 0 || r.Lockout < 0 {
-			return invalid
-		}
-	}
-	for _, r := range c.Rules {
+	return Result{Value: countThrottles(tx, c.Rules, c.At)}
+}
+
+// countThrottles counts one event against each rule's key at at.
+func countThrottles(tx *bolt.Tx, rules []ThrottleRule, at time.Time) []Throttle {
+	out := make([]Throttle, 0, len(rules))
+	for _, r := range rules {
 		t := Throttle{Key: r.Key}
 		get(tx, bucketThrottle, r.Key, &t)
-		if !t.Locked(c.At) && !c.At.Before(t.WindowStart.Add(r.Window)) {
-			t.Count, t.WindowStart = 0, c.At // a fresh window
+		if !t.Locked(at) && !at.Before(t.WindowStart.Add(r.Window)) {
+			t.Count, t.WindowStart = 0, at // a fresh window
 		}
 		t.Count++
-		if t.Count >= r.Limit && !t.Locked(c.At) {
-			t.LockedUntil = c.At.Add(r.Lockout)
+		if t.Count >= r.Limit && !t.Locked(at) {
+			t.LockedUntil = at.Add(r.Lockout)
 		}
 		t.ExpiresAt = t.WindowStart.Add(r.Window)
 		if t.LockedUntil.After(t.ExpiresAt) {
@@ -75,13 +125,37 @@ func applyThrottleHit(tx *bolt.Tx, _ uint64, p []byte) Result {
 		put(tx, bucketThrottle, r.Key, t)
 		out = append(out, t)
 	}
-	return Result{Value: out}
+	return out
+}
+
+// prefixKeysRaw lists the keys of bucket that start with prefix.
+func prefixKeysRaw(tx *bolt.Tx, bucket []byte, prefix string) []string {
+	var out []string
+	c := tx.Bucket(bucket).Cursor()
+	for k, _ := c.Seek([]byte(prefix)); k != nil && bytes.HasPrefix(k, []byte(prefix)); k, _ = c.Next() {
+		out = append(out, string(k))
+	}
+	return out
 }
 
 func applyThrottleClear(tx *bolt.Tx, _ uint64, p []byte) Result {
 	c := decode[ThrottleClear](p)
-	if !validKey(c.Keys...) {
+	if !validClear(&c) {
 		return invalid
+	}
+	return Result{Value: settleThrottles(tx, &c)}
+}
+
+func validClear(c *ThrottleClear) bool {
+	return c == nil || (validKey(c.Keys...) && validKey(c.Prefixes...) && validKey(c.Release...) &&
+		len(c.Keys)+len(c.Prefixes)+len(c.Release) <= 16)
+}
+
+// settleThrottles carries out c (nothing when nil) and returns how many
+// keys it forgot.
+func settleThrottles(tx *bolt.Tx, c *ThrottleClear) int {
+	if c == nil {
+		return 0
 	}
 	n := 0
 	for _, k := range c.Keys {
@@ -90,7 +164,20 @@ func applyThrottleClear(tx *bolt.Tx, _ uint64, p []byte) Result {
 			n++
 		}
 	}
-	return Result{Value: n}
+	for _, pre := range c.Prefixes {
+		for _, k := range prefixKeysRaw(tx, bucketThrottle, pre) {
+			del(tx, bucketThrottle, k)
+			n++
+		}
+	}
+	for _, k := range c.Release {
+		var t Throttle
+		if get(tx, bucketThrottle, k, &t) && t.Count > 0 {
+			t.Count--
+			put(tx, bucketThrottle, k, t)
+		}
+	}
+	return n
 }
 
 // Throttle returns the counter of key (zero when none).

@@ -196,7 +196,7 @@ func (a *account) signIn(form url.Values) {
 	ctx := a.r.Context()
 	email, _ := formValue(form, "email")
 	secret, _ := formValue(form, "password")
-	u, err := a.p.passwordSignIn(a.r, strings.TrimSpace(email), secret)
+	u, settled, err := a.p.passwordSignIn(a.r, strings.TrimSpace(email), secret)
 	switch {
 	case errors.Is(err, errLocked):
 		a.showSignIn(http.StatusTooManyRequests, msgLocked)
@@ -209,9 +209,9 @@ func (a *account) signIn(form url.Values) {
 		return
 	}
 	if a.sess.ID != "" && a.sess.UserID == u.ID {
-		a.sess, err = a.p.stepUp(ctx, a.sess, AMRPassword)
+		a.sess, err = a.p.stepUp(ctx, a.sess, AMRPassword, settled)
 	} else {
-		a.sess, err = a.p.openSession(a.w, a.r, u, AMRPassword, a.sess.ID, a.now)
+		a.sess, err = a.p.openSession(a.w, a.r, u, AMRPassword, a.sess.ID, a.now, settled)
 		a.csrf = a.p.rotateCSRF(a.w)
 	}
 	if err != nil {
@@ -497,8 +497,19 @@ func (a *account) verify(form url.Values) {
 		a.unavailable("factors: " + err.Error())
 		return
 	}
+	method, _ := formValue(form, "method")
+	code, _ := formValue(form, "code")
+	cred, _ := formValue(form, "credential")
+	switch {
+	case method == webui.MethodPasskey && cred == "":
+		a.beginVerifyPasskey(f) // a ceremony begun is not a guess
+		return
+	case method != webui.MethodOTP && method != webui.MethodRecovery && method != webui.MethodPasskey:
+		a.page(http.StatusBadRequest, msgBadRequest)
+		return
+	}
 	rules := []fsm.ThrottleRule{throttleCode.rule(a.user.ID), throttleIP.rule(remoteIP(a.r))}
-	if err := a.p.checkLocked(ctx, rules...); err != nil {
+	if _, err := a.p.reserve(ctx, rules...); err != nil {
 		if errors.Is(err, errLocked) {
 			a.showVerify(http.StatusTooManyRequests, f, msgLocked)
 		} else {
@@ -506,31 +517,18 @@ func (a *account) verify(form url.Values) {
 		}
 		return
 	}
-	method, _ := formValue(form, "method")
-	code, _ := formValue(form, "code")
+	a.p.metrics.guesses.WithLabelValues("code").Inc()
 	var amr string
 	switch method {
 	case webui.MethodOTP:
 		amr, err = AMROTP, a.p.useTOTP(ctx, a.user, f, code)
 	case webui.MethodRecovery:
 		amr, err = AMRRecovery, a.p.useRecovery(ctx, a.user, code)
-	case webui.MethodPasskey:
-		cred, _ := formValue(form, "credential")
-		if cred == "" {
-			a.beginVerifyPasskey(f)
-			return
-		}
-		amr, err = AMRPasskey, a.p.finishPasskeyAssertion(ctx, a.user, f, a.step.Challenge, cred)
 	default:
-		a.page(http.StatusBadRequest, msgBadRequest)
-		return
+		amr, err = AMRPasskey, a.p.finishPasskeyAssertion(ctx, a.user, f, a.step.Challenge, cred)
 	}
 	switch {
 	case errors.Is(err, errCodeWrong):
-		if err := a.p.countFailure(ctx, rules...); err != nil {
-			a.unavailable("throttle: " + err.Error())
-			return
-		}
 		a.p.log.Info("account: second factor failed", "method", method, "user_id", a.user.ID)
 		msg := msgBadCode
 		if method == webui.MethodPasskey {
@@ -542,8 +540,7 @@ func (a *account) verify(form url.Values) {
 		a.unavailable("account verify: " + err.Error())
 		return
 	}
-	a.p.clearFailures(ctx, rules[0].Key)
-	if a.sess, err = a.p.stepUp(ctx, a.sess, amr); err != nil {
+	if a.sess, err = a.p.stepUp(ctx, a.sess, amr, settle(rules, 1)); err != nil {
 		a.unavailable("account step-up: " + err.Error())
 		return
 	}

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/factor"
+	"github.com/oidcd/oidcd/internal/httpx"
 )
 
 // acrOf is the authentication strength of a session whose methods are amr
@@ -47,12 +47,13 @@ func withMethod(amr []string, m string) []string {
 	return append(slices.Clip(amr), m)
 }
 
-// stepUp records second factor method on the SSO session s. ok is false
-// when the session ended meanwhile.
-func (p *Provider) stepUp(ctx context.Context, s fsm.SSOSession, method string) (fsm.SSOSession, error) {
+// stepUp records second factor method on the SSO session s, settling the
+// throttle reservation of its verification in the same write. The error
+// wraps fsm.ErrSessionEnded when the session ended meanwhile.
+func (p *Provider) stepUp(ctx context.Context, s fsm.SSOSession, method string, settled *fsm.ThrottleClear) (fsm.SSOSession, error) {
 	amr := withMethod(s.AMR, method)
 	res, err := p.cfg.Applier.Apply(ctx, fsm.MustCommand(fsm.TypeStepUpSSOSession, fsm.StepUpSSOSession{
-		ID: s.ID, Method: method, ACR: acrOf(amr), At: p.now(),
+		ID: s.ID, Method: method, ACR: acrOf(amr), At: p.now(), Settle: settled,
 	}))
 	if err == nil {
 		err = res.Err
@@ -76,9 +77,16 @@ type throttlePolicy struct {
 // The brute-force limits. Counted in the replicated state, so spreading
 // guesses over nodes does not help and a lock outlives restarts.
 var (
-	// Wrong passwords per account (by email, so unknown addresses lock
-	// the same way and the lock reveals nothing).
+	// Password attempts per account and source address (by email, so
+	// unknown addresses lock the same way and the lock reveals nothing):
+	// an attacker's guesses lock the attacker's address out of the
+	// account, not its owner, who signs in from elsewhere.
 	throttlePassword = throttlePolicy{factor.KeyPassword, 10, 15 * time.Minute, 15 * time.Minute}
+	// Password attempts per account from every address together: a much
+	// higher hard limit, and before it a delay that grows with the
+	// attempts (passwordDelay), against guessing spread over many
+	// addresses.
+	throttleAccount = throttlePolicy{factor.KeyPassword, 100, 15 * time.Minute, 15 * time.Minute}
 	// Wrong second-factor and text-message codes per person.
 	throttleCode = throttlePolicy{factor.KeyCode, 5, 15 * time.Minute, 15 * time.Minute}
 	// Every failure from one IP address.
@@ -94,58 +102,82 @@ func (tp throttlePolicy) rule(subject string) fsm.ThrottleRule {
 
 func emailSubject(email string) string { return factor.EmailSubject(email) }
 
-// remoteIP is the peer address of the connection; X-Forwarded-For is not
-// trusted.
-func remoteIP(r *http.Request) string {
-	ip, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return ip
+// passwordRules are the rules of one password attempt, the subject's first
+// (settle clears those on success): per account and address, per
+// account, per address.
+func passwordRules(email, ip string) []fsm.ThrottleRule {
+	subject := emailSubject(email)
+	return []fsm.ThrottleRule{throttlePassword.rule(subject + "@" + ip), throttleAccount.rule(subject), throttleIP.rule(ip)}
 }
+
+// Soft delay of password attempts per account (passwordDelay).
+const (
+	delayFree = 5                      // attempts in the window before any delay
+	delayStep = 250 * time.Millisecond // added per attempt beyond delayFree
+	delayMax  = 3 * time.Second
+)
+
+// passwordDelay is how long an attempt waits before its password is
+// checked, given the account's attempts in the window (this one
+// included): none for the first few, then growing to delayMax.
+func passwordDelay(attempts int) time.Duration {
+	if attempts <= delayFree {
+		return 0
+	}
+	return min(time.Duration(attempts-delayFree)*delayStep, delayMax)
+}
+
+// remoteIP is the source address per-address rules count: the peer of
+// the connection (X-Forwarded-For is not trusted), an IPv6 address by its
+// /64 (httpx.SourceKey).
+func remoteIP(r *http.Request) string { return httpx.SourceKey(r.RemoteAddr) }
 
 // errLocked: too many failures; the person must wait.
 var errLocked = errors.New("oidc: locked out")
 
-// checkLocked returns errLocked when any of rules' keys is locked now. It
-// first catches up with the cluster (a read index), so a lock set through
-// another node a moment ago holds here too: spreading guesses over nodes
-// does not help.
-func (p *Provider) checkLocked(ctx context.Context, rules ...fsm.ThrottleRule) error {
-	if err := p.linearize(ctx); err != nil {
-		return err
-	}
-	now := p.now()
-	for _, r := range rules {
-		t, err := p.cfg.State.Throttle(r.Key)
-		if err != nil {
-			return err
-		}
-		if t.Locked(now) {
-			return errLocked
-		}
-	}
-	return nil
-}
-
-// countFailure counts one event (a failure, or a text message sent)
-// against rules. The event that reaches a limit still completes; the lock
-// it sets refuses the next ones. The error is only the cluster's.
-func (p *Provider) countFailure(ctx context.Context, rules ...fsm.ThrottleRule) error {
-	res, err := p.cfg.Applier.Apply(ctx, fsm.MustCommand(fsm.TypeThrottleHit, fsm.ThrottleHit{Rules: rules, At: p.now()}))
-	if err == nil {
-		err = res.Err
-	}
+// reserve counts one attempt against rules before the attempt is
+// evaluated (fsm.ThrottleReserve): one replicated apply checks every key's
+// lock and counts the attempt, so concurrent guesses cannot all pass a
+// check made before any of them was counted, and at most a rule's limit
+// is ever evaluated per window. It returns errLocked, with nothing
+// counted, when a key is locked, and the counters after counting
+// otherwise. A failed attempt needs nothing more: it stays counted. A
+// success settles it (settle) in the write the success makes anyway.
+func (p *Provider) reserve(ctx context.Context, rules ...fsm.ThrottleRule) ([]fsm.Throttle, error) {
+	res, err := p.cfg.Applier.Apply(ctx, fsm.MustCommand(fsm.TypeThrottleReserve, fsm.ThrottleReserve{Rules: rules, At: p.now()}))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for _, t := range res.Value.([]fsm.Throttle) {
+	if errors.Is(res.Err, fsm.ErrLocked) {
+		return nil, errLocked
+	}
+	if res.Err != nil {
+		return nil, res.Err
+	}
+	ts := res.Value.([]fsm.Throttle)
+	for _, t := range ts {
 		if t.Locked(p.now()) && t.Count == ruleLimit(rules, t.Key) {
 			p.metrics.lockouts.Inc()
 			p.log.Warn("locked out after too many attempts", "key", t.Key, "until", t.LockedUntil)
 		}
 	}
-	return nil
+	return ts, nil
+}
+
+// settle is what a successful attempt gives back: the counters of the
+// subject it proved (the first subjects rules) are forgotten, and the
+// attempt is returned to the others (per-address keys), so that
+// successes never use up an address's allowance.
+func settle(rules []fsm.ThrottleRule, subjects int) *fsm.ThrottleClear {
+	c := &fsm.ThrottleClear{}
+	for i, r := range rules {
+		if i < subjects {
+			c.Keys = append(c.Keys, r.Key)
+		} else {
+			c.Release = append(c.Release, r.Key)
+		}
+	}
+	return c
 }
 
 func ruleLimit(rules []fsm.ThrottleRule, key string) int {
@@ -155,23 +187,6 @@ func ruleLimit(rules []fsm.ThrottleRule, key string) int {
 		}
 	}
 	return 0
-}
-
-// clearFailures forgets the counters of keys after a success; it writes
-// only when one of them counts something.
-func (p *Provider) clearFailures(ctx context.Context, keys ...string) {
-	var todo []string
-	for _, k := range keys {
-		if t, err := p.cfg.State.Throttle(k); err == nil && t.Count > 0 && !t.Locked(p.now()) {
-			todo = append(todo, k)
-		}
-	}
-	if len(todo) == 0 {
-		return
-	}
-	if _, err := p.cfg.Applier.Apply(ctx, fsm.MustCommand(fsm.TypeThrottleClear, fsm.ThrottleClear{Keys: todo})); err != nil {
-		p.log.Warn("throttle clear failed", "err", err)
-	}
 }
 
 // ---- authenticator-app codes and recovery codes (internal/factor) ----

@@ -1,6 +1,9 @@
 package oidc
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestACROf(t *testing.T) {
 	for _, tc := range []struct {
@@ -54,4 +57,29 @@ func FuzzNormalizePhone(f *testing.F) {
 			t.Fatalf("accepted %q as %q", s, p)
 		}
 	})
+}
+
+func TestPasswordDelay(t *testing.T) {
+	cases := []struct {
+		attempts int
+		want     time.Duration
+	}{
+		{1, 0}, {delayFree, 0}, {delayFree + 1, delayStep}, {delayFree + 4, 4 * delayStep}, {100, delayMax},
+	}
+	for _, c := range cases {
+		if got := passwordDelay(c.attempts); got != c.want {
+			t.Errorf("passwordDelay(%d): got %s, want %s", c.attempts, got, c.want)
+		}
+	}
+}
+
+func TestPasswordRulesKeyPerAccountAndAddress(t *testing.T) {
+	a := passwordRules("Ann@Example.com", "192.0.2.1")
+	b := passwordRules("ann@example.com", "192.0.2.2")
+	if a[0].Key == b[0].Key || a[1].Key != b[1].Key || a[2].Key == b[2].Key {
+		t.Fatalf("got %v and %v: want per-address keys apart and the account key shared", a, b)
+	}
+	if a[0].Limit != 10 || a[1].Limit != 100 || a[2].Limit != 50 {
+		t.Fatalf("limits: %d %d %d", a[0].Limit, a[1].Limit, a[2].Limit)
+	}
 }

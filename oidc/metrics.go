@@ -18,6 +18,7 @@ type metrics struct {
 	rateLimited    *prometheus.CounterVec   // 429 answers, by endpoint
 	latency        *prometheus.HistogramVec // handler time, by endpoint
 	lockouts       prometheus.Counter       // throttle keys locked by a failure
+	guesses        *prometheus.CounterVec   // passwords and codes evaluated, by kind
 	signIns        *prometheus.CounterVec   // completed authentications, by method (amr value)
 }
 
@@ -59,12 +60,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		lockouts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "oidcd_lockouts_total", Help: "Accounts, IP addresses or phone numbers locked after too many failures.",
 		}),
+		guesses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "oidcd_credential_checks_total", Help: "Passwords and codes evaluated (after the throttle let them through), by kind (password, code).",
+		}, []string{"kind"}),
 		signIns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "oidcd_authentications_total", Help: "Successful authentications by method (pwd, sms, otp, hwk, rcv).",
 		}, []string{"method"}),
 	}
 	if reg != nil {
 		m.lockouts = register(reg, m.lockouts)
+		m.guesses = register(reg, m.guesses)
 		m.signIns = register(reg, m.signIns)
 		m.tokensIssued = register(reg, m.tokensIssued)
 		m.tokenErrors = register(reg, m.tokenErrors)

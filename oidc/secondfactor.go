@@ -56,37 +56,35 @@ func (f *flow) secondFactor(form url.Values) {
 		f.unavailable("factors: " + err.Error())
 		return
 	}
+	method, _ := formValue(form, "method")
+	code, _ := formValue(form, "code")
+	cred, _ := formValue(form, "credential")
+	switch {
+	case method == webui.MethodPasskey && cred == "":
+		f.beginPasskey(fac) // a ceremony begun is not a guess
+		return
+	case method != webui.MethodOTP && method != webui.MethodRecovery && method != webui.MethodPasskey:
+		f.page(http.StatusBadRequest, msgBadRequest, fmt.Sprintf("second-factor method %q", logValue(method)))
+		return
+	}
 	rules := []fsm.ThrottleRule{throttleCode.rule(u.ID), throttleIP.rule(remoteIP(f.r))}
-	if err := f.p.checkLocked(f.r.Context(), rules...); err != nil {
+	if _, err := f.p.reserve(ctx, rules...); err != nil {
 		f.lockedOrUnavailable(err, func(status int, msg string) { f.showSecondFactor(status, fac, msg) })
 		return
 	}
-	method, _ := formValue(form, "method")
-	code, _ := formValue(form, "code")
+	f.p.metrics.guesses.WithLabelValues("code").Inc()
 	var amr string
 	switch method {
 	case webui.MethodOTP:
 		amr, err = AMROTP, f.p.useTOTP(ctx, u, fac, code)
 	case webui.MethodRecovery:
 		amr, err = AMRRecovery, f.p.useRecovery(ctx, u, code)
-	case webui.MethodPasskey:
-		cred, _ := formValue(form, "credential")
-		if cred == "" {
-			f.beginPasskey(fac)
-			return
-		}
-		amr, err = AMRPasskey, f.p.finishPasskeyAssertion(ctx, u, fac, f.pend.Challenge, cred)
 	default:
-		f.page(http.StatusBadRequest, msgBadRequest, fmt.Sprintf("second-factor method %q", method))
-		return
+		amr, err = AMRPasskey, f.p.finishPasskeyAssertion(ctx, u, fac, f.pend.Challenge, cred)
 	}
 	switch {
 	case errors.Is(err, errCodeWrong):
 		f.p.log.Info("authorize: second factor failed", "method", method, "user_id", u.ID, "reference", f.reference())
-		if err := f.p.countFailure(ctx, rules...); err != nil {
-			f.unavailable("throttle: " + err.Error())
-			return
-		}
 		msg := msgBadCode
 		if method == webui.MethodPasskey {
 			msg = msgPasskeyFailed
@@ -99,8 +97,7 @@ func (f *flow) secondFactor(form url.Values) {
 		f.unavailable("second factor: " + err.Error())
 		return
 	}
-	f.p.clearFailures(ctx, rules[0].Key)
-	s, err := f.p.stepUp(ctx, f.sess, amr)
+	s, err := f.p.stepUp(ctx, f.sess, amr, settle(rules, 1))
 	if err != nil {
 		if errors.Is(err, fsm.ErrSessionEnded) || errors.Is(err, fsm.ErrNotFound) {
 			f.hasSession, f.pend.SSOID = false, ""
@@ -192,17 +189,14 @@ func (f *flow) startSMS(email, rawPhone string) {
 		return
 	}
 	ctx := f.r.Context()
+	// Every send counts, reserved before it is made.
 	rules := []fsm.ThrottleRule{throttleSMSTo.rule(phone), throttleSMSIP.rule(remoteIP(f.r))}
-	if err := f.p.checkLocked(f.r.Context(), rules...); err != nil {
+	if _, err := f.p.reserve(ctx, rules...); err != nil {
 		if errors.Is(err, errLocked) {
 			showErr(http.StatusTooManyRequests, msgSMSLimit)
 		} else {
 			f.unavailable("throttle: " + err.Error())
 		}
-		return
-	}
-	if err := f.p.countFailure(ctx, rules...); err != nil { // sends count like failures
-		f.unavailable("throttle: " + err.Error())
 		return
 	}
 	u, err := f.p.cfg.State.UserByPhone(phone)
@@ -264,17 +258,18 @@ func maskPhone(p string) string {
 // smsCode handles the posted code page.
 func (f *flow) smsCode(form url.Values) {
 	ctx := f.r.Context()
-	rules := []fsm.ThrottleRule{throttleCode.rule("tel" + f.pend.Phone), throttleIP.rule(remoteIP(f.r))}
-	if err := f.p.checkLocked(f.r.Context(), rules...); err != nil {
-		f.lockedOrUnavailable(err, f.showSMSCode)
-		return
-	}
 	code, _ := formValue(form, "code")
 	code = factor.NormalizeCode(code)
 	if code == "" || len(code) > 16 {
 		f.showSMSCode(http.StatusBadRequest, msgNoCode)
 		return
 	}
+	rules := []fsm.ThrottleRule{throttleCode.rule("tel" + f.pend.Phone), throttleIP.rule(remoteIP(f.r))}
+	if _, err := f.p.reserve(ctx, rules...); err != nil {
+		f.lockedOrUnavailable(err, f.showSMSCode)
+		return
+	}
+	f.p.metrics.guesses.WithLabelValues("code").Inc()
 	res, err := f.p.cfg.Applier.Apply(ctx, fsm.MustCommand(fsm.TypeCheckSMSCode, fsm.CheckSMSCode{
 		ID: f.pend.SMS, Hash: smsHash(f.pend.SMS, code), MaxAttempts: smsMaxAttempts, At: f.now,
 	}))
@@ -284,10 +279,6 @@ func (f *flow) smsCode(form url.Values) {
 	}
 	switch {
 	case errors.Is(res.Err, fsm.ErrWrongCode):
-		if err := f.p.countFailure(ctx, rules...); err != nil {
-			f.unavailable("throttle: " + err.Error())
-			return
-		}
 		f.showSMSCode(http.StatusBadRequest, msgBadCode)
 		return
 	case errors.Is(res.Err, fsm.ErrNotFound), errors.Is(res.Err, fsm.ErrExpired):
@@ -303,9 +294,8 @@ func (f *flow) smsCode(form url.Values) {
 		f.showSignIn(http.StatusBadRequest, "", msgSMSExpired)
 		return
 	}
-	f.p.clearFailures(ctx, rules[0].Key)
 	f.pend.SMS, f.pend.Phone = "", ""
-	if !f.startSession(u, AMRSMS) {
+	if !f.startSession(u, AMRSMS, settle(rules, 1)) {
 		return
 	}
 	f.proceed(false)

@@ -53,7 +53,7 @@ func (f *flow) signIn(form url.Values) {
 		return
 	}
 	secret, _ := formValue(form, "password")
-	u, err := f.p.passwordSignIn(f.r, email, secret)
+	u, settled, err := f.p.passwordSignIn(f.r, email, secret)
 	switch {
 	case errors.Is(err, errBadPassword):
 		f.p.log.Info("authorize: sign-in failed", "reference", f.reference())
@@ -63,13 +63,13 @@ func (f *flow) signIn(form url.Values) {
 		f.lockedOrUnavailable(err, func(status int, msg string) { f.showSignIn(status, email, msg) })
 		return
 	}
-	if !f.startSession(u, AMRPassword) {
+	if !f.startSession(u, AMRPassword, settled) {
 		return
 	}
 	f.proceed(false)
 }
 
-// lockedOrUnavailable answers a checkLocked error: errLocked re-shows the
+// lockedOrUnavailable answers a reserve error: errLocked re-shows the
 // form through show with 429, anything else is a 503.
 func (f *flow) lockedOrUnavailable(err error, show func(status int, msg string)) {
 	if errors.Is(err, errLocked) {
@@ -85,28 +85,35 @@ func (f *flow) lockedOrUnavailable(err error, show func(status int, msg string))
 var errBadPassword = errors.New("oidc: wrong email or password")
 
 // passwordSignIn checks email and password under the brute-force throttle
-// (per address and per IP): errLocked without running argon2id when
-// either is locked, errBadPassword after counting a failure, the person on
-// success (their address's counter cleared). Any other error is the
-// cluster's or the store's.
-func (p *Provider) passwordSignIn(r *http.Request, email, secret string) (fsm.User, error) {
+// (passwordRules). The attempt is reserved first (reserve): errLocked,
+// without running argon2id, when a key is locked; then it waits the
+// account's soft delay, then the password is checked: errBadPassword (the
+// attempt stays counted), or the person and the settlement the session
+// write must carry (the account's counters cleared, the address's
+// attempt given back). Any other error is the cluster's or the store's.
+func (p *Provider) passwordSignIn(r *http.Request, email, secret string) (fsm.User, *fsm.ThrottleClear, error) {
 	ctx := r.Context()
-	acct, ip := throttlePassword.rule(emailSubject(email)), throttleIP.rule(remoteIP(r))
-	if err := p.checkLocked(ctx, acct, ip); err != nil {
-		return fsm.User{}, err
+	rules := passwordRules(email, remoteIP(r))
+	ts, err := p.reserve(ctx, rules...)
+	if err != nil {
+		return fsm.User{}, nil, err
+	}
+	if d := passwordDelay(ts[1].Count); d > 0 {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return fsm.User{}, nil, ctx.Err()
+		}
 	}
 	u, ok, err := p.checkPassword(ctx, email, secret)
 	if err != nil {
-		return fsm.User{}, fmt.Errorf("password check: %w", err)
+		return fsm.User{}, nil, fmt.Errorf("password check: %w", err)
 	}
+	p.metrics.guesses.WithLabelValues("password").Inc()
 	if !ok {
-		if err := p.countFailure(ctx, acct, ip); err != nil {
-			return fsm.User{}, fmt.Errorf("throttle: %w", err)
-		}
-		return fsm.User{}, errBadPassword
+		return fsm.User{}, nil, errBadPassword
 	}
-	p.clearFailures(ctx, acct.Key)
-	return u, nil
+	return u, settle(rules, 2), nil
 }
 
 // checkPassword verifies an email and password. Whether the person is
@@ -148,14 +155,15 @@ func signInDummyHash(pp password.Params) string {
 }
 
 // startSession opens an SSO session for u after a sign-in by method,
-// superseding the browser's usable session if it has one, and sets the
-// cookie. ok is false when it has answered.
-func (f *flow) startSession(u fsm.User, method string) bool {
+// superseding the browser's usable session if it has one, settling the
+// sign-in's throttle reservation, and sets the cookie. ok is false when
+// it has answered.
+func (f *flow) startSession(u fsm.User, method string, settled *fsm.ThrottleClear) bool {
 	supersedes := ""
 	if f.hasSession {
 		supersedes = f.sess.ID
 	}
-	s, err := f.p.openSession(f.w, f.r, u, method, supersedes, f.now)
+	s, err := f.p.openSession(f.w, f.r, u, method, supersedes, f.now, settled)
 	if errors.Is(err, fsm.ErrNotFound) { // erased while signing in
 		f.showSignIn(http.StatusBadRequest, u.Email, msgBadPassword)
 		return false
@@ -175,7 +183,7 @@ func (f *flow) startSession(u fsm.User, method string) bool {
 // openSession opens an SSO session for u authenticated by method,
 // superseding the browser's session supersedes ("" for none), and sets the
 // cookie. ErrNotFound: the person was erased meanwhile.
-func (p *Provider) openSession(w http.ResponseWriter, r *http.Request, u fsm.User, method, supersedes string, now time.Time) (fsm.SSOSession, error) {
+func (p *Provider) openSession(w http.ResponseWriter, r *http.Request, u fsm.User, method, supersedes string, now time.Time, settled *fsm.ThrottleClear) (fsm.SSOSession, error) {
 	s := fsm.SSOSession{
 		ID: uuid.NewString(), UserID: u.ID, AuthTime: now,
 		AMR: []string{method}, ACR: acrOf([]string{method}), Verified: map[string]time.Time{method: now},
@@ -186,7 +194,7 @@ func (p *Provider) openSession(w http.ResponseWriter, r *http.Request, u fsm.Use
 		s.IdleExpiresAt = s.ExpiresAt
 	}
 	secret := newID()
-	cmd := fsm.StartSSOSession{Session: s, TokenHash: hashToken(secret), Supersedes: supersedes}
+	cmd := fsm.StartSSOSession{Session: s, TokenHash: hashToken(secret), Supersedes: supersedes, Settle: settled}
 	res, err := p.cfg.Applier.Apply(r.Context(), fsm.MustCommand(fsm.TypeStartSSOSession, cmd))
 	if err == nil {
 		err = res.Err

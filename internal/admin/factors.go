@@ -160,11 +160,13 @@ func (a *api) clearUserLockouts(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	keys := []string{factor.KeyPassword + factor.EmailSubject(u.Email), factor.KeyCode + u.ID}
+	keys := []string{factor.KeyCode + u.ID}
 	if u.Phone != "" {
 		keys = append(keys, factor.KeyCode+"tel"+u.Phone)
 	}
-	if _, ok := a.apply(w, r, fsm.MustCommand(fsm.TypeThrottleClear, fsm.ThrottleClear{Keys: keys})); ok {
+	// The account's password counters: from every address and per address.
+	prefixes := []string{factor.KeyPassword + factor.EmailSubject(u.Email)}
+	if _, ok := a.apply(w, r, fsm.MustCommand(fsm.TypeThrottleClear, fsm.ThrottleClear{Keys: keys, Prefixes: prefixes})); ok {
 		w.WriteHeader(http.StatusNoContent)
 	}
 }

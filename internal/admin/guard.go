@@ -1,10 +1,11 @@
 package admin
 
 import (
-	"net"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/oidcd/oidcd/internal/httpx"
 )
 
 // Bounds of the admin token guard: guesses per source address.
@@ -80,19 +81,6 @@ func (g *guard) prune(now time.Time) {
 	}
 }
 
-// sourceKey is the request's source address as the guard counts it: the
-// IPv4 address, or the /64 of an IPv6 address.
-func sourceKey(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	ip := net.ParseIP(host)
-	if ip == nil {
-		return host
-	}
-	if v4 := ip.To4(); v4 != nil {
-		return v4.String()
-	}
-	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
-}
+// sourceKey is the request's source address as the guard counts it
+// (httpx.SourceKey).
+func sourceKey(r *http.Request) string { return httpx.SourceKey(r.RemoteAddr) }

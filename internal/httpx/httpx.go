@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"mime"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -227,4 +228,23 @@ func LogValue(s string) string {
 		return s
 	}
 	return fmt.Sprintf("%s…(+%d bytes)", strings.ToValidUTF8(s[:MaxLogValue], ""), len(s)-MaxLogValue)
+}
+
+// SourceKey is the source address of remoteAddr (host:port) as per-address
+// limits count it: an IPv4 address as it is, an IPv6 address by its /64,
+// the smallest block one subscriber is usually given (one attacker would
+// otherwise have 2^64 addresses).
+func SourceKey(remoteAddr string) string {
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		host = remoteAddr
+	}
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return host
+	}
+	if v4 := ip.To4(); v4 != nil {
+		return v4.String()
+	}
+	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }

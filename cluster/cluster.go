@@ -86,7 +86,9 @@ type Cluster struct {
 	loopContext context.Context
 	loopsReady  bool // the current term's barrier passed and loops run
 	loopsWG     sync.WaitGroup
-	stopped     chan struct{}
+	stopped     chan struct{} // closed by Stop
+	stopOnce    sync.Once
+	shutOnce    sync.Once
 	observer    sync.WaitGroup
 	stream      *streamLayer
 	fwd         *forwarder // forward.go
@@ -228,7 +230,7 @@ func (c *Cluster) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error
 	}
 	start := time.Now()
 	f := c.raft.Apply(cmd.Encode(), timeout)
-	err := f.Error()
+	err := c.awaitWrite(ctx, f)
 	if err == nil {
 		c.metrics.applyLatency.Observe(time.Since(start).Seconds())
 		res, _ := f.Response().(fsm.Result)
@@ -303,8 +305,10 @@ func (c *Cluster) RaftAddr() string { return string(c.transport.LocalAddr()) }
 
 // Members lists the raft configuration.
 func (c *Cluster) Members() ([]raft.Server, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.ApplyTimeout)
+	defer cancel()
 	f := c.raft.GetConfiguration()
-	if err := f.Error(); err != nil {
+	if err := c.await(ctx, f); err != nil {
 		return nil, err
 	}
 	return f.Configuration().Servers, nil
@@ -316,24 +320,65 @@ func (c *Cluster) Snapshot() error { return c.raft.Snapshot().Error() }
 // Stats returns raft's own counters (state, term, indexes).
 func (c *Cluster) Stats() map[string]string { return c.raft.Stats() }
 
+// Stop marks the node as stopping, at once and for good: every wait on
+// raft is given up (the caller gets ErrShutdown, or for a write an
+// unknown outcome), and peers' forwarded requests are refused so that
+// they ask the next leader. Raft itself runs on until Shutdown. A node
+// calls Stop before it drains its HTTP server, so that requests in
+// flight answer 503 at once instead of holding the drain.
+func (c *Cluster) Stop() { c.stopOnce.Do(func() { close(c.stopped) }) }
+
 // Shutdown stops leader loops and raft and closes the stores. The FSM is
-// the caller's to close.
+// the caller's to close. A second call does nothing.
 func (c *Cluster) Shutdown() error {
+	var err error
+	c.shutOnce.Do(func() {
+		c.Stop()
+		c.drainForwarding()
+		c.stopGossip()
+		err = c.raft.Shutdown().Error()
+		c.stopForwarding()
+		c.observer.Wait()
+		c.stopLoops()
+		c.transport.Close()
+		if cerr := c.store.Close(); err == nil {
+			err = cerr
+		}
+	})
+	return err
+}
+
+// errAbandoned marks a wait on a raft future given up because the
+// caller's context ended or the node is stopping (await).
+var errAbandoned = errors.New("cluster: wait abandoned")
+
+// await waits for raft future f as long as ctx lives and the node runs.
+// raft v1.7.3 answers a future only from its own loops, so one handed to
+// raft around a shutdown (an entry still queued for the leader loop, a
+// barrier, a configuration change) can stay unanswered for good; a caller
+// waiting on it held Node.Close forever (the chaos test's hang). The
+// goroutine that keeps waiting ends with the future or with the process;
+// the caller does not wait for it.
+func (c *Cluster) await(ctx context.Context, f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
 	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %w", errAbandoned, ctx.Err())
 	case <-c.stopped:
-		return nil
-	default:
+		return fmt.Errorf("%w: %w", errAbandoned, ErrShutdown)
 	}
-	close(c.stopped)
-	c.drainForwarding()
-	c.stopGossip()
-	err := c.raft.Shutdown().Error()
-	c.stopForwarding()
-	c.observer.Wait()
-	c.stopLoops()
-	c.transport.Close()
-	if cerr := c.store.Close(); err == nil {
-		err = cerr
+}
+
+// awaitWrite is await for an entry raft accepted: given up on, its
+// outcome is unknown (it may still commit), which callers must not take
+// for "nothing done" and send again elsewhere.
+func (c *Cluster) awaitWrite(ctx context.Context, f raft.Future) error {
+	err := c.await(ctx, f)
+	if errors.Is(err, errAbandoned) {
+		return fmt.Errorf("%w: write outcome unknown: %w", ErrNoLeader, err)
 	}
 	return err
 }

@@ -109,8 +109,10 @@ func (c *Cluster) leaderApply(ctx context.Context, data []byte) ([]byte, error) 
 		return nil, err // the FSM would panic on it: the log would be corrupt
 	}
 	f := c.raft.Apply(data, timeLeft(ctx, c.cfg.ApplyTimeout))
-	if err := f.Error(); err != nil {
+	if err := c.awaitWrite(ctx, f); err != nil {
 		switch {
+		case errors.Is(err, errAbandoned):
+			return nil, err // the outcome is unknown: not ErrNotLeader
 		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
 			return nil, fmt.Errorf("%w: %v", ErrNotLeader, err)
 		case errors.Is(err, raft.ErrRaftShutdown):

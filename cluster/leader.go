@@ -73,16 +73,7 @@ func (c *Cluster) startLoops() {
 	}()
 }
 
-func (c *Cluster) barrier(ctx context.Context) error {
-	done := make(chan error, 1)
-	go func() { done <- c.raft.Barrier(0).Error() }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (c *Cluster) barrier(ctx context.Context) error { return c.await(ctx, c.raft.Barrier(0)) }
 
 func (c *Cluster) start(ctx context.Context, fn func(context.Context)) {
 	c.loopsWG.Add(1)

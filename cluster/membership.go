@@ -190,7 +190,7 @@ func (c *Cluster) RemoveNode(ctx context.Context, id string) error {
 	if m, ok := c.gossip.snapshot()[id]; ok && m.alive() && !m.meta.Leaving {
 		return fmt.Errorf("%w: %q is alive in gossip; stop it first", ErrNodeAlive, id)
 	}
-	if err := c.raft.RemoveServer(raft.ServerID(id), 0, c.membershipTimeout(ctx)).Error(); err != nil {
+	if err := c.await(ctx, c.raft.RemoveServer(raft.ServerID(id), 0, c.membershipTimeout(ctx))); err != nil {
 		return mapRaftError(err)
 	}
 	c.log.Info("removed node from the cluster", "id", id, "by", "operator")
@@ -208,7 +208,7 @@ func (c *Cluster) Leave(ctx context.Context) error {
 		return errors.New("cluster: leave needs gossip; this node runs alone")
 	}
 	if c.IsLeader() {
-		if err := c.raft.LeadershipTransfer().Error(); err != nil {
+		if err := c.await(ctx, c.raft.LeadershipTransfer()); err != nil {
 			return fmt.Errorf("cluster: leave: handing over leadership: %w", err)
 		}
 	}

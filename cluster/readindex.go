@@ -89,7 +89,10 @@ func (c *Cluster) verifiedReadIndex() (uint64, error) {
 			if attempt == 2 {
 				return 0, fmt.Errorf("%w: no entry of term %d committed", ErrNotLeader, term)
 			}
-			if err := c.raft.Barrier(c.cfg.ApplyTimeout).Error(); err != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), c.cfg.ApplyTimeout)
+			err := c.await(ctx, c.raft.Barrier(c.cfg.ApplyTimeout))
+			cancel()
+			if err != nil {
 				return 0, readErr(err)
 			}
 			continue

@@ -76,7 +76,7 @@ func (g *gossiper) reconcile(ctx context.Context, missing map[raft.ServerID]time
 				return
 			}
 		}
-		if err := c.raft.AddVoter(raft.ServerID(id), addr, 0, c.cfg.ApplyTimeout).Error(); err != nil {
+		if err := c.await(ctx, c.raft.AddVoter(raft.ServerID(id), addr, 0, c.cfg.ApplyTimeout)); err != nil {
 			g.log.Warn("adding voter", "id", id, "raft_addr", addr, "error", err)
 			return
 		}
@@ -148,7 +148,7 @@ func (g *gossiper) remove(ctx context.Context, id raft.ServerID, why string) boo
 	if ctx.Err() != nil {
 		return false
 	}
-	if err := g.c.raft.RemoveServer(id, 0, g.c.cfg.ApplyTimeout).Error(); err != nil {
+	if err := g.c.await(ctx, g.c.raft.RemoveServer(id, 0, g.c.cfg.ApplyTimeout)); err != nil {
 		g.log.Warn("removing server", "id", id, "reason", why, "error", err)
 		return false
 	}

@@ -189,7 +189,7 @@ func (c *Cluster) RestoreFrom(ctx context.Context, r io.Reader) error {
 	// raft refuses a user restore until this leader has applied its
 	// configuration entry (a node elected a moment ago has not): a barrier
 	// waits until everything committed is applied.
-	if err := c.raft.Barrier(timeout).Error(); err != nil {
+	if err := c.await(ctx, c.raft.Barrier(timeout)); err != nil {
 		return mapRaftError(err)
 	}
 	// Index 0: raft places the snapshot right after its last entry. The

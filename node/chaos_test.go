@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -213,18 +214,21 @@ func (n *chaosNemesis) inject(hold time.Duration) {
 	}
 }
 
-// kill is c.Kill bounded in time: a node whose Close never returns is a
-// bug to report with the goroutines involved, not a reason to hang the
-// test binary until go test's -timeout.
+// kill is c.Kill that reports on the test goroutine: KillErr is bounded
+// (node.CloseBound), and a node that did not close in time is a bug to
+// report with the goroutines of cluster and raft.
 func (n *chaosNemesis) kill(i int) {
-	done := make(chan struct{})
-	go func() { defer close(done); n.c.Kill(i) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		n.t.Fatalf("Kill(%d): Node.Close has not returned after 30 s (seed %d); goroutines in cluster and raft:\n%s",
-			i, n.seed, chaosStacks("oidcd/cluster.", "hashicorp/raft."))
+	start := time.Now()
+	if err := n.c.KillErr(i); err != nil && !errors.Is(err, testcluster.ErrCloseFailed) {
+		n.t.Fatalf("Kill(%d) after %s (seed %d): %v; goroutines in cluster and raft:\n%s",
+			i, time.Since(start).Round(time.Millisecond), n.seed, firstLine(err), chaosStacks("oidcd/cluster.", "hashicorp/raft."))
 	}
+}
+
+// firstLine is the first line of err's message (KillErr appends stacks).
+func firstLine(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	return s
 }
 
 // chaosStacks returns the stacks of the goroutines with a frame from the

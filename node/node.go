@@ -58,6 +58,7 @@ type Node struct {
 
 	serveErr  chan error
 	closeOnce sync.Once
+	closeErr  error
 }
 
 // New builds a node and starts raft; Start begins serving HTTP.
@@ -365,17 +366,37 @@ func (n *Node) Done() <-chan error { return n.serveErr }
 
 // Close stops HTTP gracefully, then raft, then the state file.
 func (n *Node) Close() error {
-	var err error
 	n.closeOnce.Do(func() {
-		n.pprof.close()
-		if n.server != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			n.server.Shutdown(ctx)
-			cancel()
+		done := make(chan error, 1)
+		go func() { done <- n.close() }()
+		select {
+		case n.closeErr = <-done:
+		case <-time.After(CloseBound):
+			n.closeErr = fmt.Errorf("node: close did not finish within %s; giving up on it", CloseBound)
+			n.log.Error("close did not finish in time", "bound", CloseBound)
 		}
-		err = errors.Join(n.cluster.Shutdown(), n.fsm.Close())
 	})
-	return err
+	return n.closeErr
+}
+
+// CloseBound is the longest Close takes, whatever is in flight.
+const CloseBound = 10 * time.Second
+
+// close stops the node in an order where nothing waits on what already
+// stopped: the cluster is marked stopping first, so requests in flight
+// that wait on raft answer 503 at once; the HTTP server then drains (5 s
+// at most, then its connections are closed); then raft and the stores.
+func (n *Node) close() error {
+	n.pprof.close()
+	n.cluster.Stop()
+	if n.server != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if n.server.Shutdown(ctx) != nil {
+			n.server.Close()
+		}
+		cancel()
+	}
+	return errors.Join(n.cluster.Shutdown(), n.fsm.Close())
 }
 
 // Handler is the node's complete HTTP surface.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -238,33 +239,53 @@ func LoopbackTransport() *http.Transport {
 }
 
 // Kill stops node i as a crash would look to its peers (the process is gone;
-// files stay).
+// files stay). It fails the test when the node does not close within
+// closeDeadline. Call it from the test's goroutine only (it may call
+// t.Fatal); from any other goroutine use KillErr.
 func (c *Cluster) Kill(i int) {
 	c.t.Helper()
+	switch err := c.KillErr(i); {
+	case errors.Is(err, ErrCloseFailed):
+		c.t.Logf("%v", err) // the node stopped; its Close said something
+	case err != nil:
+		c.t.Fatal(err)
+	}
+}
+
+// ErrCloseFailed: the node stopped, but Close returned an error.
+var ErrCloseFailed = errors.New("testcluster: close returned an error")
+
+// KillErr is Kill that reports instead of failing the test: it never
+// touches the test, so a goroutine that outlives it may call it. The
+// error carries every goroutine's stack when the node did not close in
+// time (node.Close is bounded, so this is a bug).
+func (c *Cluster) KillErr(i int) error {
 	c.mu.Lock()
 	n := c.nodes[i].node
 	c.nodes[i].node = nil
 	c.mu.Unlock()
-	if n != nil {
-		done := make(chan error, 1)
-		go func() { done <- n.Close() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				c.t.Logf("testcluster: close node %d: %v", i, err)
-			}
-		case <-time.After(closeDeadline):
-			// A node that cannot stop is a bug worth a stack dump, not a
-			// test binary hanging until go test's own timeout.
-			buf := make([]byte, 1<<22)
-			buf = buf[:runtime.Stack(buf, true)]
-			c.t.Fatalf("testcluster: node %d did not close within %v; goroutines:\n%s", i, closeDeadline, buf)
+	if n == nil {
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() { done <- n.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("%w: node %d: %w", ErrCloseFailed, i, err)
 		}
+		return nil
+	case <-time.After(closeDeadline):
+		// A node that cannot stop is a bug worth a stack dump, not a
+		// test binary hanging until go test's own timeout.
+		buf := make([]byte, 1<<22)
+		buf = buf[:runtime.Stack(buf, true)]
+		return fmt.Errorf("testcluster: node %d did not close within %v; goroutines:\n%s", i, closeDeadline, buf)
 	}
 }
 
-// closeDeadline bounds Kill.
-const closeDeadline = 60 * time.Second
+// closeDeadline bounds KillErr: node.CloseBound and a margin.
+const closeDeadline = node.CloseBound + 5*time.Second
 
 // Restart starts node i again on its data directory and addresses.
 func (c *Cluster) Restart(i int) {

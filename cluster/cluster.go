@@ -218,6 +218,8 @@ func orDefault(v, d uint64) uint64 {
 	return v
 }
 
+var _ fsm.Applier = (*Cluster)(nil)
+
 // Apply replicates cmd and waits until this node's FSM has applied it. The
 // Result carries the command's domain outcome.
 func (c *Cluster) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {

@@ -1,7 +1,6 @@
 package keys
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"sync"
@@ -58,12 +57,9 @@ var (
 	ErrUnknownKey = errors.New("keys: key not published here")
 )
 
-// Applier proposes a command to the replicated state and returns the
-// result of applying it (cluster.Apply in production, fsmtest.Applier in
-// tests).
-type Applier interface {
-	Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error)
-}
+// Applier is the write path (fsm.Applier): cluster.Cluster in
+// production, fsmtest.Applier in tests.
+type Applier = fsm.Applier
 
 // Signer signs claims with the active key. claims is anything that encodes
 // to a JSON object (a map, a struct, a jwt.Token).

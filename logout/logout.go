@@ -17,10 +17,8 @@ import (
 	"github.com/oidcd/oidcd/webui"
 )
 
-// Applier replicates a write (see oidc.Applier).
-type Applier interface {
-	Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error)
-}
+// Applier is the write path (fsm.Applier).
+type Applier = fsm.Applier
 
 // Keys signs logout tokens and verifies id_token_hint.
 type Keys interface {

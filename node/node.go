@@ -315,8 +315,11 @@ func (n *Node) readIndex(ctx context.Context) error {
 	return n.cluster.ReadIndex(ctx)
 }
 
+var _ fsm.Applier = (*Node)(nil)
+
 // Apply replicates a command through raft (the write path of every
-// package that must not import cluster).
+// package that must not import cluster). It exists because keys is built,
+// and hooked to the FSM, before the cluster starts replaying the log.
 func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
 	return n.cluster.Apply(ctx, cmd)
 }

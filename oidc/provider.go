@@ -24,12 +24,8 @@ import (
 	"github.com/oidcd/oidcd/webui"
 )
 
-// Applier replicates a write and returns once this node has applied it. A
-// non-nil error means it may not have happened: answer "temporarily
-// unavailable".
-type Applier interface {
-	Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error)
-}
+// Applier is the write path (fsm.Applier).
+type Applier = fsm.Applier
 
 // Keys signs our tokens and verifies tokens we issued. VerifyKid also
 // names the key that verified a token, and Published tells whether that

@@ -23,12 +23,9 @@ import (
 // Prefix is where the API lives; New's routes are full paths under it.
 const Prefix = "/admin/v1"
 
-// Applier proposes a command to the cluster and returns its outcome once the
-// local state reflects it. A non-nil error means it was not committed (or
-// its fate is unknown).
-type Applier interface {
-	Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error)
-}
+// Applier is the write path (fsm.Applier). A non-nil error means the write
+// was not committed, or its fate is unknown.
+type Applier = fsm.Applier
 
 // Keys manages the signing keys (implemented by package keys, adapted by
 // package node).

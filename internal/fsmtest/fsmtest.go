@@ -33,6 +33,8 @@ func New(t testing.TB) *Applier {
 	return &Applier{FSM: f, index: f.Applied()}
 }
 
+var _ fsm.Applier = (*Applier)(nil)
+
 // Apply applies cmd at the next index.
 func (a *Applier) Apply(_ context.Context, cmd fsm.Command) (fsm.Result, error) {
 	a.mu.Lock()

@@ -497,41 +497,24 @@ func (a *account) verify(form url.Values) {
 		a.unavailable("factors: " + err.Error())
 		return
 	}
-	method, _ := formValue(form, "method")
-	code, _ := formValue(form, "code")
-	cred, _ := formValue(form, "credential")
+	pf := postedFactor(form)
 	switch {
-	case method == webui.MethodPasskey && cred == "":
-		a.beginVerifyPasskey(f) // a ceremony begun is not a guess
+	case pf.beginsCeremony():
+		a.beginVerifyPasskey(f)
 		return
-	case method != webui.MethodOTP && method != webui.MethodRecovery && method != webui.MethodPasskey:
+	case !pf.known():
 		a.page(http.StatusBadRequest, msgBadRequest)
 		return
 	}
-	rules := []fsm.ThrottleRule{throttleCode.rule(a.user.ID), throttleIP.rule(remoteIP(a.r))}
-	if _, err := a.p.reserve(ctx, rules...); err != nil {
-		if errors.Is(err, errLocked) {
-			a.showVerify(http.StatusTooManyRequests, f, msgLocked)
-		} else {
-			a.unavailable("throttle: " + err.Error())
-		}
-		return
-	}
-	a.p.metrics.guesses.WithLabelValues("code").Inc()
-	var amr string
-	switch method {
-	case webui.MethodOTP:
-		amr, err = AMROTP, a.p.useTOTP(ctx, a.user, f, code)
-	case webui.MethodRecovery:
-		amr, err = AMRRecovery, a.p.useRecovery(ctx, a.user, code)
-	default:
-		amr, err = AMRPasskey, a.p.finishPasskeyAssertion(ctx, a.user, f, a.step.Challenge, cred)
-	}
+	amr, settled, err := a.p.checkFactor(ctx, a.r, a.user, f, pf, a.step.Challenge)
 	switch {
+	case errors.Is(err, errLocked):
+		a.showVerify(http.StatusTooManyRequests, f, msgLocked)
+		return
 	case errors.Is(err, errCodeWrong):
-		a.p.log.Info("account: second factor failed", "method", method, "user_id", a.user.ID)
+		a.p.log.Info("account: second factor failed", "method", pf.method, "user_id", a.user.ID)
 		msg := msgBadCode
-		if method == webui.MethodPasskey {
+		if pf.method == webui.MethodPasskey {
 			msg = msgPasskeyFailed
 		}
 		a.showVerify(http.StatusBadRequest, f, msg)
@@ -540,7 +523,7 @@ func (a *account) verify(form url.Values) {
 		a.unavailable("account verify: " + err.Error())
 		return
 	}
-	if a.sess, err = a.p.stepUp(ctx, a.sess, amr, settle(rules, 1)); err != nil {
+	if a.sess, err = a.p.stepUp(ctx, a.sess, amr, settled); err != nil {
 		a.unavailable("account step-up: " + err.Error())
 		return
 	}

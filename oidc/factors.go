@@ -20,6 +20,7 @@ import (
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/factor"
 	"github.com/oidcd/oidcd/internal/httpx"
+	"github.com/oidcd/oidcd/webui"
 )
 
 // acrOf is the authentication strength of a session whose methods are amr
@@ -187,6 +188,56 @@ func ruleLimit(rules []fsm.ThrottleRule, key string) int {
 		}
 	}
 	return 0
+}
+
+// posted is a second factor posted on a form: the method button, and the
+// code or the passkey credential.
+type posted struct{ method, code, credential string }
+
+func postedFactor(form url.Values) posted {
+	var pf posted
+	pf.method, _ = formValue(form, "method")
+	pf.code, _ = formValue(form, "code")
+	pf.credential, _ = formValue(form, "credential")
+	return pf
+}
+
+// beginsCeremony reports whether pf only asks to begin a passkey ceremony
+// (not a guess: nothing is reserved).
+func (pf posted) beginsCeremony() bool {
+	return pf.method == webui.MethodPasskey && pf.credential == ""
+}
+
+// known reports whether pf names a method there is.
+func (pf posted) known() bool {
+	return pf.method == webui.MethodOTP || pf.method == webui.MethodRecovery || pf.method == webui.MethodPasskey
+}
+
+// checkFactor verifies pf for u under the code throttle (per person and
+// per address), reserving the attempt first: the amr value and the
+// settlement the step-up must carry on success; errLocked (nothing
+// evaluated), errCodeWrong (the attempt stays counted), or the cluster's
+// error. challenge is the passkey ceremony's handle.
+func (p *Provider) checkFactor(ctx context.Context, r *http.Request, u fsm.User, fac fsm.Factors, pf posted, challenge string) (string, *fsm.ThrottleClear, error) {
+	rules := []fsm.ThrottleRule{throttleCode.rule(u.ID), throttleIP.rule(remoteIP(r))}
+	if _, err := p.reserve(ctx, rules...); err != nil {
+		return "", nil, err
+	}
+	p.metrics.guesses.WithLabelValues("code").Inc()
+	var amr string
+	var err error
+	switch pf.method {
+	case webui.MethodOTP:
+		amr, err = AMROTP, p.useTOTP(ctx, u, fac, pf.code)
+	case webui.MethodRecovery:
+		amr, err = AMRRecovery, p.useRecovery(ctx, u, pf.code)
+	default:
+		amr, err = AMRPasskey, p.finishPasskeyAssertion(ctx, u, fac, challenge, pf.credential)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	return amr, settle(rules, 1), nil
 }
 
 // ---- authenticator-app codes and recovery codes (internal/factor) ----

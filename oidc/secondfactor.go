@@ -56,39 +56,26 @@ func (f *flow) secondFactor(form url.Values) {
 		f.unavailable("factors: " + err.Error())
 		return
 	}
-	method, _ := formValue(form, "method")
-	code, _ := formValue(form, "code")
-	cred, _ := formValue(form, "credential")
+	pf := postedFactor(form)
 	switch {
-	case method == webui.MethodPasskey && cred == "":
+	case pf.beginsCeremony():
 		f.beginPasskey(fac) // a ceremony begun is not a guess
 		return
-	case method != webui.MethodOTP && method != webui.MethodRecovery && method != webui.MethodPasskey:
-		f.page(http.StatusBadRequest, msgBadRequest, fmt.Sprintf("second-factor method %q", logValue(method)))
+	case !pf.known():
+		f.page(http.StatusBadRequest, msgBadRequest, fmt.Sprintf("second-factor method %q", logValue(pf.method)))
 		return
 	}
-	rules := []fsm.ThrottleRule{throttleCode.rule(u.ID), throttleIP.rule(remoteIP(f.r))}
-	if _, err := f.p.reserve(ctx, rules...); err != nil {
+	amr, settled, err := f.p.checkFactor(ctx, f.r, u, fac, pf, f.pend.Challenge)
+	switch {
+	case errors.Is(err, errLocked):
 		f.lockedOrUnavailable(err, func(status int, msg string) { f.showSecondFactor(status, fac, msg) })
 		return
-	}
-	f.p.metrics.guesses.WithLabelValues("code").Inc()
-	var amr string
-	switch method {
-	case webui.MethodOTP:
-		amr, err = AMROTP, f.p.useTOTP(ctx, u, fac, code)
-	case webui.MethodRecovery:
-		amr, err = AMRRecovery, f.p.useRecovery(ctx, u, code)
-	default:
-		amr, err = AMRPasskey, f.p.finishPasskeyAssertion(ctx, u, fac, f.pend.Challenge, cred)
-	}
-	switch {
 	case errors.Is(err, errCodeWrong):
-		f.p.log.Info("authorize: second factor failed", "method", method, "user_id", u.ID, "reference", f.reference())
+		f.p.log.Info("authorize: second factor failed", "method", pf.method, "user_id", u.ID, "reference", f.reference())
 		msg := msgBadCode
-		if method == webui.MethodPasskey {
+		if pf.method == webui.MethodPasskey {
 			msg = msgPasskeyFailed
-		} else if strings.TrimSpace(code) == "" {
+		} else if strings.TrimSpace(pf.code) == "" {
 			msg = msgNoCode
 		}
 		f.showSecondFactor(http.StatusBadRequest, fac, msg)
@@ -97,7 +84,7 @@ func (f *flow) secondFactor(form url.Values) {
 		f.unavailable("second factor: " + err.Error())
 		return
 	}
-	s, err := f.p.stepUp(ctx, f.sess, amr, settle(rules, 1))
+	s, err := f.p.stepUp(ctx, f.sess, amr, settled)
 	if err != nil {
 		if errors.Is(err, fsm.ErrSessionEnded) || errors.Is(err, fsm.ErrNotFound) {
 			f.hasSession, f.pend.SSOID = false, ""

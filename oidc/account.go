@@ -362,14 +362,7 @@ func (a *account) passkeyBegin() {
 		a.unavailable("passkey begin: " + err.Error())
 		return
 	}
-	c, ok := a.common(accountStep{Stage: accountPasskey, SSOID: a.sess.ID, Challenge: id})
-	if !ok {
-		return
-	}
-	c.Title = "Add a passkey"
-	a.p.cfg.UI.Passkey(a.w, http.StatusOK, webui.PasskeyPage{
-		Common: c, Ceremony: webui.CeremonyCreate, Options: opts, Field: "action", Method: "passkey-finish", CancelURL: PathAccount,
-	})
+	a.ceremony(accountPasskey, id, "Add a passkey", webui.PasskeyPage{Ceremony: webui.CeremonyCreate, Options: opts, Field: "action", Method: "passkey-finish"})
 }
 
 func (a *account) passkeyFinish(cred, name string) {
@@ -541,12 +534,16 @@ func (a *account) beginVerifyPasskey(f fsm.Factors) {
 		a.unavailable("passkey begin: " + err.Error())
 		return
 	}
-	c, ok := a.common(accountStep{Stage: accountVerify, SSOID: a.sess.ID, Challenge: id})
+	a.ceremony(accountVerify, id, "Confirm it’s you", webui.PasskeyPage{Ceremony: webui.CeremonyGet, Options: opts, Method: webui.MethodPasskey})
+}
+
+// ceremony shows page, a passkey ceremony of stage with the challenge id.
+func (a *account) ceremony(stage, id, title string, page webui.PasskeyPage) {
+	c, ok := a.common(accountStep{Stage: stage, SSOID: a.sess.ID, Challenge: id})
 	if !ok {
 		return
 	}
-	c.Title = "Confirm it’s you"
-	a.p.cfg.UI.Passkey(a.w, http.StatusOK, webui.PasskeyPage{
-		Common: c, Ceremony: webui.CeremonyGet, Options: opts, Method: webui.MethodPasskey, CancelURL: PathAccount,
-	})
+	c.Title = title
+	page.Common, page.CancelURL = c, PathAccount
+	a.p.cfg.UI.Passkey(a.w, http.StatusOK, page)
 }

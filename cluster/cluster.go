@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/undo"
 )
 
 // Sentinel errors of Apply. Callers test with errors.Is.
@@ -97,7 +98,9 @@ type Cluster struct {
 
 // New opens raft on cfg.DataDir and starts it. With BootstrapExpect 1 and no
 // existing raft state, it bootstraps a single-voter configuration.
-func New(cfg Config) (*Cluster, error) {
+func New(cfg Config) (_ *Cluster, err error) {
+	var cleanup undo.Stack
+	defer cleanup.OnError(&err)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -145,15 +148,14 @@ func New(cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("cluster: log store: %w", err)
 	}
 	store := &guardedStore{s: bolt}
+	cleanup.Push(func() { store.Close() })
 	removeTransferFiles(cfg.DataDir)
 	snaps, err := openSnapshotStore(dir, cfg.FSM, cfg.Logger, newHCLog(cfg.Logger, "snapshot"))
 	if err != nil {
-		store.Close()
 		return nil, fmt.Errorf("cluster: snapshot store: %w", err)
 	}
 	stream, err := newStreamLayer(&cfg)
 	if err != nil {
-		store.Close()
 		return nil, err
 	}
 	transport := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
@@ -162,23 +164,20 @@ func New(cfg Config) (*Cluster, error) {
 		Timeout: 10 * time.Second,
 		Logger:  newHCLog(cfg.Logger, "transport"),
 	})
+	cleanup.Push(func() { transport.Close() }) // closes the stream layer too
 	existing, err := raft.HasExistingState(store, store, snaps)
 	if err != nil {
-		transport.Close()
-		store.Close()
 		return nil, err
 	}
 	r, err := raft.NewRaft(rc, cfg.FSM, store, store, snaps, transport)
 	if err != nil {
-		transport.Close()
-		store.Close()
 		return nil, fmt.Errorf("cluster: raft: %w", err)
 	}
 	c := &Cluster{cfg: cfg, log: cfg.Logger, raft: r, fsm: cfg.FSM, store: store, transport: transport, stream: stream, stopped: make(chan struct{})}
+	cleanup.Reset(func() { c.Shutdown() }) // from here Shutdown undoes it all
 	c.metrics = newMetrics(c, cfg.Registerer)
 	registerSnapshotMetrics(cfg.Registerer, cfg.FSM)
 	if err := c.startForwarding(); err != nil {
-		c.Shutdown()
 		return nil, err
 	}
 	switch {
@@ -192,7 +191,6 @@ func New(cfg Config) (*Cluster, error) {
 		err = c.startGossip(existing)
 	}
 	if err != nil {
-		c.Shutdown()
 		return nil, err
 	}
 	c.observer.Add(1)

@@ -30,6 +30,7 @@ import (
 	"github.com/oidcd/oidcd/internal/kek"
 	"github.com/oidcd/oidcd/internal/password"
 	"github.com/oidcd/oidcd/internal/sms"
+	"github.com/oidcd/oidcd/internal/undo"
 	"github.com/oidcd/oidcd/keys"
 	"github.com/oidcd/oidcd/logout"
 	"github.com/oidcd/oidcd/oidc"
@@ -62,7 +63,9 @@ type Node struct {
 }
 
 // New builds a node and starts raft; Start begins serving HTTP.
-func New(cfg Config) (*Node, error) {
+func New(cfg Config) (_ *Node, err error) {
+	var cleanup undo.Stack
+	defer cleanup.OnError(&err)
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -85,6 +88,7 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	cleanup.Push(func() { n.fsm.Close() })
 	// The key manager caches parsed keys and the JWKS bytes; the FSM tells it
 	// when the key set changes. The hook must be in place before raft
 	// starts applying entries. Its writes go through n.Apply, which reaches
@@ -102,12 +106,10 @@ func New(cfg Config) (*Node, error) {
 	// Refuse to start on secrets this node cannot open (no --kek-file, or
 	// another one than the one they were sealed under).
 	if err := n.checkSecrets(); err != nil {
-		n.fsm.Close()
 		return nil, err
 	}
 	ui, err := webui.New()
 	if err != nil {
-		n.fsm.Close()
 		return nil, err
 	}
 	n.logout, err = logout.New(logout.Config{
@@ -124,14 +126,12 @@ func New(cfg Config) (*Node, error) {
 		SecureCookies: strings.HasPrefix(cfg.Issuer, "https://"),
 	})
 	if err != nil {
-		n.fsm.Close()
 		return nil, err
 	}
 	// The hook must be in place before raft starts applying entries.
 	n.fsm.OnApply = n.onApply
 	key, err := nodeClusterKey(&cfg)
 	if err != nil {
-		n.fsm.Close()
 		return nil, err
 	}
 	n.clusterKey = key
@@ -167,9 +167,9 @@ func New(cfg Config) (*Node, error) {
 		TrailingLogs:      cfg.TrailingLogs,
 	})
 	if err != nil {
-		n.fsm.Close()
 		return nil, err
 	}
+	cleanup.Push(func() { n.cluster.Shutdown() })
 	n.hasher = password.New(cfg.PasswordParams, runtime.GOMAXPROCS(0))
 	n.cluster.OnLeader(n.keys.Run)
 	n.cluster.OnLeader(n.bootstrapOnce)
@@ -195,16 +195,12 @@ func New(cfg Config) (*Node, error) {
 		}),
 	})
 	if err != nil {
-		n.cluster.Shutdown()
-		n.fsm.Close()
 		return nil, err
 	}
 	// One limiter per node, consulted only while the node leads, so SPEC.md
 	// section 8's limits hold for the cluster as a whole.
 	local, err := oidc.NewLocalLimiter(cfg.RateLimit, cfg.Now)
 	if err != nil {
-		n.cluster.Shutdown()
-		n.fsm.Close()
 		return nil, err
 	}
 	if local != nil {

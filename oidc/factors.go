@@ -145,7 +145,11 @@ var errLocked = errors.New("oidc: locked out")
 // otherwise. A failed attempt needs nothing more: it stays counted. A
 // success settles it (settle) in the write the success makes anyway.
 func (p *Provider) reserve(ctx context.Context, rules ...fsm.ThrottleRule) ([]fsm.Throttle, error) {
-	res, err := p.cfg.Applier.Apply(ctx, fsm.MustCommand(fsm.TypeThrottleReserve, fsm.ThrottleReserve{Rules: rules, At: p.now()}))
+	cmd := fsm.MustCommand(fsm.TypeThrottleReserve, fsm.ThrottleReserve{Rules: rules, At: p.now()})
+	// An older node in a rolling upgrade skips it rather than stop: only
+	// its counters lag, and they end with their windows.
+	cmd.Flags |= fsm.FlagIgnorable
+	res, err := p.cfg.Applier.Apply(ctx, cmd)
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"container/list"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -91,13 +90,11 @@ func (l *rateLimiter) Allow(ctx context.Context, key string) (bool, time.Duratio
 
 // rateKey is the limiter key of one request: endpoint, client IP and the
 // client_id as sent, before authentication. The IP is the peer address of
-// the connection; X-Forwarded-For is not trusted. Long client ids are
-// hashed so a key stays small whatever a client sends.
+// the connection, an IPv6 address by its /64 like every per-address rule
+// (remoteIP); X-Forwarded-For is not trusted. Long client ids are hashed
+// so a key stays small whatever a client sends.
 func rateKey(endpoint, clientID string, r *http.Request) string {
-	ip, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		ip = r.RemoteAddr
-	}
+	ip := remoteIP(r)
 	if len(clientID) > 64 {
 		clientID = "#" + hashToken(clientID)
 	}

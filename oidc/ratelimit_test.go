@@ -224,7 +224,7 @@ func TestRateKey(t *testing.T) {
 	long := string(make([]byte, 1000))
 	for _, c := range []struct{ remote, id, want string }{
 		{"192.0.2.1:1234", "app", "token\x00192.0.2.1\x00app"},
-		{"[2001:db8::1]:443", "app", "token\x002001:db8::1\x00app"},
+		{"[2001:db8::1]:443", "app", "token\x002001:db8::/64\x00app"}, // an IPv6 address by its /64
 		{"pipe", "app", "token\x00pipe\x00app"},
 		{"192.0.2.1:1", long, "token\x00192.0.2.1\x00#" + hashToken(long)},
 	} {

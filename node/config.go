@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oidcd/oidcd/internal/httpx"
 	"github.com/oidcd/oidcd/internal/password"
 )
 
@@ -33,13 +34,17 @@ type Config struct {
 	ClusterKey      string
 	AdminToken      string // empty: generated at first bootstrap
 	RateLimit       string
-	SMSOutbox       string
-	SMSWebhook      string
-	KEKFile         string
-	KeyRotation     time.Duration
-	SessionIdle     time.Duration // SSO session idle lifetime (default 2h)
-	SessionMax      time.Duration // SSO session absolute lifetime (default 12h)
-	ReapEvery       time.Duration // how often the leader deletes expired records (default 1m)
+	// TrustedProxies (--trusted-proxies): comma-separated CIDRs whose
+	// connections may name the client's address in Forwarded or
+	// X-Forwarded-For (httpx.TrustedProxies); empty trusts none.
+	TrustedProxies string
+	SMSOutbox      string
+	SMSWebhook     string
+	KEKFile        string
+	KeyRotation    time.Duration
+	SessionIdle    time.Duration // SSO session idle lifetime (default 2h)
+	SessionMax     time.Duration // SSO session absolute lifetime (default 12h)
+	ReapEvery      time.Duration // how often the leader deletes expired records (default 1m)
 	// ReapGrace is how long after it stopped mattering a record is deleted
 	// (default 5m), so that a node whose clock runs a little behind never
 	// sees a live record vanish. Soak runs shorten it to reach their
@@ -189,6 +194,9 @@ func (c *Config) Validate() error {
 		if _, err := c.clusterKey(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if _, err := httpx.ParseTrustedProxies(c.TrustedProxies); err != nil {
+		errs = append(errs, fmt.Errorf("--trusted-proxies %q: %v (want comma-separated CIDRs such as 10.0.0.0/8)", c.TrustedProxies, err))
 	}
 	if c.SessionIdle < time.Minute || c.SessionMax < c.SessionIdle {
 		errs = append(errs, fmt.Errorf("--session-idle %s, --session-max %s: idle must be at least 1m and at most the maximum", c.SessionIdle, c.SessionMax))

@@ -276,7 +276,8 @@ func (n *Node) routes() http.Handler {
 		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(n.registry, promhttp.HandlerOpts{}))
-	return httpx.Recover(n.log)(httpx.Correlation(mux))
+	trusted, _ := httpx.ParseTrustedProxies(n.cfg.TrustedProxies) // validated in New
+	return httpx.TrustedProxies(trusted)(httpx.Recover(n.log)(httpx.Correlation(mux)))
 }
 
 // onApply runs on the FSM goroutine after each applied batch: it refreshes

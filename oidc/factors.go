@@ -128,10 +128,10 @@ func passwordDelay(attempts int) time.Duration {
 	return min(time.Duration(attempts-delayFree)*delayStep, delayMax)
 }
 
-// remoteIP is the source address per-address rules count: the peer of
-// the connection (X-Forwarded-For is not trusted), an IPv6 address by its
-// /64 (httpx.SourceKey).
-func remoteIP(r *http.Request) string { return httpx.SourceKey(r.RemoteAddr) }
+// remoteIP is the source address per-address rules count: the client's
+// address (httpx.ClientAddr: the connection's peer, or what a trusted
+// proxy says), an IPv6 address by its /64 (httpx.SourceKey).
+func remoteIP(r *http.Request) string { return httpx.SourceKey(httpx.ClientAddr(r)) }
 
 // errLocked: too many failures; the person must wait.
 var errLocked = errors.New("oidc: locked out")

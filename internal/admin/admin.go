@@ -224,7 +224,7 @@ func (a *api) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		if !tokenMatches(token, a.TokenHash()) {
-			a.Logger.Info("admin: rejected token", "remote", r.RemoteAddr, "path", httpx.LogValue(r.URL.Path),
+			a.Logger.Info("admin: rejected token", "remote", httpx.ClientAddr(r), "path", httpx.LogValue(r.URL.Path),
 				"correlation_id", httpx.CorrelationID(r.Context()))
 			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
 			httpx.WriteError(w, r, http.StatusUnauthorized, httpx.CodeUnauthorized, "invalid admin token")

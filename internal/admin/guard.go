@@ -83,4 +83,4 @@ func (g *guard) prune(now time.Time) {
 
 // sourceKey is the request's source address as the guard counts it
 // (httpx.SourceKey).
-func sourceKey(r *http.Request) string { return httpx.SourceKey(r.RemoteAddr) }
+func sourceKey(r *http.Request) string { return httpx.SourceKey(httpx.ClientAddr(r)) }

@@ -108,7 +108,7 @@ func (a *api) restore(w http.ResponseWriter, r *http.Request) {
 	var maxErr *http.MaxBytesError
 	switch {
 	case err == nil:
-		a.Logger.Warn("admin: cluster state restored from a backup", "remote", r.RemoteAddr,
+		a.Logger.Warn("admin: cluster state restored from a backup", "remote", httpx.ClientAddr(r),
 			"correlation_id", httpx.CorrelationID(r.Context()))
 		w.WriteHeader(http.StatusNoContent)
 	case errors.As(body.err, &maxErr):

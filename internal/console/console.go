@@ -310,7 +310,7 @@ func (c *Console) call(r *http.Request, method, path string, body, out any) erro
 	if err != nil {
 		return err
 	}
-	req.RemoteAddr = r.RemoteAddr
+	req.RemoteAddr = httpx.ClientAddr(r)
 	req.Header.Set("Authorization", "Bearer "+c.apiToken)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")

@@ -161,7 +161,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	v := &view{Title: "Sign in to the console", CSRF: c.csrfToken(w, r)}
 	if !password.VerifySecret(r.PostForm.Get("token"), c.tokenHash()) {
-		c.log.Info("console: rejected admin token", "remote", r.RemoteAddr, "correlation_id", httpx.CorrelationID(r.Context()))
+		c.log.Info("console: rejected admin token", "remote", httpx.ClientAddr(r), "correlation_id", httpx.CorrelationID(r.Context()))
 		v.Error = "That is not the admin token."
 		c.render(w, http.StatusUnauthorized, "signin", v)
 		return

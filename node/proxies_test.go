@@ -1,0 +1,71 @@
+package node_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/oidcd/oidcd/node"
+	"github.com/oidcd/oidcd/testcluster"
+)
+
+// tokenStatus posts a token request (a code that does not exist) for
+// client, as if from the client address xff, and returns the status.
+func tokenStatus(t *testing.T, c *testcluster.Cluster, client, xff string) int {
+	t.Helper()
+	form := url.Values{"grant_type": {"authorization_code"}, "code": {"nope"}, "client_id": {client},
+		"redirect_uri": {"https://app.example/cb"}, "code_verifier": {strings.Repeat("v", 43)}}
+	req, _ := http.NewRequest("POST", c.URL(0)+"/oauth2/token", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if xff != "" {
+		req.Header.Set("X-Forwarded-For", xff)
+	}
+	resp, err := c.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestTrustedProxiesDecideTheClientAddress: behind a trusted balancer
+// (127.0.0.1 here), the token rate limit of SPEC.md 8 (5 per 60 s per
+// client and address) counts each client address apart, so six people
+// signing in to one application in a minute all get through, while the
+// sixth request from one address gets 429. Without --trusted-proxies the
+// same header is ignored: spoofing it changes nothing.
+func TestTrustedProxiesDecideTheClientAddress(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		trusted string
+	}{{"trusted balancer", "127.0.0.1/32"}, {"untrusted sender", ""}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := testcluster.New(t, testcluster.Options{Size: 1, Configure: func(_ int, cfg *node.Config) {
+				cfg.RateLimit = "5/60s"
+				cfg.TrustedProxies = tc.trusted
+			}})
+			limited := 0
+			for i := range 6 {
+				if tokenStatus(t, c, "app-x", "198.51.100."+string(rune('1'+i))) == http.StatusTooManyRequests {
+					limited++
+				}
+			}
+			want := 0
+			if tc.trusted == "" {
+				want = 1 // all six count as one address, the peer's
+			}
+			if limited != want {
+				t.Fatalf("six addresses: %d answered 429, want %d", limited, want)
+			}
+			if tc.trusted != "" {
+				for range 5 {
+					tokenStatus(t, c, "app-x", "198.51.100.99")
+				}
+				if got := tokenStatus(t, c, "app-x", "198.51.100.99"); got != http.StatusTooManyRequests {
+					t.Fatalf("the sixth request from one address: got %d, want 429", got)
+				}
+			}
+		})
+	}
+}

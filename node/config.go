@@ -38,13 +38,20 @@ type Config struct {
 	// connections may name the client's address in Forwarded or
 	// X-Forwarded-For (httpx.TrustedProxies); empty trusts none.
 	TrustedProxies string
-	SMSOutbox      string
-	SMSWebhook     string
-	KEKFile        string
-	KeyRotation    time.Duration
-	SessionIdle    time.Duration // SSO session idle lifetime (default 2h)
-	SessionMax     time.Duration // SSO session absolute lifetime (default 12h)
-	ReapEvery      time.Duration // how often the leader deletes expired records (default 1m)
+	// AdminAddr (--admin-addr), when set, is the one listener of the
+	// admin API, the console and /metrics; --http-addr then answers 404
+	// for them. Empty: everything on HTTPAddr.
+	AdminAddr string
+	// AdminListener, when set, is used instead of listening on AdminAddr
+	// (tests), and implies a separate admin listener.
+	AdminListener net.Listener
+	SMSOutbox     string
+	SMSWebhook    string
+	KEKFile       string
+	KeyRotation   time.Duration
+	SessionIdle   time.Duration // SSO session idle lifetime (default 2h)
+	SessionMax    time.Duration // SSO session absolute lifetime (default 12h)
+	ReapEvery     time.Duration // how often the leader deletes expired records (default 1m)
 	// ReapGrace is how long after it stopped mattering a record is deleted
 	// (default 5m), so that a node whose clock runs a little behind never
 	// sees a live record vanish. Soak runs shorten it to reach their
@@ -223,6 +230,13 @@ func (c *Config) Validate() error {
 	if c.HTTPListener == nil {
 		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 			errs = append(errs, fmt.Errorf("--http-addr %q: %v", c.HTTPAddr, err))
+		}
+	}
+	if c.AdminAddr != "" && c.AdminListener == nil {
+		if _, _, err := net.SplitHostPort(c.AdminAddr); err != nil {
+			errs = append(errs, fmt.Errorf("--admin-addr %q: %v", c.AdminAddr, err))
+		} else if c.AdminAddr == c.HTTPAddr {
+			errs = append(errs, fmt.Errorf("--admin-addr %q: the same as --http-addr; leave it empty to serve both there", c.AdminAddr))
 		}
 	}
 	return errors.Join(errs...)

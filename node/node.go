@@ -49,7 +49,10 @@ type Node struct {
 	registry   *prometheus.Registry
 	server     *http.Server
 	listener   net.Listener
-	handler    http.Handler
+	handler    http.Handler // the public listener's
+	admin      http.Handler // the admin listener's; nil: admin routes are on handler
+	adminLn    net.Listener
+	adminSrv   *http.Server
 	provider   *oidc.Provider
 	logout     *logout.Service
 	pprof      *pprofServer // nil unless Config.PprofAddr is set
@@ -208,7 +211,7 @@ func New(cfg Config) (_ *Node, err error) {
 	}
 	n.cluster.OnLeader(n.logout.RunSender)
 	n.registerOpsMetrics()
-	n.handler = n.routes()
+	n.handler, n.admin = n.routes()
 	return n, nil
 }
 
@@ -235,12 +238,24 @@ func nodeID(dataDir, configured string) (string, error) {
 	return id, os.WriteFile(path, []byte(id+"\n"), 0o600)
 }
 
-func (n *Node) routes() http.Handler {
+// separateAdmin reports whether the admin surface has its own listener.
+func (n *Node) separateAdmin() bool { return n.cfg.AdminAddr != "" || n.cfg.AdminListener != nil }
+
+// routes builds the public surface and, with --admin-addr, the admin
+// surface apart (the admin API, the console, /metrics; nil otherwise,
+// when they are on the public listener).
+func (n *Node) routes() (public, adminSurface http.Handler) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /.well-known/openid-configuration", oidc.DiscoveryHandler(n.cfg.Issuer))
 	mux.Handle("GET /.well-known/jwks.json", oidc.JWKSHandler(n.keys, n.log))
 	n.provider.Register(mux)
 	n.logout.Register(mux)
+	n.health(mux)
+	adminMux := mux
+	if n.separateAdmin() {
+		adminMux = http.NewServeMux()
+		n.health(adminMux)
+	}
 	// The console calls an in-process instance of the same admin API.
 	adminCfg := admin.Config{
 		State:     n.fsm.State(),
@@ -255,8 +270,8 @@ func (n *Node) routes() http.Handler {
 		KEK:       n.kek,
 		Issuer:    n.cfg.Issuer,
 	}
-	mux.Handle("/admin/v1/", admin.New(adminCfg))
-	mux.Handle(console.Prefix, console.New(console.Config{Admin: adminCfg, Issuer: n.cfg.Issuer, Secret: n.consoleSecret(),
+	adminMux.Handle("/admin/v1/", admin.New(adminCfg))
+	adminMux.Handle(console.Prefix, console.New(console.Config{Admin: adminCfg, Issuer: n.cfg.Issuer, Secret: n.consoleSecret(),
 		BrowserKey: func() ([]byte, error) {
 			stored, err := n.fsm.State().Secret(fsm.SecretBrowserKey)
 			if err != nil {
@@ -265,6 +280,19 @@ func (n *Node) routes() http.Handler {
 			return oidc.OpenBrowserKey(n.kek, stored)
 		},
 	}))
+	adminMux.Handle("GET /metrics", promhttp.HandlerFor(n.registry, promhttp.HandlerOpts{}))
+	trusted, _ := httpx.ParseTrustedProxies(n.cfg.TrustedProxies) // validated in New
+	wrap := func(h http.Handler) http.Handler {
+		return httpx.TrustedProxies(trusted)(httpx.Recover(n.log)(httpx.Correlation(h)))
+	}
+	if n.separateAdmin() {
+		return wrap(mux), wrap(adminMux)
+	}
+	return wrap(mux), nil
+}
+
+// health registers /healthz and /readyz on mux.
+func (n *Node) health(mux *http.ServeMux) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -275,9 +303,6 @@ func (n *Node) routes() http.Handler {
 		}
 		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(n.registry, promhttp.HandlerOpts{}))
-	trusted, _ := httpx.ParseTrustedProxies(n.cfg.TrustedProxies) // validated in New
-	return httpx.TrustedProxies(trusted)(httpx.Recover(n.log)(httpx.Correlation(mux)))
 }
 
 // onApply runs on the FSM goroutine after each applied batch: it refreshes
@@ -341,14 +366,20 @@ func (n *Node) Start() error {
 		}
 		n.pprof = p
 	}
-	n.server = &http.Server{
-		Handler:           n.handler,
-		ReadHeaderTimeout: orDefault(n.cfg.HTTPReadHeaderTimeout, 5*time.Second),
-		ReadTimeout:       orDefault(n.cfg.HTTPReadTimeout, 15*time.Second),
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    MaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(n.log.Handler(), slog.LevelWarn),
+	n.server = n.httpServer(n.handler)
+	if n.admin != nil {
+		aln := n.cfg.AdminListener
+		if aln == nil {
+			var err error
+			if aln, err = net.Listen("tcp", n.cfg.AdminAddr); err != nil {
+				ln.Close()
+				n.pprof.close()
+				return fmt.Errorf("admin listener: %w", err)
+			}
+		}
+		n.adminLn, n.adminSrv = aln, n.httpServer(n.admin)
+		go n.adminSrv.Serve(aln)
+		n.log.Info("serving the admin API, the console and /metrics", "admin", aln.Addr().String())
 	}
 	go func() {
 		err := n.server.Serve(ln)
@@ -359,6 +390,27 @@ func (n *Node) Start() error {
 	}()
 	n.log.Info("serving", "http", ln.Addr().String(), "issuer", n.cfg.Issuer, "raft", n.cluster.RaftAddr())
 	return nil
+}
+
+// httpServer is a server of h with the node's timeouts and limits.
+func (n *Node) httpServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: orDefault(n.cfg.HTTPReadHeaderTimeout, 5*time.Second),
+		ReadTimeout:       orDefault(n.cfg.HTTPReadTimeout, 15*time.Second),
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(n.log.Handler(), slog.LevelWarn),
+	}
+}
+
+// AdminAddr is the admin listener's address ("" without --admin-addr).
+func (n *Node) AdminAddr() string {
+	if n.adminLn == nil {
+		return ""
+	}
+	return n.adminLn.Addr().String()
 }
 
 // Done delivers the HTTP server's terminal error (nil after Close).
@@ -389,10 +441,13 @@ const CloseBound = 10 * time.Second
 func (n *Node) close() error {
 	n.pprof.close()
 	n.cluster.Stop()
-	if n.server != nil {
+	for _, srv := range []*http.Server{n.server, n.adminSrv} {
+		if srv == nil {
+			continue
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if n.server.Shutdown(ctx) != nil {
-			n.server.Close()
+		if srv.Shutdown(ctx) != nil {
+			srv.Close()
 		}
 		cancel()
 	}

@@ -42,6 +42,10 @@ type Config struct {
 	// admin API, the console and /metrics; --http-addr then answers 404
 	// for them. Empty: everything on HTTPAddr.
 	AdminAddr string
+	// TLSCert and TLSKey (--tls-cert, --tls-key): PEM files; when both are
+	// set, every listener serves HTTPS only (TLS 1.2+, HTTP/2), and the
+	// pair is reloaded when the files change or on ReloadTLS (SIGHUP).
+	TLSCert, TLSKey string
 	// AdminListener, when set, is used instead of listening on AdminAddr
 	// (tests), and implies a separate admin listener.
 	AdminListener net.Listener
@@ -231,6 +235,9 @@ func (c *Config) Validate() error {
 		if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 			errs = append(errs, fmt.Errorf("--http-addr %q: %v", c.HTTPAddr, err))
 		}
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		errs = append(errs, errTLSPair)
 	}
 	if c.AdminAddr != "" && c.AdminListener == nil {
 		if _, _, err := net.SplitHostPort(c.AdminAddr); err != nil {

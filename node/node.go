@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -53,6 +54,8 @@ type Node struct {
 	admin      http.Handler // the admin listener's; nil: admin routes are on handler
 	adminLn    net.Listener
 	adminSrv   *http.Server
+	certs      *certReloader      // nil without --tls-cert
+	stopWatch  context.CancelFunc // ends certs.watch
 	provider   *oidc.Provider
 	logout     *logout.Service
 	pprof      *pprofServer // nil unless Config.PprofAddr is set
@@ -86,6 +89,12 @@ func New(cfg Config) (_ *Node, err error) {
 
 	if n.kek, err = loadKEK(cfg.KEKFile, n.log); err != nil {
 		return nil, err
+	}
+	if cfg.TLSCert != "" {
+		// A bad pair refuses to start, with the files named.
+		if n.certs, err = newCertReloader(cfg.TLSCert, cfg.TLSKey, n.log); err != nil {
+			return nil, err
+		}
 	}
 	n.fsm, err = fsm.Open(filepath.Join(cfg.DataDir, "state.db"))
 	if err != nil {
@@ -367,6 +376,11 @@ func (n *Node) Start() error {
 		n.pprof = p
 	}
 	n.server = n.httpServer(n.handler)
+	if n.certs != nil {
+		var ctx context.Context
+		ctx, n.stopWatch = context.WithCancel(context.Background())
+		go n.certs.watch(ctx)
+	}
 	if n.admin != nil {
 		aln := n.cfg.AdminListener
 		if aln == nil {
@@ -378,11 +392,11 @@ func (n *Node) Start() error {
 			}
 		}
 		n.adminLn, n.adminSrv = aln, n.httpServer(n.admin)
-		go n.adminSrv.Serve(aln)
+		go n.serve(n.adminSrv, aln)
 		n.log.Info("serving the admin API, the console and /metrics", "admin", aln.Addr().String())
 	}
 	go func() {
-		err := n.server.Serve(ln)
+		err := n.serve(n.server, ln)
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil
 		}
@@ -392,9 +406,22 @@ func (n *Node) Start() error {
 	return nil
 }
 
+// serve serves srv on ln: HTTPS (with HTTP/2) when the node has TLS.
+func (n *Node) serve(srv *http.Server, ln net.Listener) error {
+	if n.certs != nil {
+		return srv.ServeTLS(ln, "", "")
+	}
+	return srv.Serve(ln)
+}
+
 // httpServer is a server of h with the node's timeouts and limits.
 func (n *Node) httpServer(h http.Handler) *http.Server {
+	var tc *tls.Config
+	if n.certs != nil {
+		tc = n.certs.tlsConfig()
+	}
 	return &http.Server{
+		TLSConfig:         tc,
 		Handler:           h,
 		ReadHeaderTimeout: orDefault(n.cfg.HTTPReadHeaderTimeout, 5*time.Second),
 		ReadTimeout:       orDefault(n.cfg.HTTPReadTimeout, 15*time.Second),
@@ -440,6 +467,9 @@ const CloseBound = 10 * time.Second
 // at most, then its connections are closed); then raft and the stores.
 func (n *Node) close() error {
 	n.pprof.close()
+	if n.stopWatch != nil {
+		n.stopWatch()
+	}
 	n.cluster.Stop()
 	for _, srv := range []*http.Server{n.server, n.adminSrv} {
 		if srv == nil {

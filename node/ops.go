@@ -69,6 +69,13 @@ func (n *Node) registerOpsMetrics() {
 			Name: "oidcd_build_info", Help: "Always 1; the version label is the build's version.",
 			ConstLabels: prometheus.Labels{"version": n.cfg.Version},
 		}, func() float64 { return 1 }),
+		gauge("oidcd_tls_certificate_not_after_seconds", "When the --tls-cert certificate being served expires, as a Unix time; 0 without TLS on the node.",
+			func() float64 {
+				if n.certs == nil {
+					return 0
+				}
+				return float64(n.certs.NotAfter().Unix())
+			}),
 		gauge("oidcd_raft_has_leader", "1 while this node knows a leader (what /readyz answers 200 for).",
 			func() float64 { return boolGauge(n.cluster.Ready()) }),
 		gauge("oidcd_raft_voters", "Voters in the raft configuration as this node sees it.", func() float64 {

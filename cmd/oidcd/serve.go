@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/oidcd/oidcd/node"
@@ -26,6 +29,8 @@ func serveFlags(fs *flag.FlagSet, cfg *node.Config, logLevel *string, join *stri
 	fs.StringVar(&cfg.ClusterKey, "cluster-key", "", "base64 of 32 random bytes shared by all nodes (oidcd keygen)")
 	fs.StringVar(&cfg.AdminToken, "admin-token", "", "bearer token of the admin API (default: generated at first bootstrap, written to <data-dir>/admin-token)")
 	fs.StringVar(&cfg.RateLimit, "rate-limit", node.DefaultRateLimit, "per-client-and-IP limit of token, introspect and revoke, as N/duration (5/60s); off disables it")
+	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate (chain) file; with --tls-key, every listener serves HTTPS only (TLS 1.2+, HTTP/2), reloaded when the files change or on SIGHUP")
+	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key file of --tls-cert")
 	fs.StringVar(&cfg.AdminAddr, "admin-addr", "", "when set, the admin API, the console and /metrics are served on this address only (404 on --http-addr); empty = all on --http-addr")
 	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", "", "comma-separated CIDRs of load balancers whose Forwarded or X-Forwarded-For header names the client (the right-most untrusted address counts); empty trusts none")
 	fs.StringVar(&cfg.SMSOutbox, "sms-outbox", "", "file to which text messages are appended, one JSON object per line")
@@ -124,14 +129,26 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 		return 1
 	}
 	fmt.Fprintln(stdout, startLine(version, n.Issuer(), n.Addr(), n.DataDir()))
+	// SIGHUP reloads --tls-cert and --tls-key (they are also reloaded
+	// when the files change).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	code := 0
-	select {
-	case <-ctx.Done():
-		cfg.Logger.Info("signal received; shutting down")
-	case err := <-n.Done():
-		if err != nil {
-			cfg.Logger.Error("http server stopped", "error", err)
-			code = 1
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			cfg.Logger.Info("signal received; shutting down")
+			break wait
+		case err := <-n.Done():
+			if err != nil {
+				cfg.Logger.Error("http server stopped", "error", err)
+				code = 1
+			}
+			break wait
+		case <-hup:
+			n.ReloadTLS() // logs either way; a bad pair keeps the current one
 		}
 	}
 	done := make(chan error, 1)

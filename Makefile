@@ -32,6 +32,7 @@ package: build
 test:
 	$(GO) mod verify
 	@sh scripts/ensure-chromium.sh || [ "$${CI:-}" != true ]
+	@sh scripts/ensure-haproxy.sh || [ "$${CI:-}" != true ]
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) test -race -count=1 -timeout 12m ./...

@@ -1,0 +1,237 @@
+package node_test
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	gooidc "github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/oauth2"
+
+	"github.com/oidcd/oidcd/node"
+	"github.com/oidcd/oidcd/testcluster"
+)
+
+const haproxyPath = "/usr/sbin/haproxy"
+
+// haproxy starts Debian's HAProxy in front of backends, terminating TLS
+// with certFile and keyFile on 127.0.0.1:port, adding X-Forwarded-For and
+// checking each node's /readyz. It is stopped at the end of the test.
+func haproxy(t *testing.T, port string, certFile, keyFile string, backends []string) {
+	t.Helper()
+	if _, err := os.Stat(haproxyPath); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("haproxy not found at %s (scripts/ensure-haproxy.sh)", haproxyPath)
+		}
+		t.Skipf("haproxy not found at %s; run scripts/ensure-haproxy.sh", haproxyPath)
+	}
+	dir := t.TempDir()
+	cert, _ := os.ReadFile(certFile)
+	key, _ := os.ReadFile(keyFile)
+	pem := filepath.Join(dir, "site.pem")
+	if err := os.WriteFile(pem, append(cert, key...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var servers strings.Builder
+	for i, b := range backends {
+		fmt.Fprintf(&servers, "  server n%d %s check inter 300ms fall 2 rise 1\n", i, b)
+	}
+	cfg := fmt.Sprintf(`global
+  maxconn 512
+defaults
+  mode http
+  timeout connect 2s
+  timeout client 30s
+  timeout server 30s
+  retries 3
+  option redispatch
+  retry-on conn-failure empty-response
+frontend site
+  bind 127.0.0.1:%s ssl crt %s alpn h2,http/1.1
+  option forwardfor
+  http-request set-header X-Forwarded-Proto https
+  default_backend nodes
+backend nodes
+  balance roundrobin
+  option httpchk GET /readyz
+%s`, port, pem, servers.String())
+	cfgFile := filepath.Join(dir, "haproxy.cfg")
+	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(haproxyPath, "-db", "-f", cfgFile)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("haproxy:\n%s", out.String())
+		}
+	})
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if c, err := net.Dial("tcp", "127.0.0.1:"+port); err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("haproxy did not listen within 10 s:\n%s", out.String())
+		}
+	}
+}
+
+// from is a client whose connections leave from source address ip (on
+// loopback, 127.0.0.0/8 is ours) and that trusts roots.
+func from(ip string, roots *x509.CertPool) *http.Client {
+	tr := testcluster.LoopbackTransport()
+	tr.DialContext = (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}).DialContext
+	tr.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	return &http.Client{Transport: tr, Timeout: 15 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// TestBehindHAProxy: three nodes behind a real HAProxy that terminates
+// TLS and names the client in X-Forwarded-For, with --trusted-proxies set
+// to it. Six people at six addresses sign in to one application through
+// go-oidc within the minute and all succeed (the per-client-and-address
+// token limit counts them apart); the sixth token request from one address
+// gets 429; one address locked out of an account leaves another signing
+// in; and after the leader is killed, every acknowledged sign-in's token
+// still works through the balancer.
+func TestBehindHAProxy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts haproxy")
+	}
+	dir := t.TempDir()
+	certFile, keyFile, cert := node.WritePair(t, dir, "site", 24*time.Hour)
+	roots := x509.NewCertPool()
+	roots.AddCert(cert)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	ln.Close()
+	issuer := "https://127.0.0.1:" + port
+	c := testcluster.New(t, testcluster.Options{Size: 3, Configure: func(_ int, cfg *node.Config) {
+		cfg.Issuer = issuer
+		cfg.TrustedProxies = "127.0.0.1/32"
+		cfg.RateLimit = "5/60s"
+	}})
+	var backends []string
+	for i := range c.Size() {
+		backends = append(backends, strings.TrimPrefix(c.URL(i), "http://"))
+	}
+	haproxy(t, port, certFile, keyFile, backends)
+	w := provision(t, c)
+
+	ctx := gooidc.ClientContext(context.Background(), from("127.0.0.1", roots))
+	p, err := gooidc.NewProvider(ctx, issuer)
+	if err != nil {
+		t.Fatalf("discovery through haproxy: %v", err)
+	}
+	verifier := p.Verifier(&gooidc.Config{ClientID: w.confID})
+	signInFrom := func(t *testing.T, ip string) (*oauth2.Token, error) {
+		t.Helper()
+		cl := from(ip, roots)
+		r := &rp{provider: p, verifier: verifier, oauth: oauth2.Config{ClientID: w.confID, ClientSecret: w.confSecret,
+			Endpoint: p.Endpoint(), RedirectURL: w.cb, Scopes: []string{gooidc.ScopeOpenID}}}
+		b := testcluster.NewBrowser(t)
+		b.Client.Transport = cl.Transport
+		verifierPKCE := oauth2.GenerateVerifier()
+		q := signIn(t, c, b, r, w, verifierPKCE, "nonce-0123456789")
+		tok, err := r.oauth.Exchange(gooidc.ClientContext(context.Background(), cl), q.Get("code"), oauth2.VerifierOption(verifierPKCE))
+		if err != nil {
+			return nil, err
+		}
+		if _, err := verifier.Verify(ctx, tok.Extra("id_token").(string)); err != nil {
+			t.Fatalf("ID token from %s: %v", ip, err)
+		}
+		return tok, nil
+	}
+
+	var tokens []*oauth2.Token
+	for i := 2; i <= 7; i++ {
+		tok, err := signInFrom(t, fmt.Sprintf("127.0.0.%d", i))
+		if err != nil {
+			t.Fatalf("sign-in %d of one client within the minute: %v", i-1, err)
+		}
+		tokens = append(tokens, tok)
+	}
+
+	// Six token requests from one address: the sixth is refused.
+	one := from("127.0.0.20", roots)
+	status := 0
+	for range 6 {
+		req, _ := http.NewRequest("POST", issuer+"/oauth2/token", strings.NewReader("grant_type=authorization_code&code=nope&redirect_uri="+w.cb))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.SetBasicAuth(w.confID, w.confSecret)
+		resp, err := one.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		status = resp.StatusCode
+	}
+	if status != http.StatusTooManyRequests {
+		t.Fatalf("the sixth token request from one address: got %d, want 429", status)
+	}
+
+	// Ten wrong passwords from one address lock that address out of the
+	// account; the person signs in from another.
+	attacker := testcluster.NewBrowser(t)
+	attacker.Client.Transport = from("127.0.0.30", roots).Transport
+	au := p.Endpoint().AuthURL + "?" + strings.Join([]string{"client_id=" + w.confID, "response_type=code", "scope=openid",
+		"redirect_uri=" + w.cb, "state=state-0123456789", "code_challenge=" + oauth2.S256ChallengeFromVerifier(oauth2.GenerateVerifier()),
+		"code_challenge_method=S256"}, "&")
+	last := 0
+	for range 11 {
+		page := attacker.Follow(attacker.Get(au), issuer)
+		page = attacker.Submit(page, map[string]string{"email": w.email, "password": "wrong"}, "method", "password")
+		last = page.Status
+	}
+	if last != http.StatusTooManyRequests {
+		t.Fatalf("the attacker's address after 10 wrong passwords: got %d, want 429", last)
+	}
+	if _, err := signInFrom(t, "127.0.0.31"); err != nil {
+		t.Fatalf("the owner from another address: %v", err)
+	}
+
+	// Kill the leader behind the balancer: every acknowledged sign-in's
+	// token still works through it.
+	c.Kill(c.Leader())
+	c.WaitNewLeader()
+	for i, tok := range tokens {
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			req, _ := http.NewRequest("GET", issuer+"/userinfo", nil)
+			req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+			resp, err := from("127.0.0.40", roots).Do(req)
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+				if resp.StatusCode == http.StatusUnauthorized {
+					t.Fatalf("sign-in %d's token was lost with the leader: 401", i+1)
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("sign-in %d's token: no 200 through haproxy 15 s after the leader died (last %v)", i+1, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}

@@ -30,6 +30,9 @@ const (
 	EnvPath     = "/etc/oidcd/oidcd.env"
 	ManPath     = "/usr/share/man/man1/oidcd.1.gz"
 	DataDir     = "/var/lib/oidcd"
+	// AdminAddr is where the shipped configuration serves the admin API,
+	// the console and /metrics: loopback, off the public listener.
+	AdminAddr = "127.0.0.1:8081"
 	SharePath   = "/usr/share/oidcd"
 	DocPath     = "/usr/share/doc/oidcd"
 	PackageName = "oidcd"
@@ -82,7 +85,7 @@ func Build(ctx context.Context, o Options) (string, error) {
 	}
 	defer os.RemoveAll(work)
 
-	config, err := run(ctx, o.Tool, "config", "example", "--data-dir", DataDir)
+	config, err := run(ctx, o.Tool, "config", "example", "--data-dir", DataDir, "--admin-addr", AdminAddr)
 	if err != nil {
 		return "", err
 	}

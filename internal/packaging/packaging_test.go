@@ -163,10 +163,13 @@ func TestPackageInstallsIntoAScratchRoot(t *testing.T) {
 func runShipped(t *testing.T, bin, config string) {
 	t.Helper()
 	data := t.TempDir()
-	addrs := freeAddrs(t, 3)
+	if b, err := os.ReadFile(config); err != nil || !strings.Contains(string(b), "\nadmin-addr = \""+AdminAddr+"\"\n") {
+		t.Errorf("the shipped configuration does not bind the admin surface to %s (%v)", AdminAddr, err)
+	}
+	addrs := freeAddrs(t, 4)
 	var logs syncBuffer
 	cmd := exec.Command(bin, "serve", "--config", config, "--data-dir", data,
-		"--http-addr", addrs[0], "--issuer", "http://"+addrs[0], "--raft-addr", addrs[1], "--gossip-addr", addrs[2])
+		"--http-addr", addrs[0], "--issuer", "http://"+addrs[0], "--raft-addr", addrs[1], "--gossip-addr", addrs[2], "--admin-addr", addrs[3])
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
@@ -189,7 +192,13 @@ func runShipped(t *testing.T, bin, config string) {
 	if !ready {
 		t.Fatalf("the shipped binary and configuration did not become ready within 20 s:\n%s", logs.String())
 	}
-	out := command(t, bin, "admin", "--addr", addrs[0], "--token-file", filepath.Join(data, "admin-token"), "status")
+	// The shipped file keeps the admin surface off the public listener.
+	if resp, err := http.Get("http://" + addrs[0] + "/admin/v1/status"); err != nil || resp.StatusCode != http.StatusNotFound {
+		t.Errorf("the admin API on the public listener: %v %v, want 404", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	out := command(t, bin, "admin", "--addr", addrs[3], "--token-file", filepath.Join(data, "admin-token"), "status")
 	if !strings.Contains(out, "1 (1 voters, 1 leader or follower)") {
 		t.Errorf("admin status:\n%s", out)
 	}

@@ -50,6 +50,13 @@ func (m *Manager) Sign(claims any, typ string) ([]byte, error) {
 	return tok, nil
 }
 
+// CanSign reports whether a key is active here now: the first signing key
+// has been applied locally (readiness, node's /readyz).
+func (m *Manager) CanSign() bool {
+	ks, err := m.current()
+	return err == nil && activeAt(ks.entries, m.now()) >= 0
+}
+
 // Verify checks that token is a compact JWS signed with RS256 by a key that
 // is published now, chosen by the kid header, and returns its claims. It
 // rejects alg none, any other algorithm and unknown or unpublished kids,

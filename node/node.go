@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -55,6 +56,8 @@ type Node struct {
 	adminLn    net.Listener
 	adminSrv   *http.Server
 	certs      *certReloader      // nil without --tls-cert
+	caughtUp   atomic.Bool        // a read index succeeded since start (readiness)
+	closing    chan struct{}      // closed when Close begins
 	stopWatch  context.CancelFunc // ends certs.watch
 	provider   *oidc.Provider
 	logout     *logout.Service
@@ -84,7 +87,8 @@ func New(cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	cfg.NodeID = id
-	n := &Node{cfg: cfg, log: cfg.Logger.With("node", id), registry: prometheus.NewRegistry(), serveErr: make(chan error, 1)}
+	n := &Node{cfg: cfg, log: cfg.Logger.With("node", id), registry: prometheus.NewRegistry(), serveErr: make(chan error, 1),
+		closing: make(chan struct{})}
 	n.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	if n.kek, err = loadKEK(cfg.KEKFile, n.log); err != nil {
@@ -305,13 +309,7 @@ func (n *Node) health(mux *http.ServeMux) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if !n.cluster.Ready() {
-			httpx.WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "no leader"})
-			return
-		}
-		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
-	})
+	mux.HandleFunc("GET /readyz", n.handleReadyz)
 }
 
 // onApply runs on the FSM goroutine after each applied batch: it refreshes
@@ -376,6 +374,7 @@ func (n *Node) Start() error {
 		n.pprof = p
 	}
 	n.server = n.httpServer(n.handler)
+	go n.catchUpOnce()
 	if n.certs != nil {
 		var ctx context.Context
 		ctx, n.stopWatch = context.WithCancel(context.Background())
@@ -446,6 +445,7 @@ func (n *Node) Done() <-chan error { return n.serveErr }
 // Close stops HTTP gracefully, then raft, then the state file.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
+		close(n.closing)
 		done := make(chan error, 1)
 		go func() { done <- n.close() }()
 		select {

@@ -246,3 +246,27 @@ func (c *Cluster) membershipTimeout(ctx context.Context) time.Duration {
 	}
 	return c.cfg.ApplyTimeout
 }
+
+// HandOver transfers leadership to another voter when this node leads, so
+// that a planned stop does not leave the cluster waiting an election
+// timeout before its next write. It returns when the transfer is done,
+// ctx ends, or there is nothing to do (not the leader, or alone).
+func (c *Cluster) HandOver(ctx context.Context) error {
+	if !c.IsLeader() {
+		return nil
+	}
+	servers, err := c.Members()
+	if err != nil {
+		return err
+	}
+	voters := 0
+	for _, s := range servers {
+		if s.Suffrage == raft.Voter {
+			voters++
+		}
+	}
+	if voters < 2 {
+		return nil
+	}
+	return c.await(ctx, c.raft.LeadershipTransfer())
+}

@@ -46,6 +46,11 @@ type Config struct {
 	// set, every listener serves HTTPS only (TLS 1.2+, HTTP/2), and the
 	// pair is reloaded when the files change or on ReloadTLS (SIGHUP).
 	TLSCert, TLSKey string
+	// ShutdownDrain (--shutdown-drain, 5 s by default there; zero here
+	// is none): on a
+	// planned stop (Drain), how long /readyz answers 503 while the node
+	// still serves, so that a load balancer stops sending first.
+	ShutdownDrain time.Duration
 	// AdminListener, when set, is used instead of listening on AdminAddr
 	// (tests), and implies a separate admin listener.
 	AdminListener net.Listener
@@ -148,6 +153,7 @@ func (c *Config) setDefaults() {
 	if c.KeyRotation == 0 {
 		c.KeyRotation = DefaultKeyRotation
 	}
+	c.ShutdownDrain = max(c.ShutdownDrain, 0)
 	if c.SessionIdle == 0 {
 		c.SessionIdle = DefaultSessionIdle
 	}

@@ -58,6 +58,7 @@ type Node struct {
 	certs      *certReloader      // nil without --tls-cert
 	caughtUp   atomic.Bool        // a read index succeeded since start (readiness)
 	closing    chan struct{}      // closed when Close begins
+	draining   atomic.Bool        // Drain began: /readyz answers 503
 	stopWatch  context.CancelFunc // ends certs.watch
 	provider   *oidc.Provider
 	logout     *logout.Service
@@ -375,6 +376,7 @@ func (n *Node) Start() error {
 	}
 	n.server = n.httpServer(n.handler)
 	go n.catchUpOnce()
+	go n.notifyReady()
 	if n.certs != nil {
 		var ctx context.Context
 		ctx, n.stopWatch = context.WithCancel(context.Background())

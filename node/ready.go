@@ -25,6 +25,7 @@ func (n *Node) readiness() []readyCheck {
 		{Name: "leader", OK: n.cluster.Ready(), Why: "no leader known"},
 		{Name: "signing_key", OK: n.keys.CanSign(), Why: "no active signing key applied here yet"},
 		{Name: "caught_up", OK: n.caughtUp.Load(), Why: "not yet caught up with the writes committed before this node started"},
+		{Name: "not_draining", OK: !n.draining.Load(), Why: "stopping: draining before it closes"},
 	}
 	for i := range checks {
 		if checks[i].OK {

@@ -41,10 +41,8 @@ func run(args []string, env func(string) string, stdin io.Reader, stdout, stderr
 	}
 	switch args[0] {
 	case "serve":
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-		defer stop()
 		restrictUmask()
-		return serve(ctx, args[1:], env, stdout, stderr)
+		return serve(context.Background(), args[1:], env, stdout, stderr) // serve handles its signals
 	case "admin":
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 		defer stop()

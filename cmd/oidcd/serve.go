@@ -31,6 +31,7 @@ func serveFlags(fs *flag.FlagSet, cfg *node.Config, logLevel *string, join *stri
 	fs.StringVar(&cfg.RateLimit, "rate-limit", node.DefaultRateLimit, "per-client-and-IP limit of token, introspect and revoke, as N/duration (5/60s); off disables it")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate (chain) file; with --tls-key, every listener serves HTTPS only (TLS 1.2+, HTTP/2), reloaded when the files change or on SIGHUP")
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key file of --tls-cert")
+	fs.DurationVar(&cfg.ShutdownDrain, "shutdown-drain", node.DefaultShutdownDrain, "on SIGTERM, /readyz answers 503 for this long while the node still serves, so a load balancer stops sending; a leader then hands leadership over before it stops (a second SIGTERM or SIGINT stops at once)")
 	fs.StringVar(&cfg.AdminAddr, "admin-addr", "", "when set, the admin API, the console and /metrics are served on this address only (404 on --http-addr); empty = all on --http-addr")
 	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", "", "comma-separated CIDRs of load balancers whose Forwarded or X-Forwarded-For header names the client (the right-most untrusted address counts); empty trusts none")
 	fs.StringVar(&cfg.SMSOutbox, "sms-outbox", "", "file to which text messages are appended, one JSON object per line")
@@ -129,17 +130,18 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 		return 1
 	}
 	fmt.Fprintln(stdout, startLine(version, n.Issuer(), n.Addr(), n.DataDir()))
-	// SIGHUP reloads --tls-cert and --tls-key (they are also reloaded
-	// when the files change).
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+	// SIGTERM drains first (--shutdown-drain, then a leader hands over);
+	// a second SIGTERM, or SIGINT from a terminal, stops at once. SIGHUP
+	// reloads --tls-cert and --tls-key (they are also reloaded when the
+	// files change).
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
 	code := 0
 wait:
 	for {
 		select {
 		case <-ctx.Done():
-			cfg.Logger.Info("signal received; shutting down")
 			break wait
 		case err := <-n.Done():
 			if err != nil {
@@ -147,8 +149,18 @@ wait:
 				code = 1
 			}
 			break wait
-		case <-hup:
-			n.ReloadTLS() // logs either way; a bad pair keeps the current one
+		case s := <-sigs:
+			switch s {
+			case syscall.SIGHUP:
+				n.ReloadTLS() // logs either way; a bad pair keeps the current one
+				continue
+			case syscall.SIGTERM:
+				cfg.Logger.Info("SIGTERM: draining, then stopping")
+				drainUntilStopped(ctx, n, sigs)
+			default:
+				cfg.Logger.Info("signal received; stopping now", "signal", s.String())
+			}
+			break wait
 		}
 	}
 	done := make(chan error, 1)
@@ -184,4 +196,29 @@ func warnSecretFlags(fs *flag.FlagSet, stderr io.Writer) {
 				f.Name, envName(f.Name))
 		}
 	})
+}
+
+// drainUntilStopped runs n.Drain, cut short by a second SIGTERM or a
+// SIGINT (SIGHUP still reloads the certificate meanwhile).
+func drainUntilStopped(ctx context.Context, n *node.Node, sigs <-chan os.Signal) {
+	dctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case s := <-sigs:
+				if s == syscall.SIGHUP {
+					n.ReloadTLS()
+					continue
+				}
+				cancel()
+				return
+			}
+		}
+	}()
+	n.Drain(dctx)
+	close(done)
 }

@@ -24,15 +24,15 @@ var embedded embed.FS
 
 // Paths inside the package.
 const (
-	BinaryPath  = "/usr/bin/oidcd"
-	UnitPath    = "/lib/systemd/system/oidcd.service"
-	ConfigPath  = "/etc/oidcd/oidcd.toml"
-	EnvPath     = "/etc/oidcd/oidcd.env"
-	ManPath     = "/usr/share/man/man1/oidcd.1.gz"
-	DataDir     = "/var/lib/oidcd"
+	BinaryPath = "/usr/bin/oidcd"
+	UnitPath   = "/lib/systemd/system/oidcd.service"
+	ConfigPath = "/etc/oidcd/oidcd.toml"
+	EnvPath    = "/etc/oidcd/oidcd.env"
+	ManPath    = "/usr/share/man/man1/oidcd.1.gz"
+	DataDir    = "/var/lib/oidcd"
 	// AdminAddr is where the shipped configuration serves the admin API,
 	// the console and /metrics: loopback, off the public listener.
-	AdminAddr = "127.0.0.1:8081"
+	AdminAddr   = "127.0.0.1:8081"
 	SharePath   = "/usr/share/oidcd"
 	DocPath     = "/usr/share/doc/oidcd"
 	PackageName = "oidcd"

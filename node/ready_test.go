@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -63,5 +64,44 @@ func TestReadyzVerboseListsItsChecks(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("/readyz?verbose: got %s, want %s in it", b.String(), want)
 		}
+	}
+}
+
+// TestRestartedFollowerIsReadyOnlyWhenCaughtUp: a follower that was down
+// while the cluster took writes answers /readyz 200 only once it holds
+// them: right after its first 200, a person created while it was down
+// reads back from it, and its JWKS serves.
+func TestRestartedFollowerIsReadyOnlyWhenCaughtUp(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Size: 3})
+	f := c.Followers()[0]
+	if f == 0 { // do() writes through node 0
+		f = c.Followers()[1]
+	}
+	c.Kill(f)
+	var ids []string
+	for i := range 30 {
+		var u map[string]any
+		if resp := do(t, c, "POST", "/admin/v1/users", testcluster.AdminToken,
+			map[string]any{"email": fmt.Sprintf("p%d@example.com", i)}, &u); resp.StatusCode != 201 {
+			t.Fatalf("write %d while the follower is down: %d", i, resp.StatusCode)
+		}
+		ids = append(ids, u["id"].(string))
+	}
+	c.Restart(f)
+	firstReady(t, c, f)
+	for _, id := range []string{ids[0], ids[len(ids)-1]} {
+		req, _ := http.NewRequest("GET", c.URL(f)+"/admin/v1/users/"+id, nil)
+		req.Header.Set("Authorization", "Bearer "+testcluster.AdminToken)
+		resp, err := c.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("the restarted follower right after ready: person %s: %d", id, resp.StatusCode)
+		}
+	}
+	if get(t, c, f, "/.well-known/jwks.json") != http.StatusOK {
+		t.Fatal("the restarted follower's JWKS right after ready")
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"net"
 	"net/http"
 	"strconv"
@@ -137,4 +138,90 @@ func TestConcurrentGuessesAreCountedBeforeTheyAreChecked(t *testing.T) {
 	if q := callbackQuery(t, s, p); q.Get("code") == "" {
 		t.Fatalf("the right password after an unlock: %v", q)
 	}
+}
+
+// fireAt runs shot n times at the same moment and returns the answers by
+// status.
+func fireAt(t *testing.T, n int, shot func(i int) int) map[int]int {
+	t.Helper()
+	var mu sync.Mutex
+	codes := map[int]int{}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			st := shot(i)
+			mu.Lock()
+			codes[st]++
+			mu.Unlock()
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return codes
+}
+
+// TestConcurrentCodeGuessesAreCountedBeforeTheyAreChecked: the second
+// step's authenticator codes, the text-message code and the per-address
+// rule hold under concurrency too. Twenty wrong codes posted at once on
+// one second-factor form, and twenty on one text-message code page, are
+// evaluated at most five times each (the per-person code limit); sixty
+// password attempts at once from one address, each for another unknown
+// account, are evaluated at most fifty times (the per-address limit).
+func TestConcurrentCodeGuessesAreCountedBeforeTheyAreChecked(t *testing.T) {
+	n := startLiveNode(t)
+	s := provisionSite(t, n)
+	n.admin(t, 201, "POST", "/users/"+s.user+"/totp", nil, nil)
+
+	t.Run("authenticator codes", func(t *testing.T) {
+		b := testcluster.NewBrowser(t)
+		page := s.authorize(t, b, "", oauth2.SetAuthURLParam("acr_values", acrMFA))
+		if !strings.Contains(page.Body, `value="otp"`) {
+			t.Fatalf("no second-factor page: %d", page.Status)
+		}
+		before := n.credentialChecks(t, "code")
+		codes := fireAt(t, 20, func(int) int {
+			return b.Submit(page, map[string]string{"code": "000000"}, "method", "otp").Status
+		})
+		got := n.credentialChecks(t, "code") - before
+		if got > 5 || got == 0 || codes[http.StatusTooManyRequests] < 15 {
+			t.Fatalf("20 concurrent codes: %d evaluated, answers %v; want 1 to 5", got, codes)
+		}
+		t.Logf("%d evaluated, answers %v", got, codes)
+	})
+	n.admin(t, 204, "DELETE", "/users/"+s.user+"/lockouts", nil, nil)
+	t.Run("text-message code", func(t *testing.T) {
+		b := testcluster.NewBrowser(t)
+		u := s.rp.AuthCodeURL("state-0123456789", oauth2.S256ChallengeOption(pkceVerifier), gooidc.Nonce("nonce-0123456789"))
+		first := b.Follow(b.Get(u), n.issuer)
+		codePage := b.Follow(b.Submit(first, map[string]string{"phone": s.phone}, "method", "sms"), n.issuer)
+		if !strings.Contains(codePage.Body, `autocomplete="one-time-code"`) {
+			t.Fatalf("no code page: %d", codePage.Status)
+		}
+		before := n.credentialChecks(t, "code")
+		codes := fireAt(t, 20, func(int) int {
+			return b.Submit(codePage, map[string]string{"code": "000000"}, "", "").Status
+		})
+		got := n.credentialChecks(t, "code") - before
+		if got > 5 || got == 0 || codes[http.StatusTooManyRequests] < 15 {
+			t.Fatalf("20 concurrent text-message codes: %d evaluated, answers %v; want 1 to 5", got, codes)
+		}
+		t.Logf("%d evaluated, answers %v", got, codes)
+	})
+	t.Run("per address", func(t *testing.T) {
+		b := testcluster.NewBrowser(t)
+		form := s.signInPage(t, b)
+		before := n.credentialChecks(t, "password")
+		codes := fireAt(t, 60, func(i int) int {
+			return b.Submit(form, map[string]string{"email": fmt.Sprintf("nobody%d@example.com", i), "password": "x"}, "method", "password").Status
+		})
+		got := n.credentialChecks(t, "password") - before
+		if got > 50 || got == 0 || codes[http.StatusTooManyRequests] < 10 {
+			t.Fatalf("60 concurrent attempts from one address: %d evaluated, answers %v; want at most 50", got, codes)
+		}
+		t.Logf("%d evaluated, answers %v", got, codes)
+	})
 }

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -195,7 +196,37 @@ func New(cfg Config) (_ *Cluster, err error) {
 	}
 	c.observer.Add(1)
 	go c.watchLeadership()
+	c.electAloneNow()
 	return c, nil
+}
+
+// electAloneNow spares a node that is the only voter of its configuration
+// the heartbeat timeout (1-2 s by default) that raft waits before its first
+// election: nobody else can lead, so there is no one to wait for. Lowering
+// the heartbeat timeout through ReloadConfig makes raft's follower loop
+// check for a leader at once, and with no contact ever it stands; the
+// timeout is put back right away, so later elections (after the cluster
+// grows) keep the configured timing. A cluster of several voters waits as
+// before: an instant election there would split the votes.
+func (c *Cluster) electAloneNow() {
+	cf := c.raft.GetConfiguration()
+	if cf.Error() != nil {
+		return
+	}
+	servers := cf.Configuration().Servers
+	if len(servers) != 1 || servers[0].ID != raft.ServerID(c.cfg.NodeID) || servers[0].Suffrage != raft.Voter {
+		return
+	}
+	rc := c.raft.ReloadableConfig()
+	orig := rc
+	rc.HeartbeatTimeout = orig.HeartbeatTimeout - time.Millisecond
+	if err := c.raft.ReloadConfig(rc); err != nil {
+		c.log.Debug("cannot hurry the first election", "err", err)
+		return
+	}
+	if err := c.raft.ReloadConfig(orig); err != nil {
+		c.log.Warn("cannot restore raft's heartbeat timeout", "err", err)
+	}
 }
 
 // bootstrap writes the initial configuration; every node of a forming
@@ -229,12 +260,29 @@ func (c *Cluster) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error
 		}
 	}
 	start := time.Now()
-	f := c.raft.Apply(cmd.Encode(), timeout)
+	data := cmd.Encode()
+	f := c.raft.Apply(data, timeout)
 	err := c.awaitWrite(ctx, f)
 	if err == nil {
 		c.metrics.applyLatency.Observe(time.Since(start).Seconds())
 		res, _ := f.Response().(fsm.Result)
 		return res, nil
+	}
+	if errors.Is(err, raft.ErrLeadershipLost) {
+		// Appended here, then this node stepped down: find out whether
+		// the next leader committed it.
+		switch committed, rerr := c.settleLost(ctx, f.Index(), data); {
+		case rerr != nil:
+			err = rerr
+		case committed:
+			if res, ok := c.fsm.ResultAt(f.Index()); ok {
+				c.metrics.applyLatency.Observe(time.Since(start).Seconds())
+				return res, nil
+			}
+			err = fmt.Errorf("cluster: result of entry %d no longer held", f.Index())
+		default:
+			err = raft.ErrNotLeader // overwritten: nothing was done, forward it
+		}
 	}
 	// Forward only what raft refused before appending it: after
 	// ErrLeadershipLost the entry may still commit, and forwarding it
@@ -370,6 +418,38 @@ func (c *Cluster) await(ctx context.Context, f raft.Future) error {
 	case <-c.stopped:
 		return fmt.Errorf("%w: %w", errAbandoned, ErrShutdown)
 	}
+}
+
+// settleLost finds out what became of an entry this node appended at
+// index as leader and then lost leadership over (raft.ErrLeadershipLost:
+// "the outcome is unknown"). Raft's log matching gives the answer once
+// this node has applied index from the next leader: the entry there is
+// either the one proposed (the same bytes: committed) or another one
+// (the proposal was overwritten and will never apply, so it may be sent
+// again). A leadership transfer ends like this for whatever was in flight,
+// and nearly always with the entry committed; without settling, each such
+// write would be a 503 to a caller whose write in fact succeeded.
+func (c *Cluster) settleLost(ctx context.Context, index uint64, data []byte) (committed bool, err error) {
+	if index == 0 {
+		return false, fmt.Errorf("%w: write outcome unknown: %w", ErrNoLeader, raft.ErrLeadershipLost)
+	}
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.stopped:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := c.fsm.WaitApplied(ctx, index); err != nil {
+		return false, fmt.Errorf("%w: write outcome unknown: entry %d not applied here: %w", ErrNoLeader, index, err)
+	}
+	var l raft.Log
+	if err := c.store.GetLog(index, &l); err != nil {
+		return false, fmt.Errorf("%w: write outcome unknown: entry %d: %w", ErrNoLeader, index, err)
+	}
+	return l.Type == raft.LogCommand && bytes.Equal(l.Data, data), nil
 }
 
 // awaitWrite is await for an entry raft accepted: given up on, its

@@ -110,6 +110,16 @@ func (c *Cluster) leaderApply(ctx context.Context, data []byte) ([]byte, error) 
 	}
 	f := c.raft.Apply(data, timeLeft(ctx, c.cfg.ApplyTimeout))
 	if err := c.awaitWrite(ctx, f); err != nil {
+		if errors.Is(err, raft.ErrLeadershipLost) {
+			switch committed, rerr := c.settleLost(ctx, f.Index(), data); {
+			case rerr != nil:
+				return nil, rerr
+			case committed:
+				return u64(f.Index()), nil
+			default:
+				return nil, fmt.Errorf("%w: entry %d was overwritten", ErrNotLeader, f.Index())
+			}
+		}
 		switch {
 		case errors.Is(err, errAbandoned):
 			return nil, err // the outcome is unknown: not ErrNotLeader

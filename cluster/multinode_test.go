@@ -818,3 +818,98 @@ func BenchmarkReadIndex(b *testing.B) {
 		})
 	}
 }
+
+// TestWritesInFlightSurviveLeadershipTransfers: writes keep arriving at
+// every node while the leadership is handed over again and again (what a
+// rolling restart does). Each must succeed exactly once: entries the old
+// leader had appended when it stepped down end in raft.ErrLeadershipLost
+// ("outcome unknown"), which the cluster settles by reading what the next
+// leader committed at that index instead of answering 503.
+func TestWritesInFlightSurviveLeadershipTransfers(t *testing.T) {
+	mc := newMCluster(t, 3, fwdKey, steadyTiming)
+	const writers, transfers = 8, 4
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var ok []string
+	var failed []error
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n := mc.nodes[w%len(mc.nodes)]
+			for i := 0; i < 400; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := fmt.Sprintf("w%d-%d", w, i)
+				res, err := n.c.Apply(withTimeout(t, 10*time.Second), org(id, id))
+				mu.Lock()
+				if err != nil || res.Err != nil {
+					failed = append(failed, fmt.Errorf("%s on %s: %v %v", id, n.id, err, res.Err))
+				} else {
+					ok = append(ok, id)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for range transfers {
+		time.Sleep(300 * time.Millisecond)
+		leader := mc.waitLeader()
+		if err := leader.c.HandOver(withTimeout(t, 10*time.Second)); err != nil {
+			t.Logf("hand-over from %s: %v", leader.id, err)
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	if len(failed) > 0 {
+		t.Fatalf("%d of %d writes failed across %d hand-overs, first: %v", len(failed), len(failed)+len(ok), transfers, failed[0])
+	}
+	n := mc.waitLeader()
+	readIndex(t, n)
+	for _, id := range ok {
+		if _, err := n.f.State().Org(id); err != nil {
+			t.Fatalf("acknowledged write %s missing: %v", id, err)
+		}
+	}
+	t.Logf("%d writes across %d hand-overs, none failed", len(ok), transfers)
+}
+
+// TestWriteOnALeaderThatLostLeadershipIsSettled: a write proposed on a
+// leader that is then cut off ends in raft.ErrLeadershipLost ("outcome
+// unknown") once its lease runs out. The cluster does not pass that on
+// as a 503: once the link heals it reads what the new leader committed at
+// that index (here another entry: the proposal never left the node) and
+// then forwards the write, which succeeds exactly once.
+func TestWriteOnALeaderThatLostLeadershipIsSettled(t *testing.T) {
+	mc := newMCluster(t, 3, fwdKey, steadyTiming)
+	leader, fs := mc.roles()
+	mc.net.isolate(leader.addr)
+	type outcome struct {
+		res fsm.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := leader.c.Apply(withTimeout(t, 15*time.Second), org("cut", "cut"))
+		done <- outcome{res, err}
+	}()
+	// The majority elects a new leader and writes on.
+	mustApply(t, fs[0], org("majority", "majority"))
+	time.Sleep(500 * time.Millisecond)
+	mc.net.heal()
+	o := <-done
+	if o.err != nil || o.res.Err != nil {
+		t.Fatalf("write proposed on the leader that was cut off: %v %v", o.err, o.res.Err)
+	}
+	for _, n := range mc.nodes {
+		readIndex(t, n)
+		if _, err := n.f.State().Org("cut"); err != nil {
+			t.Fatalf("%s: the settled write is missing: %v", n.id, err)
+		}
+	}
+}

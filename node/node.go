@@ -464,27 +464,55 @@ func (n *Node) Close() error {
 const CloseBound = 10 * time.Second
 
 // close stops the node in an order where nothing waits on what already
-// stopped: the cluster is marked stopping first, so requests in flight
-// that wait on raft answer 503 at once; the HTTP server then drains (5 s
-// at most, then its connections are closed); then raft and the stores.
+// stopped. The HTTP servers drain first while raft still runs, so the
+// requests in flight (a token exchange that writes, a forwarded write)
+// finish normally: after a drain no new ones arrive. Whatever is still
+// running after closeGrace waits on raft that cannot answer (no quorum, a
+// leader gone): the cluster is then marked stopping, so those requests
+// answer 503 at once, and after a last second their connections are
+// closed. Then raft and the stores.
 func (n *Node) close() error {
 	n.pprof.close()
 	if n.stopWatch != nil {
 		n.stopWatch()
 	}
-	n.cluster.Stop()
+	var servers []*http.Server
 	for _, srv := range []*http.Server{n.server, n.adminSrv} {
-		if srv == nil {
-			continue
+		if srv != nil {
+			servers = append(servers, srv)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if srv.Shutdown(ctx) != nil {
-			srv.Close()
-		}
-		cancel()
 	}
+	drained := make(chan struct{})
+	ctx, cancel := context.WithTimeout(context.Background(), closeGrace+time.Second)
+	defer cancel()
+	go func() {
+		defer close(drained)
+		var wg sync.WaitGroup
+		for _, srv := range servers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if srv.Shutdown(ctx) != nil {
+					srv.Close()
+				}
+			}()
+		}
+		wg.Wait()
+	}()
+	select {
+	case <-drained:
+	case <-time.After(closeGrace):
+		n.log.Warn("requests still in flight at close; answering them 503", "after", closeGrace)
+		n.cluster.Stop()
+		<-drained
+	}
+	n.cluster.Stop()
 	return errors.Join(n.cluster.Shutdown(), n.fsm.Close())
 }
+
+// closeGrace is how long Close lets requests in flight finish with raft
+// still running.
+const closeGrace = 4 * time.Second
 
 // Handler is the node's complete HTTP surface.
 func (n *Node) Handler() http.Handler { return n.handler }

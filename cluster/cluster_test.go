@@ -189,3 +189,21 @@ func BenchmarkApply(b *testing.B) {
 		}
 	})
 }
+
+// TestLoneVoterDoesNotWaitOutTheHeartbeatTimeout: the only voter of its
+// configuration elects itself at once, fresh and on a restart, instead
+// of first waiting a heartbeat timeout for a leader that cannot exist;
+// and the configured timeout is back in place afterwards. With a 30 s
+// timeout, start's 10 s wait for a leader fails without that.
+func TestLoneVoterDoesNotWaitOutTheHeartbeatTimeout(t *testing.T) {
+	slow := func(c *Config) {
+		c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLease = 30*time.Second, 30*time.Second, 500*time.Millisecond
+	}
+	dir := t.TempDir()
+	n := start(t, dir, "127.0.0.1:0", slow)
+	if got := n.c.raft.ReloadableConfig().HeartbeatTimeout; got != 30*time.Second {
+		t.Fatalf("heartbeat timeout after the first election: %v, want the configured 30s", got)
+	}
+	n.stop()
+	start(t, dir, "127.0.0.1:0", slow) // a restart on the same state
+}

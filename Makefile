@@ -5,7 +5,7 @@ LDFLAGS   := -X main.version=$(VERSION)
 BIN       := bin/oidcd
 DATA_DIR  ?= ./data
 
-.PHONY: build run test bench bench-micro soak lint fmt clean fuzz package
+.PHONY: build run test bench bench-lifecycle bench-micro soak lint fmt clean fuzz package
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/oidcd
@@ -47,6 +47,16 @@ bench:
 	$(GO) build -o bin/oidcd-bench ./cmd/oidcd-bench
 	./bin/oidcd-bench matrix --benchtime $(BENCHTIME) --write BENCHMARKS.md --json bin/bench.json \
 		--command "make bench BENCHTIME=$(BENCHTIME)"
+	$(MAKE) bench-lifecycle
+
+## bench-lifecycle: exec-to-ready of the built binary (one node, one node
+## restarted, three nodes; beside the floor of exec to exit of `oidcd
+## version`) and the longest write stall while a leader of three stops,
+## with the hand-over SIGTERM does and without it. The figures go into
+## BENCHMARKS.md's "Start-up and stop" by hand.
+bench-lifecycle:
+	$(GO) test -run '^$$' -bench 'ExecToReady' -benchtime 10x -count=1 ./cmd/oidcd/
+	$(GO) test -run '^$$' -bench 'LeaderRestartWriteStall' -benchtime 5x -count=1 ./node/
 
 ## bench-micro: the go test micro-benchmarks of the packages.
 bench-micro:

@@ -13,7 +13,7 @@ import (
 
 // firstReady polls /readyz until its first 200 and returns the checks the
 // last 503 listed.
-func firstReady(t *testing.T, c *testcluster.Cluster, i int) []string {
+func firstReady(t testing.TB, c *testcluster.Cluster, i int) []string {
 	t.Helper()
 	var lastNotReady []string
 	deadline := time.Now().Add(20 * time.Second)

@@ -35,7 +35,7 @@ var (
 )
 
 // builtBinary builds cmd/oidcd once per test binary.
-func builtBinary(t *testing.T) string {
+func builtBinary(t testing.TB) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the binary")

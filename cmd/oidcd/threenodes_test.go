@@ -249,7 +249,7 @@ join             = [%s]
 }
 
 // oidcd runs the binary and fails unless it exits with want.
-func oidcd(t *testing.T, bin string, want int, args ...string) string {
+func oidcd(t testing.TB, bin string, want int, args ...string) string {
 	t.Helper()
 	out, code := oidcdCode(t, bin, args...)
 	if code != want {
@@ -260,7 +260,7 @@ func oidcd(t *testing.T, bin string, want int, args ...string) string {
 
 // oidcdCode runs the binary (for at most 20 s) with an environment free of
 // OIDCD_* variables and returns its output and exit code.
-func oidcdCode(t *testing.T, bin string, args ...string) (string, int) {
+func oidcdCode(t testing.TB, bin string, args ...string) (string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -281,7 +281,7 @@ func oidcdCode(t *testing.T, bin string, args ...string) (string, int) {
 // startNode starts `oidcd serve --config FILE` with env (as systemd's
 // EnvironmentFile would), its output in logFile; the process is stopped at
 // the end of the test.
-func startNode(t *testing.T, bin, config string, env []string, logFile string) *exec.Cmd {
+func startNode(t testing.TB, bin, config string, env []string, logFile string) *exec.Cmd {
 	t.Helper()
 	f, err := os.Create(logFile)
 	if err != nil {
@@ -304,7 +304,7 @@ func startNode(t *testing.T, bin, config string, env []string, logFile string) *
 }
 
 // stop sends SIGTERM and waits (at most 25 s) for the exit code.
-func stop(t *testing.T, cmd *exec.Cmd) int {
+func stop(t testing.TB, cmd *exec.Cmd) int {
 	t.Helper()
 	cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
@@ -321,7 +321,7 @@ func stop(t *testing.T, cmd *exec.Cmd) int {
 
 // freePorts finds n distinct 127.0.0.1 ports free for both TCP and UDP
 // (memberlist uses both on its gossip port).
-func freePorts(t *testing.T, n int) []string {
+func freePorts(t testing.TB, n int) []string {
 	t.Helper()
 	var out []string
 	var held []net.Listener

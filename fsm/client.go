@@ -105,13 +105,13 @@ func (s *State) Client(id string) (Client, error) {
 // ClientAuth returns the fields of a registration that client
 // authentication reads: ID, Type, SecretHash, OrganizationID and
 // Suspended; every other field is zero. It decodes only those (the
-// record views of CheckAccessLite), so the back-channel endpoints
+// record views of CheckAccess), so the back-channel endpoints
 // (introspection, revocation) do not pay for redirect URIs, scopes and
 // organization lists on every call. ErrNotFound when there is none.
 func (s *State) ClientAuth(id string) (Client, error) {
 	var v clientAuthView
 	var ok bool
-	err := s.f.view(func(tx *bolt.Tx) error { ok = getView(tx, bucketClients, id, &v); return nil })
+	err := s.f.view(func(tx *bolt.Tx) error { ok = get(tx, bucketClients, id, &v); return nil })
 	if err == nil && !ok {
 		err = ErrNotFound
 	}

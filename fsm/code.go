@@ -126,7 +126,7 @@ func applyRedeemCode(tx *bolt.Tx, _ uint64, p []byte) Result {
 	if !c.At.Before(code.ExpiresAt) {
 		return Result{Err: ErrExpired}
 	}
-	if err := checkAccess(tx, code.SID, code.UserID, code.OrgID, code.ClientID, c.At); err != nil {
+	if _, _, _, err := liveAccess(tx, code.SID, c.At); err != nil {
 		return Result{Err: err}
 	}
 	code.RedeemedAt, code.AccessJTI, code.AccessExpires = c.At, c.AccessJTI, c.AccessExpires
@@ -141,33 +141,6 @@ func applyRedeemCode(tx *bolt.Tx, _ uint64, p []byte) Result {
 		RedeemedAt: code.RedeemedAt, AccessJTI: code.AccessJTI, AccessExpires: code.AccessExpires,
 	})
 	return Result{Value: code}
-}
-
-// checkAccess reports whether the app session sid is live at now and the
-// person, organization and client still allow it.
-func checkAccess(tx *bolt.Tx, sid, userID, orgID, clientID string, now time.Time) error {
-	var a AppSession
-	if !get(tx, bucketApp, sid, &a) || !a.EndedAt.IsZero() {
-		return ErrSessionEnded
-	}
-	var sso SSOSession
-	if !get(tx, bucketSSO, a.SSOSessionID, &sso) || !sso.Live(now) {
-		return ErrSessionEnded
-	}
-	var cl Client
-	if !get(tx, bucketClients, clientID, &cl) || cl.Suspended {
-		return ErrAccessChanged
-	}
-	var o Org
-	if !get(tx, bucketOrgs, orgID, &o) || o.Status != OrgActive {
-		return ErrAccessChanged
-	}
-	var m Membership
-	mid := tx.Bucket(bucketMemberPair).Get([]byte(pairKey(userID, orgID)))
-	if mid == nil || !get(tx, bucketMembers, string(mid), &m) || m.Status != MembershipActive {
-		return ErrAccessChanged
-	}
-	return nil
 }
 
 // Code returns a code by the hash of its value.

@@ -367,7 +367,8 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 
 // CheckFile reports whether path holds a state file that this build can
 // restore: a bbolt file, complete (not truncated), whose pages pass
-// bbolt's consistency check and whose meta bucket carries SchemaVersion.
+// bbolt's consistency check and whose meta bucket carries a schema
+// version this build reads (SchemaVersion, or an earlier one it migrates).
 // It opens the file read-only and changes nothing. Errors wrap ErrSchema
 // for a sound file of another layout.
 //
@@ -405,8 +406,8 @@ func CheckFile(path string) error {
 		if meta == nil {
 			return fmt.Errorf("%w: no %s bucket", ErrSchema, bucketMeta)
 		}
-		if v := meta.Get(keySchema); string(v) != strconv.Itoa(SchemaVersion) {
-			return fmt.Errorf("%w: file has %q, this build reads %d", ErrSchema, v, SchemaVersion)
+		if v, err := strconv.Atoi(string(meta.Get(keySchema))); err != nil || v < 1 || v > SchemaVersion {
+			return fmt.Errorf("%w: file has %q, this build reads 1 to %d", ErrSchema, meta.Get(keySchema), SchemaVersion)
 		}
 		return nil
 	})

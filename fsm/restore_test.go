@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
@@ -154,6 +155,7 @@ func TestCheckFile(t *testing.T) {
 		schema bool // the error wraps ErrSchema
 	}{
 		{"state file", write("good.db", good.Bytes()), true, false},
+		{"schema 1 state file (migrated when opened)", schema1Copy(t, dir), true, false},
 		{"garbage", write("garbage.db", bytes.Repeat([]byte("not a bbolt file "), 1000)), false, false},
 		{"empty", write("empty.db", nil), false, false},
 		{"truncated", write("truncated.db", good.Bytes()[:good.Len()/2]), false, false},
@@ -166,7 +168,7 @@ func TestCheckFile(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			return b.Put(keySchema, []byte("2"))
+			return b.Put(keySchema, []byte(strconv.Itoa(SchemaVersion+1)))
 		}), false, true},
 		{"missing", filepath.Join(dir, "nothing.db"), false, false},
 	}

@@ -9,9 +9,14 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// SchemaVersion is the layout of the buckets below. A node refuses a state
-// file of another version rather than misreading it.
-const SchemaVersion = 1
+// SchemaVersion is the layout of the buckets below and the encoding of
+// their records. A node refuses a state file of a later version rather
+// than misreading it, and migrates one of an earlier version in place
+// (migrations) when it opens or restores it.
+//
+//  1. JSON records.
+//  2. CBOR records (codec.go).
+const SchemaVersion = 2
 
 var (
 	bucketMeta       = []byte("meta")
@@ -72,52 +77,88 @@ func initSchema(tx *bolt.Tx) error {
 	if v == nil {
 		return meta.Put(keySchema, []byte(strconv.Itoa(SchemaVersion)))
 	}
-	if string(v) != strconv.Itoa(SchemaVersion) {
-		return fmt.Errorf("%w: file has %s, this build reads %d", ErrSchema, v, SchemaVersion)
+	have, err := strconv.Atoi(string(v))
+	if err != nil || have < 1 || have > SchemaVersion {
+		return fmt.Errorf("%w: file has %s, this build reads 1 to %d", ErrSchema, v, SchemaVersion)
+	}
+	for ; have < SchemaVersion; have++ {
+		if err := migration(have)(tx); err != nil {
+			return fmt.Errorf("fsm: migrate schema %d to %d: %w", have, have+1, err)
+		}
+	}
+	return meta.Put(keySchema, []byte(strconv.Itoa(SchemaVersion)))
+}
+
+// migration(v) rewrites a schema v file as schema v+1, inside the
+// transaction that opens it.
+func migration(v int) func(*bolt.Tx) error {
+	switch v {
+	case 1:
+		return recordsJSONToCBOR
+	}
+	panic(fmt.Sprintf("fsm: no migration from schema %d", v))
+}
+
+// recordBuckets are the buckets whose values are records (every other
+// bucket holds ids, index entries or raw values), with the type each
+// holds.
+type recordBucket struct {
+	bucket []byte
+	newRec func() any
+}
+
+func recordBuckets() []recordBucket {
+	return []recordBucket{
+		{bucketOrgs, func() any { return new(Org) }},
+		{bucketUsers, func() any { return new(User) }},
+		{bucketMembers, func() any { return new(Membership) }},
+		{bucketClients, func() any { return new(Client) }},
+		{bucketKeys, func() any { return new(Key) }},
+		{bucketSSO, func() any { return new(SSOSession) }},
+		{bucketApp, func() any { return new(AppSession) }},
+		{bucketDeliveries, func() any { return new(Delivery) }},
+		{bucketCodes, func() any { return new(Code) }},
+		{bucketConsents, func() any { return new(Consent) }},
+		{bucketFactors, func() any { return new(Factors) }},
+		{bucketChallenges, func() any { return new(Challenge) }},
+		{bucketSMSCodes, func() any { return new(SMSCode) }},
+		{bucketThrottle, func() any { return new(Throttle) }},
+	}
+}
+
+// recordsJSONToCBOR is the migration from schema 1: every record is read
+// with encoding/json into its type and written again with the record
+// codec.
+func recordsJSONToCBOR(tx *bolt.Tx) error {
+	for _, rb := range recordBuckets() {
+		b := tx.Bucket(rb.bucket)
+		type kv struct{ k, v []byte }
+		var out []kv
+		err := b.ForEach(func(k, v []byte) error {
+			rec := rb.newRec()
+			if err := json.Unmarshal(v, rec); err != nil {
+				return fmt.Errorf("%s/%s: %w", rb.bucket, k, err)
+			}
+			enc, err := encodeRecord(rec)
+			if err != nil {
+				return fmt.Errorf("%s/%s: %w", rb.bucket, k, err)
+			}
+			out = append(out, kv{append([]byte(nil), k...), enc})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, e := range out {
+			if err := b.Put(e.k, e.v); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
 
-// put stores v as JSON under key. Records are small; JSON keeps the file
-// inspectable with bbolt's own tools.
-func put(tx *bolt.Tx, bucket []byte, key string, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("fsm: encode record: %v", err))
-	}
-	if err := tx.Bucket(bucket).Put([]byte(key), b); err != nil {
-		panic(fmt.Sprintf("fsm: put: %v", err))
-	}
-}
-
-// get decodes the record under key into v; false when absent.
-func get(tx *bolt.Tx, bucket []byte, key string, v any) bool {
-	b := tx.Bucket(bucket).Get([]byte(key))
-	if b == nil {
-		return false
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		panic(fmt.Sprintf("fsm: decode record %s/%s: %v", bucket, key, err))
-	}
-	return true
-}
-
-func del(tx *bolt.Tx, bucket []byte, key string) {
-	if err := tx.Bucket(bucket).Delete([]byte(key)); err != nil {
-		panic(fmt.Sprintf("fsm: delete: %v", err))
-	}
-}
-
-func exists(tx *bolt.Tx, bucket []byte, key string) bool {
-	return tx.Bucket(bucket).Get([]byte(key)) != nil
-}
-
-func mustUnmarshal(b []byte, v any) {
-	if err := json.Unmarshal(b, v); err != nil {
-		panic(fmt.Sprintf("fsm: decode record: %v", err))
-	}
-}
-
+// decode reads a command's payload (JSON, as the raft log holds it).
 func decode[T any](payload []byte) T {
 	var v T
 	if err := json.Unmarshal(payload, &v); err != nil {

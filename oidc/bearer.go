@@ -144,20 +144,20 @@ func (p *Provider) parseAccessTokenCaughtUp(ctx context.Context, raw string, now
 // checkAccessToken is parseAccessToken plus the live check of the store,
 // never cached: not revoked, app and SSO session live, app not suspended,
 // organization and membership active, person exists
-// (fsm.State.CheckAccessLite). With email set and the email scope granted,
+// (fsm.State.CheckAccess). With email set and the email scope granted,
 // it also reads the person's email. A store that cannot be read is an
 // error other than errTokenInvalid.
-func (p *Provider) checkAccessToken(ctx context.Context, raw string, now time.Time, email bool) (accessToken, fsm.AccessLite, error) {
+func (p *Provider) checkAccessToken(ctx context.Context, raw string, now time.Time, email bool) (accessToken, fsm.Access, error) {
 	tok, err := p.parseAccessTokenCaughtUp(ctx, raw, now)
 	if err != nil {
-		return tok, fsm.AccessLite{}, err
+		return tok, fsm.Access{}, err
 	}
 	// Only a well-formed token of ours costs a read index: no acknowledged
 	// logout, revocation or suspension anywhere may be missed here.
 	if err := p.linearize(ctx); err != nil {
-		return tok, fsm.AccessLite{}, err
+		return tok, fsm.Access{}, err
 	}
-	acc, err := p.cfg.State.CheckAccessLite(tok.jti, tok.sid, now, email && tok.hasScope(ScopeEmail))
+	acc, err := p.cfg.State.CheckAccess(tok.jti, tok.sid, now, email && tok.hasScope(ScopeEmail))
 	switch {
 	case errors.Is(err, fsm.ErrNotFound), errors.Is(err, fsm.ErrSessionEnded),
 		errors.Is(err, fsm.ErrAccessChanged), errors.Is(err, fsm.ErrAlreadyUsed):
@@ -202,7 +202,7 @@ const (
 // is checkAccessToken's. On failure it has answered: 401 invalid_token
 // (SPEC.md 7.4) for every token problem, or 500 when the store could not
 // be read.
-func (p *Provider) bearer(w http.ResponseWriter, r *http.Request, style bearerStyle, email bool) (accessToken, fsm.AccessLite, bool) {
+func (p *Provider) bearer(w http.ResponseWriter, r *http.Request, style bearerStyle, email bool) (accessToken, fsm.Access, bool) {
 	tok, acc, err := p.checkAccessToken(r.Context(), bearerToken(r), p.now(), email)
 	switch {
 	case err == nil:

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/ratelimit"
 	"github.com/oidcd/oidcd/internal/undo"
 )
 
@@ -55,10 +56,11 @@ type Config struct {
 	Logger          *slog.Logger
 	Registerer      prometheus.Registerer
 
-	// Now is the clock handed to the RateLimiter; default time.Now.
-	Now func() time.Time
+	// RateLimiter decides the rate checks of every node while this node
+	// leads (RateLimiter); nil: the cluster has no rate limit.
+	RateLimiter ratelimit.Limiter
 
-	// ApplyTimeout bounds one Apply (and ReadIndex, RateAllow) when the
+	// ApplyTimeout bounds one Apply (and ReadIndex, a RateLimiter call) when the
 	// caller's context has no deadline. Default 10s.
 	ApplyTimeout time.Duration
 	// Timing, for tests. Zero values take raft's defaults.
@@ -95,10 +97,18 @@ type Cluster struct {
 	stream      *streamLayer
 	fwd         *forwarder // forward.go
 	gossip      *gossiper  // gossip.go
+
+	// Set by New for Start.
+	raftConfig *raft.Config
+	snaps      raft.SnapshotStore
+	existing   bool // raft state on disk: no bootstrap
+	started    bool
 }
 
-// New opens raft on cfg.DataDir and starts it. With BootstrapExpect 1 and no
-// existing raft state, it bootstraps a single-voter configuration.
+// New opens the raft stores on cfg.DataDir and listens on the raft
+// address, without starting raft: the node hands the Cluster (its Apply,
+// ReadIndex and RateLimiter) to the packages that use it and hooks them
+// to the FSM, and then calls Start. Shutdown undoes New alone too.
 func New(cfg Config) (_ *Cluster, err error) {
 	var cleanup undo.Stack
 	defer cleanup.OnError(&err)
@@ -107,6 +117,10 @@ func New(cfg Config) (_ *Cluster, err error) {
 	}
 	if cfg.ApplyTimeout == 0 {
 		cfg.ApplyTimeout = 10 * time.Second
+	}
+	if forming := cfg.BootstrapExpect > 1 && len(cfg.BootstrapPeers) == 0; (forming || len(cfg.Gossip.Join) > 0) &&
+		len(cfg.Gossip.Key) != 32 && len(cfg.Transport.ClusterKey) != 32 {
+		return nil, ErrNoGossipKey // startGossip would refuse it
 	}
 	dir := filepath.Join(cfg.DataDir, "raft")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -170,34 +184,45 @@ func New(cfg Config) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := raft.NewRaft(rc, cfg.FSM, store, store, snaps, transport)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: raft: %w", err)
+	return &Cluster{cfg: cfg, log: cfg.Logger, fsm: cfg.FSM, store: store, transport: transport, stream: stream,
+		stopped: make(chan struct{}), raftConfig: rc, snaps: snaps, existing: existing}, nil
+}
+
+// Start starts raft (replaying the log tail into the FSM), the forwarding
+// of writes, the bootstrap of a new cluster (with BootstrapExpect 1 and no
+// raft state, a single voter) and gossip. It is called once; on an error
+// the caller shuts the Cluster down.
+func (c *Cluster) Start() error {
+	if c.started {
+		return errors.New("cluster: started twice")
 	}
-	c := &Cluster{cfg: cfg, log: cfg.Logger, raft: r, fsm: cfg.FSM, store: store, transport: transport, stream: stream, stopped: make(chan struct{})}
-	cleanup.Reset(func() { c.Shutdown() }) // from here Shutdown undoes it all
-	c.metrics = newMetrics(c, cfg.Registerer)
-	registerSnapshotMetrics(cfg.Registerer, cfg.FSM)
+	r, err := raft.NewRaft(c.raftConfig, c.fsm, c.store, c.store, c.snaps, c.transport)
+	if err != nil {
+		return fmt.Errorf("cluster: raft: %w", err)
+	}
+	c.raft, c.started = r, true
+	c.metrics = newMetrics(c, c.cfg.Registerer)
+	registerSnapshotMetrics(c.cfg.Registerer, c.fsm)
 	if err := c.startForwarding(); err != nil {
-		return nil, err
+		return err
 	}
 	switch {
-	case existing:
-	case len(cfg.BootstrapPeers) > 0:
-		err = c.bootstrap(cfg.BootstrapPeers)
-	case cfg.BootstrapExpect <= 1 && len(cfg.Gossip.Join) == 0:
-		err = c.bootstrap([]raft.Server{{Suffrage: raft.Voter, ID: rc.LocalID, Address: transport.LocalAddr()}})
+	case c.existing:
+	case len(c.cfg.BootstrapPeers) > 0:
+		err = c.bootstrap(c.cfg.BootstrapPeers)
+	case c.cfg.BootstrapExpect <= 1 && len(c.cfg.Gossip.Join) == 0:
+		err = c.bootstrap([]raft.Server{{Suffrage: raft.Voter, ID: c.raftConfig.LocalID, Address: c.transport.LocalAddr()}})
 	}
 	if err == nil {
-		err = c.startGossip(existing)
+		err = c.startGossip(c.existing)
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	c.observer.Add(1)
 	go c.watchLeadership()
 	c.electAloneNow()
-	return c, nil
+	return nil
 }
 
 // electAloneNow spares a node that is the only voter of its configuration
@@ -382,10 +407,12 @@ func (c *Cluster) Shutdown() error {
 	var err error
 	c.shutOnce.Do(func() {
 		c.Stop()
-		c.drainForwarding()
-		c.stopGossip()
-		err = c.raft.Shutdown().Error()
-		c.stopForwarding()
+		if c.started {
+			c.drainForwarding()
+			c.stopGossip()
+			err = c.raft.Shutdown().Error()
+			c.stopForwarding()
+		}
 		c.observer.Wait()
 		c.stopLoops()
 		c.transport.Close()

@@ -45,6 +45,9 @@ func start(t *testing.T, dir string, addr string, cfgFn func(*Config)) *testNode
 	}
 	n := &testNode{c: c, f: f, dir: dir}
 	t.Cleanup(n.stop)
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := c.WaitLeader(ctx); err != nil {
@@ -176,6 +179,9 @@ func BenchmarkApply(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer func() { c.Shutdown(); f.Close() }()
+	if err := c.Start(); err != nil {
+		b.Fatal(err)
+	}
 	c.WaitLeader(context.Background())
 	cmd := fsm.MustCommand(fsm.TypeNoop, struct{}{})
 	b.SetParallelism(16)

@@ -9,4 +9,8 @@
 //     not have happened and the caller answers "temporarily unavailable".
 //   - Loops that only the leader runs are registered with OnLeader and are
 //     started and stopped in one place, on leadership changes.
+//   - New opens the stores and listens; Start starts raft. Between the two
+//     the node hands the Cluster (Apply, ReadIndex, RateLimiter) to the
+//     packages that use it and hooks them to the FSM, so nothing applied on
+//     start-up reaches a consumer that does not exist yet.
 package cluster

@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/ratelimit"
 )
 
 // leaderPoll is how often a caller looks again for a leader while none is
@@ -25,20 +25,9 @@ type forwarder struct {
 	server rpcServer
 	reads  readIndexer
 	stop   context.CancelFunc
-
-	limMu   sync.RWMutex
-	limiter RateLimiter
 }
 
-// RateLimiter decides whether a request under key may proceed at now; when
-// not, it says how long to wait. Only the leader's limiter is consulted, so
-// limits hold for the cluster as a whole. Its state is not replicated: a
-// new leader starts afresh.
-type RateLimiter interface {
-	Allow(key string, now time.Time) (allowed bool, retryAfter time.Duration, err error)
-}
-
-// ErrNoRateLimiter: the leader has no RateLimiter registered.
+// ErrNoRateLimiter: the leader has no Config.RateLimiter.
 var ErrNoRateLimiter = errors.New("cluster: no rate limiter")
 
 func (c *Cluster) startForwarding() error {
@@ -95,7 +84,7 @@ func (c *Cluster) serveOp(ctx context.Context, op byte, body []byte) ([]byte, er
 		}
 		return u64(idx), nil
 	case opRate:
-		return c.leaderRate(string(body))
+		return c.leaderRate(ctx, string(body))
 	}
 	return nil, fmt.Errorf("cluster: unknown operation %d", op)
 }
@@ -155,21 +144,22 @@ func (c *Cluster) forwardApply(ctx context.Context, cmd fsm.Command) (fsm.Result
 	return res, nil
 }
 
-// SetRateLimiter registers the limiter this node consults while it leads.
-// Every node should register one: any of them may become leader.
-func (c *Cluster) SetRateLimiter(l RateLimiter) {
-	c.fwd.limMu.Lock()
-	c.fwd.limiter = l
-	c.fwd.limMu.Unlock()
-}
+// RateLimiter is the cluster's request-rate limiter: every call is decided
+// by the leader's Config.RateLimiter (here, or over the leader's
+// forwarding connection), so a limit holds for the cluster as a whole.
+// Its state is not replicated: a new leader starts afresh. Errors:
+// ErrNoLeader (wrapped) when no leader answers before ctx ends; any other
+// error means the limiter could not answer.
+func (c *Cluster) RateLimiter() ratelimit.Limiter { return leaderLimiter{c} }
 
-// RateAllow asks the leader's RateLimiter whether a request under key may
-// proceed. Errors: ErrNoLeader (wrapped) when no leader answers before ctx
-// ends; any other error means the limiter could not answer.
-func (c *Cluster) RateAllow(ctx context.Context, key string) (bool, time.Duration, error) {
-	ctx, cancel := c.bound(ctx)
+type leaderLimiter struct{ c *Cluster }
+
+var _ ratelimit.Limiter = leaderLimiter{}
+
+func (l leaderLimiter) Allow(ctx context.Context, key string) (bool, time.Duration, error) {
+	ctx, cancel := l.c.bound(ctx)
 	defer cancel()
-	reply, err := c.leaderDo(ctx, opRate, []byte(key))
+	reply, err := l.c.leaderDo(ctx, opRate, []byte(key))
 	if err != nil {
 		return false, 0, err
 	}
@@ -180,17 +170,14 @@ func (c *Cluster) RateAllow(ctx context.Context, key string) (bool, time.Duratio
 	return reply[0] == 1, time.Duration(binary.BigEndian.Uint64(reply[1:])), nil
 }
 
-func (c *Cluster) leaderRate(key string) ([]byte, error) {
+func (c *Cluster) leaderRate(ctx context.Context, key string) ([]byte, error) {
 	if c.raft.State() != raft.Leader {
 		return nil, ErrNotLeader
 	}
-	c.fwd.limMu.RLock()
-	l := c.fwd.limiter
-	c.fwd.limMu.RUnlock()
-	if l == nil {
+	if c.cfg.RateLimiter == nil {
 		return nil, ErrNoRateLimiter
 	}
-	ok, wait, err := l.Allow(key, c.now())
+	ok, wait, err := c.cfg.RateLimiter.Allow(ctx, key)
 	if err != nil {
 		return nil, err
 	}
@@ -269,13 +256,6 @@ func (c *Cluster) bound(ctx context.Context) (context.Context, context.CancelFun
 		return ctx, func() {}
 	}
 	return context.WithTimeout(ctx, c.cfg.ApplyTimeout)
-}
-
-func (c *Cluster) now() time.Time {
-	if c.cfg.Now != nil {
-		return c.cfg.Now()
-	}
-	return time.Now()
 }
 
 // timeLeft is the time until ctx's deadline, or d when it has none.

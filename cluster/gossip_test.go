@@ -66,6 +66,11 @@ func startGossipNode(t *testing.T, id, dir string, mod func(*Config)) *gnode {
 		f.Close()
 		t.Fatalf("start %s: %v", id, err)
 	}
+	if err := c.Start(); err != nil {
+		c.Shutdown()
+		f.Close()
+		t.Fatalf("start %s: %v", id, err)
+	}
 	n := &gnode{id: id, dir: dir, c: c, f: f}
 	t.Cleanup(n.stop)
 	return n

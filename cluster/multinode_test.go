@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/ratelimit"
 )
 
 var (
@@ -109,6 +110,11 @@ func (mc *mcluster) startNode(id string, ln net.Listener, peers []raft.Server, k
 	c, err := New(cfg)
 	if err != nil {
 		ln.Close()
+		f.Close()
+		mc.tb.Fatalf("start %s: %v", id, err)
+	}
+	if err := c.Start(); err != nil {
+		c.Shutdown()
 		f.Close()
 		mc.tb.Fatalf("start %s: %v", id, err)
 	}
@@ -607,7 +613,7 @@ func TestMinorityFailsWithinDeadline(t *testing.T) {
 			}},
 			{"read index", n.c.ReadIndex},
 			{"rate", func(ctx context.Context) error {
-				_, _, err := n.c.RateAllow(ctx, "k")
+				_, _, err := n.c.RateLimiter().Allow(ctx, "k")
 				return err
 			}},
 		}
@@ -625,11 +631,8 @@ func TestMinorityFailsWithinDeadline(t *testing.T) {
 		}
 	}
 	t.Run("follower cut off", func(t *testing.T) {
-		mc := newMCluster(t, 3, fwdKey)
+		mc := newMCluster(t, 3, fwdKey, withRateLimit)
 		_, fs := mc.roles()
-		for _, n := range mc.nodes {
-			n.c.SetRateLimiter(newWindowLimiter(5, time.Minute))
-		}
 		mc.net.isolate(fs[0].addr)
 		check(t, fs[0])
 		// The majority carries on, and the node catches up once healed.
@@ -644,11 +647,8 @@ func TestMinorityFailsWithinDeadline(t *testing.T) {
 		}
 	})
 	t.Run("leader cut off", func(t *testing.T) {
-		mc := newMCluster(t, 3, fwdKey)
+		mc := newMCluster(t, 3, fwdKey, withRateLimit)
 		leader, _ := mc.roles()
-		for _, n := range mc.nodes {
-			n.c.SetRateLimiter(newWindowLimiter(5, time.Minute))
-		}
 		mc.net.isolate(leader.addr)
 		check(t, leader)
 	})
@@ -661,44 +661,26 @@ func TestMinorityFailsWithinDeadline(t *testing.T) {
 	})
 }
 
-// windowLimiter allows max requests per key in any window (sliding log).
-type windowLimiter struct {
-	mu     sync.Mutex
-	max    int
-	window time.Duration
-	seen   map[string][]time.Time
+// testLimiter is a node's Config.RateLimiter: 5 requests a minute per
+// key, or an error while broken.
+type testLimiter struct {
+	w      *ratelimit.Window
+	broken atomic.Bool
 }
 
-func newWindowLimiter(max int, window time.Duration) *windowLimiter {
-	return &windowLimiter{max: max, window: window, seen: map[string][]time.Time{}}
-}
-
-func (l *windowLimiter) Allow(key string, now time.Time) (bool, time.Duration, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	log := l.seen[key]
-	for len(log) > 0 && !log[0].After(now.Add(-l.window)) {
-		log = log[1:]
+func (l *testLimiter) Allow(ctx context.Context, key string) (bool, time.Duration, error) {
+	if l.broken.Load() {
+		return false, 0, errors.New("limiter store unavailable")
 	}
-	if len(log) >= l.max {
-		l.seen[key] = log
-		return false, log[0].Add(l.window).Sub(now), nil
-	}
-	l.seen[key] = append(log, now)
-	return true, 0, nil
+	return l.w.Allow(ctx, key)
 }
 
-type brokenLimiter struct{}
-
-func (brokenLimiter) Allow(string, time.Time) (bool, time.Duration, error) {
-	return false, 0, errors.New("limiter store unavailable")
+func withRateLimit(c *Config) {
+	c.RateLimiter = &testLimiter{w: ratelimit.NewWindow(5, time.Minute, 1000, time.Now)}
 }
 
 func TestRateLimitHoldsClusterWide(t *testing.T) {
-	mc := newMCluster(t, 3, fwdKey)
-	for _, n := range mc.nodes {
-		n.c.SetRateLimiter(newWindowLimiter(5, time.Minute))
-	}
+	mc := newMCluster(t, 3, fwdKey, withRateLimit)
 	// The limiter's state lives on the leader: if leadership moves during
 	// an attempt (a loaded machine), the count restarts and the attempt is
 	// repeated with a new key.
@@ -709,7 +691,7 @@ func TestRateLimitHoldsClusterWide(t *testing.T) {
 		var got []string
 		order := []*mnode{fs[0], fs[1], leader, fs[0], fs[1], fs[0], fs[1], leader}
 		for _, n := range order {
-			ok, retry, err := n.c.RateAllow(withTimeout(t, 5*time.Second), key)
+			ok, retry, err := n.c.RateLimiter().Allow(withTimeout(t, 5*time.Second), key)
 			switch {
 			case err != nil:
 				got = append(got, "error: "+err.Error())
@@ -736,14 +718,10 @@ func TestRateLimitHoldsClusterWide(t *testing.T) {
 	}
 
 	leader, fs := mc.roles()
-	leader.c.SetRateLimiter(brokenLimiter{})
-	_, _, err := fs[0].c.RateAllow(withTimeout(t, 5*time.Second), "client-x")
+	leader.c.cfg.RateLimiter.(*testLimiter).broken.Store(true)
+	_, _, err := fs[0].c.RateLimiter().Allow(withTimeout(t, 5*time.Second), "client-x")
 	if err == nil || errors.Is(err, ErrNoLeader) {
 		t.Fatalf("broken limiter: got %v, want a limiter error", err)
-	}
-	leader.c.SetRateLimiter(nil)
-	if _, _, err := fs[0].c.RateAllow(withTimeout(t, 5*time.Second), "client-x"); err == nil || errors.Is(err, ErrNoLeader) {
-		t.Fatalf("no limiter on the leader: got %v, want an error", err)
 	}
 }
 

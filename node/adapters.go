@@ -5,14 +5,12 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"time"
 
 	"github.com/oidcd/oidcd/cluster"
 	"github.com/oidcd/oidcd/internal/httpx"
 
 	"github.com/oidcd/oidcd/internal/admin"
 	"github.com/oidcd/oidcd/keys"
-	"github.com/oidcd/oidcd/oidc"
 )
 
 // adminKeys adapts keys.Manager to the admin API's Keys interface.
@@ -106,12 +104,4 @@ func (a adminCluster) leaderHTTP(ctx context.Context) string {
 		}
 	}
 	return "node " + id + ", raft address " + addr
-}
-
-// rateAdapter lets the leader's cluster RPC consult oidc's sliding-window
-// limiter (which keeps its own clock).
-type rateAdapter oidc.RateAllowFunc
-
-func (f rateAdapter) Allow(key string, _ time.Time) (bool, time.Duration, error) {
-	return f(context.Background(), key)
 }

@@ -48,7 +48,7 @@ func TestDrainHandsLeadershipOver(t *testing.T) {
 func mustCreateOrg(t *testing.T, c *testcluster.Cluster) {
 	t.Helper()
 	l := c.Leader()
-	res, err := c.Node(l).Apply(context.Background(), fsm.MustCommand(fsm.TypeCreateOrg, fsm.CreateOrg{ID: "11111111-2222-3333-4444-555555555555", Slug: "after", Name: "After"}))
+	res, err := c.Node(l).Cluster().Apply(context.Background(), fsm.MustCommand(fsm.TypeCreateOrg, fsm.CreateOrg{ID: "11111111-2222-3333-4444-555555555555", Slug: "after", Name: "After"}))
 	if err != nil || res.Err != nil {
 		t.Fatalf("write after the hand-over: %v %v", err, res.Err)
 	}

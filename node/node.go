@@ -31,6 +31,7 @@ import (
 	"github.com/oidcd/oidcd/internal/httpx"
 	"github.com/oidcd/oidcd/internal/kek"
 	"github.com/oidcd/oidcd/internal/password"
+	"github.com/oidcd/oidcd/internal/ratelimit"
 	"github.com/oidcd/oidcd/internal/sms"
 	"github.com/oidcd/oidcd/internal/undo"
 	"github.com/oidcd/oidcd/keys"
@@ -106,47 +107,21 @@ func New(cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	cleanup.Push(func() { n.fsm.Close() })
-	// The key manager caches parsed keys and the JWKS bytes; the FSM tells it
-	// when the key set changes. The hook must be in place before raft
-	// starts applying entries. Its writes go through n.Apply, which reaches
-	// the cluster built next.
-	n.keys = keys.New(keys.Config{
-		State:       n.fsm.State(),
-		Applier:     n,
-		Now:         cfg.Now,
-		Logger:      n.log,
-		PublishLead: cfg.KeyPublishLead,
-		Retention:   cfg.KeyRetention,
-		RotateEvery: cfg.KeyRotation,
-		KEK:         n.kek,
-	})
-	// Refuse to start on secrets this node cannot open (no --kek-file, or
-	// another one than the one they were sealed under).
-	if err := n.checkSecrets(); err != nil {
-		return nil, err
-	}
-	ui, err := webui.New()
+	// The cluster is built first and started last: raft replays the log
+	// tail into the FSM as soon as it starts, so everything the FSM's
+	// OnApply hook reaches (the key cache, the logout sender) must exist
+	// by then, and each of them gets the cluster itself as its Applier.
+	//
+	// SPEC.md section 8's limits hold for the cluster as a whole: every
+	// node asks the leader, whose window alone counts (cluster.RateLimiter).
+	window, err := ratelimit.Parse(cfg.RateLimit, cfg.Now)
 	if err != nil {
 		return nil, err
 	}
-	n.logout, err = logout.New(logout.Config{
-		Issuer:        cfg.Issuer,
-		State:         n.fsm.State(),
-		Applier:       n,
-		Keys:          n.keys,
-		UI:            ui,
-		Now:           cfg.Now,
-		Logger:        n.log,
-		Registerer:    n.registry,
-		SessionCookie: oidc.CookieName(oidc.SessionCookie, "/", strings.HasPrefix(cfg.Issuer, "https://")),
-		ReadIndex:     n.readIndex,
-		SecureCookies: strings.HasPrefix(cfg.Issuer, "https://"),
-	})
-	if err != nil {
-		return nil, err
+	var leaderLimiter ratelimit.Limiter
+	if window != nil {
+		leaderLimiter = window
 	}
-	// The hook must be in place before raft starts applying entries.
-	n.fsm.OnApply = n.onApply
 	key, err := nodeClusterKey(&cfg)
 	if err != nil {
 		return nil, err
@@ -167,12 +142,12 @@ func New(cfg Config) (_ *Node, err error) {
 		RaftListener:     cfg.RaftListener,
 		Dial:             cfg.Dial,
 		ApplyTimeout:     applyTimeout,
-		Now:              cfg.Now,
 		BootstrapPeers:   peers,
 		Transport:        cluster.TransportConfig{ClusterKey: key},
 		Gossip:           cluster.GossipConfig{Addr: cfg.GossipAddr, Join: cfg.Join, HTTPAddr: httpAddr, Version: cfg.Version},
 		BootstrapExpect:  cfg.BootstrapExpect,
 		FSM:              n.fsm,
+		RateLimiter:      leaderLimiter,
 		Logger:           n.log,
 		Registerer:       n.registry,
 		HeartbeatTimeout: cfg.HeartbeatTimeout,
@@ -187,14 +162,48 @@ func New(cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	cleanup.Push(func() { n.cluster.Shutdown() })
+	// The key manager caches parsed keys and the JWKS bytes; the FSM tells
+	// it when the key set changes (onApply).
+	n.keys = keys.New(keys.Config{
+		State:       n.fsm.State(),
+		Applier:     n.cluster,
+		Now:         cfg.Now,
+		Logger:      n.log,
+		PublishLead: cfg.KeyPublishLead,
+		Retention:   cfg.KeyRetention,
+		RotateEvery: cfg.KeyRotation,
+		KEK:         n.kek,
+	})
+	// Refuse to start on secrets this node cannot open (no --kek-file, or
+	// another one than the one they were sealed under).
+	if err := n.checkSecrets(); err != nil {
+		return nil, err
+	}
+	ui, err := webui.New()
+	if err != nil {
+		return nil, err
+	}
+	n.logout, err = logout.New(logout.Config{
+		Issuer:        cfg.Issuer,
+		State:         n.fsm.State(),
+		Applier:       n.cluster,
+		Keys:          n.keys,
+		UI:            ui,
+		Now:           cfg.Now,
+		Logger:        n.log,
+		Registerer:    n.registry,
+		SessionCookie: oidc.CookieName(oidc.SessionCookie, "/", strings.HasPrefix(cfg.Issuer, "https://")),
+		ReadIndex:     n.readIndex,
+		SecureCookies: strings.HasPrefix(cfg.Issuer, "https://"),
+	})
+	if err != nil {
+		return nil, err
+	}
 	n.hasher = password.New(cfg.PasswordParams, runtime.GOMAXPROCS(0))
-	n.cluster.OnLeader(n.keys.Run)
-	n.cluster.OnLeader(n.bootstrapOnce)
-	n.cluster.OnLeader(n.reapLoop)
 	n.provider, err = oidc.New(oidc.Config{
 		Issuer:      cfg.Issuer,
 		State:       n.fsm.State(),
-		Applier:     n,
+		Applier:     n.cluster,
 		Keys:        n.keys,
 		UI:          ui,
 		Hasher:      n.hasher,
@@ -202,7 +211,7 @@ func New(cfg Config) (_ *Node, err error) {
 		Logger:      n.log,
 		Registerer:  n.registry,
 		RateLimit:   cfg.RateLimit,
-		RateAllow:   n.cluster.RateAllow,
+		RateLimiter: n.cluster.RateLimiter(),
 		ReadIndex:   n.readIndex,
 		SessionIdle: cfg.SessionIdle,
 		SessionMax:  cfg.SessionMax,
@@ -214,16 +223,14 @@ func New(cfg Config) (_ *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	// One limiter per node, consulted only while the node leads, so SPEC.md
-	// section 8's limits hold for the cluster as a whole.
-	local, err := oidc.NewLocalLimiter(cfg.RateLimit, cfg.Now)
-	if err != nil {
+	n.fsm.OnApply = n.onApply
+	n.cluster.OnLeader(n.keys.Run)
+	n.cluster.OnLeader(n.bootstrapOnce)
+	n.cluster.OnLeader(n.reapLoop)
+	n.cluster.OnLeader(n.logout.RunSender)
+	if err := n.cluster.Start(); err != nil {
 		return nil, err
 	}
-	if local != nil {
-		n.cluster.SetRateLimiter(rateAdapter(local))
-	}
-	n.cluster.OnLeader(n.logout.RunSender)
 	n.registerOpsMetrics()
 	n.handler, n.admin = n.routes()
 	return n, nil
@@ -343,15 +350,6 @@ func (n *Node) readIndex(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, readIndexTimeout)
 	defer cancel()
 	return n.cluster.ReadIndex(ctx)
-}
-
-var _ fsm.Applier = (*Node)(nil)
-
-// Apply replicates a command through raft (the write path of every
-// package that must not import cluster). It exists because keys is built,
-// and hooked to the FSM, before the cluster starts replaying the log.
-func (n *Node) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
-	return n.cluster.Apply(ctx, cmd)
 }
 
 // Start listens (unless a listener was given) and serves HTTP in the

@@ -21,7 +21,7 @@ func TestMetrics(t *testing.T) {
 	bcIntrospect(t, h, hConfidential, hSecret, tok.AccessToken)     // active
 	bcIntrospect(t, h, hOtherOrgApp, hOtherSecret, tok.AccessToken) // inactive
 	bcDo(t, h, bcReq{method: "POST", path: PathRevoke, user: hConfidential, pass: hSecret, form: url.Values{"token": {tok.AccessToken}}})
-	h.p.limiter, _ = newRateLimiter("1/60s", h.clock.Now)
+	h.p.limiter, _ = newRateLimiter("1/60s", nil, h.clock.Now)
 	bcExchange(t, h, hConfidential, hSecret, newID())
 	bcExchange(t, h, hConfidential, hSecret, newID()) // limited
 

@@ -18,6 +18,7 @@ import (
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/kek"
 	"github.com/oidcd/oidcd/internal/password"
+	"github.com/oidcd/oidcd/internal/ratelimit"
 	"github.com/oidcd/oidcd/internal/seal"
 	"github.com/oidcd/oidcd/internal/sms"
 	"github.com/oidcd/oidcd/keys"
@@ -78,10 +79,11 @@ type Config struct {
 
 	// RateLimit is "N/duration" (default "5/60s") or "off" (SPEC.md 8).
 	RateLimit string
-	// RateAllow, when set and RateLimit is not "off", decides instead of
-	// this node's own limiter (a cluster-wide limiter on the leader). Its
-	// errors are answered 500 server_error (SPEC.md 4.5).
-	RateAllow RateAllowFunc
+	// RateLimiter, when set and RateLimit is not "off", decides instead of
+	// a limiter of this provider's own (the cluster's, kept on its leader:
+	// cluster.Cluster.RateLimiter). Its errors are answered 500
+	// server_error (SPEC.md 4.5).
+	RateLimiter ratelimit.Limiter
 	// SessionIdle and SessionMax bound the SSO session (defaults 2h, 12h).
 	SessionIdle time.Duration
 	SessionMax  time.Duration
@@ -151,11 +153,8 @@ func New(cfg Config) (*Provider, error) {
 		cfg.SMSEnabled = true
 	}
 	p := &Provider{cfg: cfg, log: cfg.Logger, issuer: u, secure: u.Scheme == "https"}
-	if p.limiter, err = newRateLimiter(cfg.RateLimit, cfg.Now); err != nil {
+	if p.limiter, err = newRateLimiter(cfg.RateLimit, cfg.RateLimiter, cfg.Now); err != nil {
 		return nil, err
-	}
-	if cfg.RateAllow != nil && p.limiter.backend != nil {
-		p.limiter.backend = cfg.RateAllow
 	}
 	p.metrics = newMetrics(cfg.Registerer)
 	p.tokens = newTokenCache(tokenCacheSize)

@@ -1,0 +1,7 @@
+// Package ratelimit is the request-rate guard of SPEC.md section 8: the
+// Limiter interface by which a handler asks whether one more request may
+// proceed, and Window, the exact sliding-window limiter behind it. A
+// cluster runs one Window on its leader and serves it to every node
+// (cluster.Cluster.RateLimiter), so a limit holds for the cluster as a
+// whole. A leaf package: it imports nothing of ours.
+package ratelimit

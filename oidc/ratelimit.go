@@ -86,4 +86,3 @@ func (p *Provider) rateLimit(w http.ResponseWriter, r *http.Request, endpoint, c
 	httpx.WriteError(w, r, http.StatusTooManyRequests, httpx.CodeRateLimited, "too many requests; retry later")
 	return false
 }
-

@@ -128,4 +128,3 @@ func TestWindowBoundedMemory(t *testing.T) {
 		t.Errorf("keys after a quiet window: got %d, want 1", got)
 	}
 }
-

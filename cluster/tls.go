@@ -137,6 +137,15 @@ func derivedTLS(key []byte, nodeID string) (*nodeTLS, error) {
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(ca)
+	t := mutualTLS(leaf, pool)
+	t.client.RootCAs, t.client.ServerName = pool, clusterHostname
+	return t, nil
+}
+
+// mutualTLS is TLS 1.3 with leaf on both sides, and the server asking for
+// and verifying a client certificate of pool. The client's verification
+// of the server is the caller's to set.
+func mutualTLS(leaf tls.Certificate, pool *x509.CertPool) *nodeTLS {
 	return &nodeTLS{
 		server: &tls.Config{
 			MinVersion:   tls.VersionTLS13,
@@ -147,10 +156,8 @@ func derivedTLS(key []byte, nodeID string) (*nodeTLS, error) {
 		client: &tls.Config{
 			MinVersion:   tls.VersionTLS13,
 			Certificates: []tls.Certificate{leaf},
-			RootCAs:      pool,
-			ServerName:   clusterHostname,
 		},
-	}, nil
+	}
 }
 
 // operatorTLS is mutual TLS 1.3 from a CA the operator provides. Peers'
@@ -187,22 +194,12 @@ func operatorTLS(tc TransportConfig) (*nodeTLS, error) {
 		})
 		return err
 	}
-	return &nodeTLS{
-		server: &tls.Config{
-			MinVersion:   tls.VersionTLS13,
-			Certificates: []tls.Certificate{leaf},
-			ClientAuth:   tls.RequireAndVerifyClientCert,
-			ClientCAs:    pool,
-		},
-		client: &tls.Config{
-			MinVersion:   tls.VersionTLS13,
-			Certificates: []tls.Certificate{leaf},
-			// The default verification would also match a host name; the
-			// chain is verified in VerifyConnection instead, which always
-			// runs, so no unverified peer gets through.
-			// #nosec G402 -- the chain is verified in VerifyConnection, against the cluster CA only
-			InsecureSkipVerify: true,
-			VerifyConnection:   verify,
-		},
-	}, nil
+	t := mutualTLS(leaf, pool)
+	// The default verification would also match a host name; the chain is
+	// verified in VerifyConnection instead, which always runs, so no
+	// unverified peer gets through.
+	// #nosec G402 -- the chain is verified in VerifyConnection, against the cluster CA only
+	t.client.InsecureSkipVerify = true
+	t.client.VerifyConnection = verify
+	return t, nil
 }

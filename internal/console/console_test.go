@@ -236,6 +236,14 @@ func TestPeopleAndMembershipsRoundTrip(t *testing.T) {
 	if err != nil || len(ms) != 1 || ms[0].Status != fsm.MembershipActive {
 		t.Fatalf("got %+v, %v", ms, err)
 	}
+	// The same again: from the person's page a page of its own, from the
+	// list the list with the problem on it.
+	r = e.post(Prefix+"memberships", url.Values{"user_id": {id}, "org_id": {org.ID}, "return": {personURL}})
+	wantStatus(t, "duplicate membership from the person's page", r, http.StatusConflict)
+	wantBody(t, "duplicate membership from the person's page", r, "Not done")
+	r = e.post(Prefix+"memberships", url.Values{"user_id": {id}, "org_id": {org.ID}})
+	wantStatus(t, "duplicate membership from the list", r, http.StatusConflict)
+	wantBody(t, "duplicate membership from the list", r, `role="alert"`, "Memberships")
 	r = e.get(personURL)
 	wantBody(t, "person page", r, "ada@example.org", "Acme", "Suspend")
 	r = e.get(Prefix + "memberships")
@@ -261,7 +269,7 @@ func TestPeopleAndMembershipsRoundTrip(t *testing.T) {
 	}
 
 	r = e.get(personURL + "/delete")
-	wantBody(t, "confirm", r, "ada@example.org")
+	wantBody(t, "confirm", r, "ada@example.org", `href="`+personURL+`"`, "Delete person")
 	r = e.post(personURL+"/delete", nil)
 	if r.Status != http.StatusSeeOther {
 		t.Fatalf("delete person: got %d\n%s", r.Status, r.Body)

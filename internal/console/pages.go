@@ -25,29 +25,18 @@ func (c *Console) routes() {
 		http.Redirect(w, r, Prefix+"cluster", http.StatusSeeOther)
 	})
 	auth("GET "+Prefix+"cluster", c.clusterPage)
-	auth("GET "+Prefix+"organizations", c.orgsPage)
-	auth("POST "+Prefix+"organizations", c.createOrg)
-	auth("GET "+Prefix+"organizations/{id}/delete", c.confirmDeleteOrg)
-	auth("POST "+Prefix+"organizations/{id}/delete", c.deleteOrg)
-	auth("GET "+Prefix+"people", c.peoplePage)
-	auth("POST "+Prefix+"people", c.createPerson)
+	orgEntity().register(c, auth)
+	personEntity().register(c, auth)
+	membershipEntity().register(c, auth)
+	clientEntity().register(c, auth)
 	auth("GET "+Prefix+"people/{id}", c.personPage)
 	auth("POST "+Prefix+"people/{id}", c.updatePerson)
 	auth("POST "+Prefix+"people/{id}/totp", c.enrollTOTP)
 	auth("POST "+Prefix+"people/{id}/totp/delete", c.removeTOTP)
 	auth("POST "+Prefix+"people/{id}/lockouts/delete", c.clearLockouts)
 	auth("POST "+Prefix+"people/{id}/recovery-codes", c.recoveryCodes)
-	auth("GET "+Prefix+"people/{id}/delete", c.confirmDeletePerson)
-	auth("POST "+Prefix+"people/{id}/delete", c.deletePerson)
-	auth("GET "+Prefix+"memberships", c.membershipsPage)
-	auth("POST "+Prefix+"memberships", c.createMembership)
 	auth("POST "+Prefix+"memberships/{id}/status", c.setMembershipStatus)
-	auth("POST "+Prefix+"memberships/{id}/delete", c.deleteMembership)
-	auth("GET "+Prefix+"clients", c.clientsPage)
-	auth("POST "+Prefix+"clients", c.createClient)
 	auth("POST "+Prefix+"clients/{id}/suspended", c.setClientSuspended)
-	auth("GET "+Prefix+"clients/{id}/delete", c.confirmDeleteClient)
-	auth("POST "+Prefix+"clients/{id}/delete", c.deleteClient)
 	auth("GET "+Prefix+"keys", c.keysPage)
 	auth("POST "+Prefix+"keys/rotate", c.rotateKey)
 	m.HandleFunc(Prefix, func(w http.ResponseWriter, r *http.Request) {
@@ -220,51 +209,18 @@ type orgsData struct {
 	Pager pager
 }
 
-func (c *Console) orgsPage(w http.ResponseWriter, r *http.Request) {
-	c.renderOrgs(w, r, c.newView(w, r, "Organizations", "orgs"), 0)
-}
-
-func (c *Console) renderOrgs(w http.ResponseWriter, r *http.Request, v *view, status int) {
-	orgs, pg, status := listPage[admin.Org](c, r, v, status, "/organizations", "organizations")
-	v.Data = orgsData{Orgs: orgs, Pager: pg}
-	c.render(w, status, "orgs", v)
-}
-
-func (c *Console) createOrg(w http.ResponseWriter, r *http.Request) {
-	body := map[string]string{"slug": strings.TrimSpace(r.PostForm.Get("slug")), "name": strings.TrimSpace(r.PostForm.Get("name"))}
-	if err := c.call(r, "POST", "/organizations", body, nil); err != nil {
-		v := c.newView(w, r, "Organizations", "orgs")
-		v.Form = r.PostForm
-		c.renderOrgs(w, r, v, c.fail(r, v, err))
-		return
+func orgEntity() *entity[admin.Org] {
+	return &entity[admin.Org]{api: "/organizations", path: "organizations", nav: "orgs", title: "Organizations", page: "orgs", key: "org",
+		data: func(_ *Console, _ *http.Request, orgs []admin.Org, pg pager) any {
+			return orgsData{Orgs: orgs, Pager: pg}
+		},
+		body: func(f url.Values) (any, []httpx.Detail) {
+			return map[string]string{"slug": strings.TrimSpace(f.Get("slug")), "name": strings.TrimSpace(f.Get("name"))}, nil
+		},
+		what:        "organization",
+		consequence: "Its members' sessions in its apps end at once and those apps get back-channel logout tokens. This cannot be undone.",
+		name:        func(o admin.Org) (string, string) { return o.ID, o.Name + " (" + o.Slug + ")" },
 	}
-	done(w, r, Prefix+"organizations", "org-created")
-}
-
-// confirmData is a deletion to confirm.
-type confirmData struct {
-	What, Name, Consequence, Action, Back string
-}
-
-func (c *Console) confirmDeleteOrg(w http.ResponseWriter, r *http.Request) {
-	var o admin.Org
-	if err := c.call(r, "GET", "/organizations/"+pathID(r.PathValue("id")), nil, &o); err != nil {
-		c.apiMessage(w, r, err)
-		return
-	}
-	v := c.newView(w, r, "Delete organization", "orgs")
-	v.Data = confirmData{What: "organization", Name: o.Name + " (" + o.Slug + ")",
-		Consequence: "Its members' sessions in its apps end at once and those apps get back-channel logout tokens. This cannot be undone.",
-		Action:      Prefix + "organizations/" + url.PathEscape(o.ID) + "/delete", Back: Prefix + "organizations"}
-	c.render(w, 0, "confirm", v)
-}
-
-func (c *Console) deleteOrg(w http.ResponseWriter, r *http.Request) {
-	if err := c.call(r, "DELETE", "/organizations/"+pathID(r.PathValue("id")), nil, nil); err != nil {
-		c.apiMessage(w, r, err)
-		return
-	}
-	done(w, r, Prefix+"organizations", "org-deleted")
 }
 
 // apiMessage shows an API error on a page of its own (for actions without
@@ -286,33 +242,30 @@ type peopleData struct {
 	Pager  pager
 }
 
-func (c *Console) peoplePage(w http.ResponseWriter, r *http.Request) {
-	c.renderPeople(w, r, c.newView(w, r, "People", "people"), 0)
-}
-
-func (c *Console) renderPeople(w http.ResponseWriter, r *http.Request, v *view, status int) {
-	people, pg, status := listPage[admin.User](c, r, v, status, "/users", "people")
-	v.Data = peopleData{People: people, Pager: pg}
-	c.render(w, status, "people", v)
-}
-
-func (c *Console) createPerson(w http.ResponseWriter, r *http.Request) {
-	f := r.PostForm
-	body := map[string]any{"email": strings.TrimSpace(f.Get("email")), "email_verified": f.Get("email_verified") != ""}
-	if pw := f.Get("password"); pw != "" {
-		body["password"] = pw
+func personEntity() *entity[admin.User] {
+	return &entity[admin.User]{api: "/users", path: "people", nav: "people", title: "People", page: "people", key: "person",
+		data: func(_ *Console, _ *http.Request, people []admin.User, pg pager) any {
+			return peopleData{People: people, Pager: pg}
+		},
+		body: func(f url.Values) (any, []httpx.Detail) {
+			body := map[string]any{"email": strings.TrimSpace(f.Get("email")), "email_verified": f.Get("email_verified") != ""}
+			if pw := f.Get("password"); pw != "" {
+				body["password"] = pw
+			}
+			if ph := strings.TrimSpace(f.Get("phone")); ph != "" {
+				body["phone"] = ph
+			}
+			return body, nil
+		},
+		reshow: withoutPassword,
+		created: func(_ *Console, w http.ResponseWriter, r *http.Request, u admin.User) {
+			done(w, r, Prefix+"people/"+url.PathEscape(u.ID), "person-created")
+		},
+		what:        "person",
+		consequence: "Every session of this person ends at once and their apps get back-channel logout tokens. The account is erased; this cannot be undone.",
+		name:        func(u admin.User) (string, string) { return u.ID, u.Email },
+		back:        func(id string) string { return Prefix + "people/" + url.PathEscape(id) },
 	}
-	if ph := strings.TrimSpace(f.Get("phone")); ph != "" {
-		body["phone"] = ph
-	}
-	var u admin.User
-	if err := c.call(r, "POST", "/users", body, &u); err != nil {
-		v := c.newView(w, r, "People", "people")
-		v.Form = withoutPassword(f)
-		c.renderPeople(w, r, v, c.fail(r, v, err))
-		return
-	}
-	done(w, r, Prefix+"people/"+url.PathEscape(u.ID), "person-created")
 }
 
 // withoutPassword drops password fields from a form being re-shown.
@@ -462,27 +415,6 @@ func (c *Console) clearLockouts(w http.ResponseWriter, r *http.Request) {
 	done(w, r, Prefix+"people/"+url.PathEscape(id), "lockouts-cleared")
 }
 
-func (c *Console) confirmDeletePerson(w http.ResponseWriter, r *http.Request) {
-	var u admin.User
-	if err := c.call(r, "GET", "/users/"+pathID(r.PathValue("id")), nil, &u); err != nil {
-		c.apiMessage(w, r, err)
-		return
-	}
-	v := c.newView(w, r, "Delete person", "people")
-	v.Data = confirmData{What: "person", Name: u.Email,
-		Consequence: "Every session of this person ends at once and their apps get back-channel logout tokens. The account is erased; this cannot be undone.",
-		Action:      Prefix + "people/" + url.PathEscape(u.ID) + "/delete", Back: Prefix + "people/" + url.PathEscape(u.ID)}
-	c.render(w, 0, "confirm", v)
-}
-
-func (c *Console) deletePerson(w http.ResponseWriter, r *http.Request) {
-	if err := c.call(r, "DELETE", "/users/"+pathID(r.PathValue("id")), nil, nil); err != nil {
-		c.apiMessage(w, r, err)
-		return
-	}
-	done(w, r, Prefix+"people", "person-deleted")
-}
-
 // ----- memberships -----
 
 type membershipsData struct {
@@ -495,39 +427,27 @@ type membershipsData struct {
 // maxChoices is how many people or organizations a form's select offers.
 const maxChoices = 100
 
-func (c *Console) membershipsPage(w http.ResponseWriter, r *http.Request) {
-	c.renderMemberships(w, r, c.newView(w, r, "Memberships", "memberships"), 0)
-}
-
-func (c *Console) renderMemberships(w http.ResponseWriter, r *http.Request, v *view, status int) {
-	ms, pg, status := listPage[admin.Membership](c, r, v, status, "/memberships", "memberships")
-	names := c.names(r)
-	d := membershipsData{People: c.firstPeople(r), Orgs: c.firstOrgs(r), Pager: pg}
-	for _, m := range ms {
-		d.Rows = append(d.Rows, membershipRow{Membership: m, Email: names.user(m.UserID), OrgName: names.org(m.OrgID)})
+// membershipEntity: a membership is deleted without a confirmation page
+// (the person and the organization stay), from its list or a person's
+// page.
+func membershipEntity() *entity[admin.Membership] {
+	return &entity[admin.Membership]{api: "/memberships", path: "memberships", nav: "memberships", title: "Memberships", page: "memberships", key: "membership",
+		data: func(c *Console, r *http.Request, ms []admin.Membership, pg pager) any {
+			names := c.names(r)
+			d := membershipsData{People: c.firstPeople(r), Orgs: c.firstOrgs(r), Pager: pg}
+			for _, m := range ms {
+				d.Rows = append(d.Rows, membershipRow{Membership: m, Email: names.user(m.UserID), OrgName: names.org(m.OrgID)})
+			}
+			return d
+		},
+		body: func(f url.Values) (any, []httpx.Detail) {
+			body := map[string]string{"user_id": f.Get("user_id"), "org_id": f.Get("org_id")}
+			if s := f.Get("status"); s != "" {
+				body["status"] = s
+			}
+			return body, nil
+		},
 	}
-	v.Data = d
-	c.render(w, status, "memberships", v)
-}
-
-func (c *Console) createMembership(w http.ResponseWriter, r *http.Request) {
-	f := r.PostForm
-	body := map[string]string{"user_id": f.Get("user_id"), "org_id": f.Get("org_id")}
-	if s := f.Get("status"); s != "" {
-		body["status"] = s
-	}
-	back := returnTo(f.Get("return"), Prefix+"memberships")
-	if err := c.call(r, "POST", "/memberships", body, nil); err != nil {
-		if back != Prefix+"memberships" {
-			c.apiMessage(w, r, err)
-			return
-		}
-		v := c.newView(w, r, "Memberships", "memberships")
-		v.Form = f
-		c.renderMemberships(w, r, v, c.fail(r, v, err))
-		return
-	}
-	done(w, r, back, "membership-created")
 }
 
 func (c *Console) setMembershipStatus(w http.ResponseWriter, r *http.Request) {
@@ -537,14 +457,6 @@ func (c *Console) setMembershipStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	done(w, r, returnTo(r.PostForm.Get("return"), Prefix+"memberships"), "membership-updated")
-}
-
-func (c *Console) deleteMembership(w http.ResponseWriter, r *http.Request) {
-	if err := c.call(r, "DELETE", "/memberships/"+pathID(r.PathValue("id")), nil, nil); err != nil {
-		c.apiMessage(w, r, err)
-		return
-	}
-	done(w, r, returnTo(r.PostForm.Get("return"), Prefix+"memberships"), "membership-deleted")
 }
 
 // returnTo accepts a console path to go back to, else def.
@@ -629,27 +541,34 @@ type clientRow struct {
 	OrgName string
 }
 
-func (c *Console) clientsPage(w http.ResponseWriter, r *http.Request) {
-	v := c.newView(w, r, "Clients", "clients")
-	v.Form = url.Values{"type": {"confidential"}, "scopes": {"openid"}, "access_token_ttl": {"600"}}
-	c.renderClients(w, r, v, 0)
-}
-
-func (c *Console) renderClients(w http.ResponseWriter, r *http.Request, v *view, status int) {
-	cls, pg, status := listPage[admin.Client](c, r, v, status, "/clients", "clients")
-	names := c.names(r)
-	d := clientsData{Orgs: c.firstOrgs(r), Pager: pg}
-	for _, cl := range cls {
-		d.Clients = append(d.Clients, clientRow{Client: cl, OrgName: names.org(cl.OrganizationID)})
+// clientEntity: a created client is shown once, with its secret.
+func clientEntity() *entity[admin.Client] {
+	return &entity[admin.Client]{api: "/clients", path: "clients", nav: "clients", title: "Clients", page: "clients", key: "client",
+		defaults: url.Values{"type": {"confidential"}, "scopes": {"openid"}, "access_token_ttl": {"600"}},
+		data: func(c *Console, r *http.Request, cls []admin.Client, pg pager) any {
+			names := c.names(r)
+			d := clientsData{Orgs: c.firstOrgs(r), Pager: pg}
+			for _, cl := range cls {
+				d.Clients = append(d.Clients, clientRow{Client: cl, OrgName: names.org(cl.OrganizationID)})
+			}
+			return d
+		},
+		body: clientBody,
+		created: func(c *Console, w http.ResponseWriter, r *http.Request, cl admin.Client) {
+			v := c.newView(w, r, "Client created", "clients")
+			v.Data = cl
+			c.render(w, http.StatusCreated, "client_created", v)
+		},
+		what:        "client",
+		consequence: "The app can no longer sign anyone in, and its tokens stop being accepted. This cannot be undone.",
+		name:        func(cl admin.Client) (string, string) { return cl.ClientID, cl.Name + " (" + cl.ClientID + ")" },
 	}
-	v.Data = d
-	c.render(w, status, "clients", v)
 }
 
 // clientBody turns the create form into the admin API's body. Fields the
 // operator left empty are left out, so the API's defaults apply; values
 // are passed on as typed, so the API's validation speaks for them.
-func clientBody(f url.Values) (map[string]any, []httpx.Detail) {
+func clientBody(f url.Values) (any, []httpx.Detail) {
 	body := map[string]any{
 		"name":               strings.TrimSpace(f.Get("name")),
 		"type":               f.Get("type"),
@@ -692,26 +611,6 @@ func lines(s string) []string {
 	return out
 }
 
-func (c *Console) createClient(w http.ResponseWriter, r *http.Request) {
-	body, bad := clientBody(r.PostForm)
-	var cl admin.Client
-	var err error
-	if len(bad) > 0 {
-		err = &apiError{Status: http.StatusBadRequest, Code: httpx.CodeValidation, Message: "request validation failed", Details: bad}
-	} else {
-		err = c.call(r, "POST", "/clients", body, &cl)
-	}
-	if err != nil {
-		v := c.newView(w, r, "Clients", "clients")
-		v.Form = r.PostForm
-		c.renderClients(w, r, v, c.fail(r, v, err))
-		return
-	}
-	v := c.newView(w, r, "Client created", "clients")
-	v.Data = cl
-	c.render(w, http.StatusCreated, "client_created", v)
-}
-
 func (c *Console) setClientSuspended(w http.ResponseWriter, r *http.Request) {
 	body := map[string]bool{"suspended": r.PostForm.Get("suspended") == "true"}
 	if err := c.call(r, "PATCH", "/clients/"+pathID(r.PathValue("id")), body, nil); err != nil {
@@ -719,27 +618,6 @@ func (c *Console) setClientSuspended(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	done(w, r, Prefix+"clients", "client-updated")
-}
-
-func (c *Console) confirmDeleteClient(w http.ResponseWriter, r *http.Request) {
-	var cl admin.Client
-	if err := c.call(r, "GET", "/clients/"+pathID(r.PathValue("id")), nil, &cl); err != nil {
-		c.apiMessage(w, r, err)
-		return
-	}
-	v := c.newView(w, r, "Delete client", "clients")
-	v.Data = confirmData{What: "client", Name: cl.Name + " (" + cl.ClientID + ")",
-		Consequence: "The app can no longer sign anyone in, and its tokens stop being accepted. This cannot be undone.",
-		Action:      Prefix + "clients/" + url.PathEscape(cl.ClientID) + "/delete", Back: Prefix + "clients"}
-	c.render(w, 0, "confirm", v)
-}
-
-func (c *Console) deleteClient(w http.ResponseWriter, r *http.Request) {
-	if err := c.call(r, "DELETE", "/clients/"+pathID(r.PathValue("id")), nil, nil); err != nil {
-		c.apiMessage(w, r, err)
-		return
-	}
-	done(w, r, Prefix+"clients", "client-deleted")
 }
 
 // ----- keys -----

@@ -101,34 +101,34 @@ func liveAccess(tx *bolt.Tx, sid string, now time.Time) (a appView, cl clientVie
 // skips the other fields.
 type (
 	appView struct {
-		SSOSessionID string    `json:"sso_session_id"`
-		ClientID     string    `json:"client_id"`
-		OrgID        string    `json:"org_id"`
-		UserID       string    `json:"user_id"`
-		EndedAt      time.Time `json:"ended_at"`
+		SSOSessionID string    `json:"sso_session_id" cbor:"2,keyasint"`
+		ClientID     string    `json:"client_id" cbor:"3,keyasint"`
+		OrgID        string    `json:"org_id" cbor:"4,keyasint"`
+		UserID       string    `json:"user_id" cbor:"5,keyasint"`
+		EndedAt      time.Time `json:"ended_at" cbor:"7,keyasint"`
 	}
 	ssoView struct {
-		IdleExpiresAt time.Time `json:"idle_expires_at"`
-		ExpiresAt     time.Time `json:"expires_at"`
-		EndedAt       time.Time `json:"ended_at"`
+		IdleExpiresAt time.Time `json:"idle_expires_at" cbor:"8,keyasint"`
+		ExpiresAt     time.Time `json:"expires_at" cbor:"9,keyasint"`
+		EndedAt       time.Time `json:"ended_at" cbor:"11,keyasint"`
 	}
 	clientView struct {
-		OrganizationID string `json:"organization_id"`
-		Suspended      bool   `json:"suspended"`
+		OrganizationID string `json:"organization_id" cbor:"7,keyasint"`
+		Suspended      bool   `json:"suspended" cbor:"13,keyasint"`
 	}
 	statusView struct {
-		Status string `json:"status"` // Org.Status, Membership.Status
+		Status string `json:"status" cbor:"4,keyasint"` // Org.Status, Membership.Status
 	}
 	userView struct {
-		Email         string `json:"email"`
-		EmailVerified bool   `json:"email_verified"`
+		Email         string `json:"email" cbor:"2,keyasint"`
+		EmailVerified bool   `json:"email_verified" cbor:"3,keyasint"`
 	}
 	// clientAuthView is State.ClientAuth's view of a Client.
 	clientAuthView struct {
-		ID             string `json:"client_id"`
-		Type           string `json:"type"`
-		SecretHash     string `json:"secret_hash"`
-		OrganizationID string `json:"organization_id"`
-		Suspended      bool   `json:"suspended"`
+		ID             string `json:"client_id" cbor:"1,keyasint"`
+		Type           string `json:"type" cbor:"3,keyasint"`
+		SecretHash     string `json:"secret_hash" cbor:"4,keyasint"`
+		OrganizationID string `json:"organization_id" cbor:"7,keyasint"`
+		Suspended      bool   `json:"suspended" cbor:"13,keyasint"`
 	}
 )

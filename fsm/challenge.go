@@ -11,11 +11,11 @@ import (
 // library's session data, replicated so that any node can finish a
 // ceremony another node began. It is taken (read and deleted) once.
 type Challenge struct {
-	ID        string          `json:"id"`
-	UserID    string          `json:"user_id"`
-	Purpose   string          `json:"purpose"` // "register" or "assert"
-	Data      json.RawMessage `json:"data"`
-	ExpiresAt time.Time       `json:"expires_at"`
+	ID        string          `json:"id" cbor:"1,keyasint"`
+	UserID    string          `json:"user_id" cbor:"2,keyasint"`
+	Purpose   string          `json:"purpose" cbor:"3,keyasint"` // "register" or "assert"
+	Data      json.RawMessage `json:"data" cbor:"4,keyasint"`
+	ExpiresAt time.Time       `json:"expires_at" cbor:"5,keyasint"`
 }
 
 // PutChallenge stores a challenge.
@@ -37,12 +37,12 @@ type TakeChallenge struct {
 // empty when the number belongs to nobody: the flow looks the same, and no
 // code can succeed.
 type SMSCode struct {
-	ID        string    `json:"id"`
-	UserID    string    `json:"user_id,omitempty"`
-	Phone     string    `json:"phone"`
-	Hash      string    `json:"hash"`
-	Attempts  int       `json:"attempts"`
-	ExpiresAt time.Time `json:"expires_at"`
+	ID        string    `json:"id" cbor:"1,keyasint"`
+	UserID    string    `json:"user_id,omitempty" cbor:"2,keyasint,omitempty"`
+	Phone     string    `json:"phone" cbor:"3,keyasint"`
+	Hash      string    `json:"hash" cbor:"4,keyasint"`
+	Attempts  int       `json:"attempts" cbor:"5,keyasint"`
+	ExpiresAt time.Time `json:"expires_at" cbor:"6,keyasint"`
 }
 
 // IssueSMSCode stores a code.

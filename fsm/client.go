@@ -14,21 +14,21 @@ const (
 
 // Client is a relying-party registration.
 type Client struct {
-	ID                   string    `json:"client_id"`
-	Name                 string    `json:"name"`
-	Type                 string    `json:"type"`
-	SecretHash           string    `json:"secret_hash,omitempty"` // argon2id PHC string; confidential only
-	RedirectURIs         []string  `json:"redirect_uris"`
-	Scopes               []string  `json:"scopes"`
-	OrganizationID       string    `json:"organization_id"`
-	MultiOrganization    bool      `json:"multi_organization"`
-	Organizations        []string  `json:"organizations"`
-	AccessTokenTTL       int64     `json:"access_token_ttl"` // seconds
-	BackchannelLogoutURI string    `json:"backchannel_logout_uri,omitempty"`
-	SkipConsent          bool      `json:"skip_consent"`
-	Suspended            bool      `json:"suspended"`
-	CreatedAt            time.Time `json:"created_at"`
-	UpdatedAt            time.Time `json:"updated_at"`
+	ID                   string    `json:"client_id" cbor:"1,keyasint"`
+	Name                 string    `json:"name" cbor:"2,keyasint"`
+	Type                 string    `json:"type" cbor:"3,keyasint"`
+	SecretHash           string    `json:"secret_hash,omitempty" cbor:"4,keyasint,omitempty"` // argon2id PHC string; confidential only
+	RedirectURIs         []string  `json:"redirect_uris" cbor:"5,keyasint"`
+	Scopes               []string  `json:"scopes" cbor:"6,keyasint"`
+	OrganizationID       string    `json:"organization_id" cbor:"7,keyasint"`
+	MultiOrganization    bool      `json:"multi_organization" cbor:"8,keyasint"`
+	Organizations        []string  `json:"organizations" cbor:"9,keyasint"`
+	AccessTokenTTL       int64     `json:"access_token_ttl" cbor:"10,keyasint"` // seconds
+	BackchannelLogoutURI string    `json:"backchannel_logout_uri,omitempty" cbor:"11,keyasint,omitempty"`
+	SkipConsent          bool      `json:"skip_consent" cbor:"12,keyasint"`
+	Suspended            bool      `json:"suspended" cbor:"13,keyasint"`
+	CreatedAt            time.Time `json:"created_at" cbor:"14,keyasint"`
+	UpdatedAt            time.Time `json:"updated_at" cbor:"15,keyasint"`
 }
 
 // PutClient creates (Create) or replaces a client registration. The

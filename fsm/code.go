@@ -8,33 +8,33 @@ import (
 
 // Code is an authorization code, stored under the SHA-256 of its value.
 type Code struct {
-	Hash          string    `json:"hash"`
-	ClientID      string    `json:"client_id"`
-	RedirectURI   string    `json:"redirect_uri"`
-	UserID        string    `json:"user_id,omitempty"` // empty once redeemed (see applyRedeemCode)
-	OrgID         string    `json:"org_id,omitempty"`
-	SID           string    `json:"sid,omitempty"`
-	SSOSessionID  string    `json:"sso_session_id,omitempty"`
-	Scopes        []string  `json:"scopes"`
-	Nonce         string    `json:"nonce,omitempty"`
-	Challenge     string    `json:"code_challenge"`
-	AuthTime      time.Time `json:"auth_time,omitzero"`
-	AMR           []string  `json:"amr,omitempty"`
-	ACR           string    `json:"acr,omitempty"`
-	RequestedAt   time.Time `json:"rat,omitzero"`
-	IssuedAt      time.Time `json:"issued_at"`
-	ExpiresAt     time.Time `json:"expires_at"`
-	RedeemedAt    time.Time `json:"redeemed_at,omitzero"`
-	AccessJTI     string    `json:"access_jti,omitempty"`
-	AccessExpires time.Time `json:"access_expires,omitzero"`
+	Hash          string    `json:"hash" cbor:"1,keyasint"`
+	ClientID      string    `json:"client_id" cbor:"2,keyasint"`
+	RedirectURI   string    `json:"redirect_uri" cbor:"3,keyasint"`
+	UserID        string    `json:"user_id,omitempty" cbor:"4,keyasint,omitempty"` // empty once redeemed (see applyRedeemCode)
+	OrgID         string    `json:"org_id,omitempty" cbor:"5,keyasint,omitempty"`
+	SID           string    `json:"sid,omitempty" cbor:"6,keyasint,omitempty"`
+	SSOSessionID  string    `json:"sso_session_id,omitempty" cbor:"7,keyasint,omitempty"`
+	Scopes        []string  `json:"scopes" cbor:"8,keyasint"`
+	Nonce         string    `json:"nonce,omitempty" cbor:"9,keyasint,omitempty"`
+	Challenge     string    `json:"code_challenge" cbor:"10,keyasint"`
+	AuthTime      time.Time `json:"auth_time,omitzero" cbor:"11,keyasint,omitzero"`
+	AMR           []string  `json:"amr,omitempty" cbor:"12,keyasint,omitempty"`
+	ACR           string    `json:"acr,omitempty" cbor:"13,keyasint,omitempty"`
+	RequestedAt   time.Time `json:"rat,omitzero" cbor:"14,keyasint,omitzero"`
+	IssuedAt      time.Time `json:"issued_at" cbor:"15,keyasint"`
+	ExpiresAt     time.Time `json:"expires_at" cbor:"16,keyasint"`
+	RedeemedAt    time.Time `json:"redeemed_at,omitzero" cbor:"17,keyasint,omitzero"`
+	AccessJTI     string    `json:"access_jti,omitempty" cbor:"18,keyasint,omitempty"`
+	AccessExpires time.Time `json:"access_expires,omitzero" cbor:"19,keyasint,omitzero"`
 }
 
 // Consent records the scopes a person granted an app.
 type Consent struct {
-	UserID   string    `json:"user_id"`
-	ClientID string    `json:"client_id"`
-	Scopes   []string  `json:"scopes"`
-	At       time.Time `json:"at"`
+	UserID   string    `json:"user_id" cbor:"1,keyasint"`
+	ClientID string    `json:"client_id" cbor:"2,keyasint"`
+	Scopes   []string  `json:"scopes" cbor:"3,keyasint"`
+	At       time.Time `json:"at" cbor:"4,keyasint"`
 }
 
 // IssueCode is one sign-in step in one command: it reuses the live app

@@ -7,15 +7,17 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Records are stored as CBOR (RFC 8949) through fxamacker/cbor, keyed by
-// the fields' json names, so one struct tag names a field in the admin
-// API and on disk. The format was chosen by measurement (BENCHMARKS.md,
-// "Record codec"): against encoding/json it decodes the bearer path's
-// partial views without a hand-written scanner, and a record is smaller.
-// Times keep encoding/json's RFC 3339 form with nanoseconds and the zone
-// offset, so a record reads back exactly as before; a zero
-// time is CBOR null. Schema version 1 files (JSON records) are rewritten
-// in place when opened or restored (migrate).
+// Records are stored as CBOR (RFC 8949) through fxamacker/cbor. Each
+// field of a stored record has a small integer key (its cbor tag,
+// keyasint; the json tag still names it in the admin API and in raft
+// commands), taken in declaration order and never reused, so a record
+// is compact and a view (access.go: a struct with some of a record's
+// fields, under the same keys) skips the fields it does not read without
+// allocating. The format was chosen by measurement (BENCHMARKS.md,
+// "Record codec"). Times keep encoding/json's RFC 3339 form with
+// nanoseconds and the zone offset, so a record reads back exactly as
+// before; a zero time is CBOR null. Schema version 1 files (JSON records)
+// are rewritten in place when opened or restored (schema.go).
 //
 // Both modes are immutable once built and safe for concurrent use.
 var (

@@ -3,6 +3,7 @@ package fsm
 import (
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -80,8 +81,8 @@ func normTimes(v any) string {
 }
 
 // TestViewsMatchTheirRecords: every field of a view is a field of the
-// record it reads, under the same name and of the same type, so a view
-// never silently reads a zero value for a renamed field.
+// record it reads, under the same name, CBOR key and type, so a view never
+// silently reads a zero value for a renamed field.
 func TestViewsMatchTheirRecords(t *testing.T) {
 	cases := []struct {
 		view   any
@@ -98,18 +99,67 @@ func TestViewsMatchTheirRecords(t *testing.T) {
 		vt := reflect.TypeOf(c.view)
 		for _, rec := range c.record {
 			rt := reflect.TypeOf(rec)
-			fields := map[string]reflect.Type{}
+			fields := map[string]reflect.StructField{}
 			for i := range rt.NumField() {
-				fields[jsonName(rt.Field(i))] = rt.Field(i).Type
+				fields[jsonName(rt.Field(i))] = rt.Field(i)
 			}
 			for i := range vt.NumField() {
 				f := vt.Field(i)
-				if typ, ok := fields[jsonName(f)]; !ok || typ != f.Type {
-					t.Errorf("%s.%s (%q %s): %s has no such field (%v)", vt.Name(), f.Name, jsonName(f), f.Type, rt.Name(), typ)
+				rf, ok := fields[jsonName(f)]
+				if !ok || rf.Type != f.Type || cborKey(rf) != cborKey(f) {
+					t.Errorf("%s.%s (%q, key %s, %s): %s has no such field (%q, key %s, %v)", vt.Name(), f.Name, jsonName(f), cborKey(f), f.Type,
+						rt.Name(), jsonName(rf), cborKey(rf), rf.Type)
 				}
 			}
 		}
 	}
+}
+
+// TestRecordFieldsHaveKeys: every field of a stored record, nested ones
+// included, has its own small integer CBOR key (keyasint), so records stay
+// small and a view skips the fields it does not read without allocating.
+// A key is never reused: a new field takes the next number.
+func TestRecordFieldsHaveKeys(t *testing.T) {
+	seen := map[reflect.Type]bool{}
+	var check func(rt reflect.Type)
+	check = func(rt reflect.Type) {
+		for rt.Kind() == reflect.Pointer || rt.Kind() == reflect.Slice || rt.Kind() == reflect.Map {
+			rt = rt.Elem()
+		}
+		if rt.Kind() != reflect.Struct || rt.PkgPath() != reflect.TypeOf(Org{}).PkgPath() || seen[rt] {
+			return
+		}
+		seen[rt] = true
+		keys := map[string]string{}
+		for i := range rt.NumField() {
+			f := rt.Field(i)
+			tag := f.Tag.Get("cbor")
+			k := cborKey(f)
+			n, err := strconv.Atoi(k)
+			if !strings.Contains(tag, ",keyasint") || err != nil || n < 1 || n > 23 {
+				t.Errorf("%s.%s: cbor tag %q, want a key from 1 to 23 (one byte) with keyasint", rt.Name(), f.Name, tag)
+			}
+			if other, dup := keys[k]; dup {
+				t.Errorf("%s.%s: key %s already taken by %s", rt.Name(), f.Name, k, other)
+			}
+			keys[k] = f.Name
+			if _, jopts, _ := strings.Cut(f.Tag.Get("json"), ","); jopts != "" && !strings.HasSuffix(tag, ","+jopts) {
+				t.Errorf("%s.%s: cbor tag %q does not carry the json options %q", rt.Name(), f.Name, tag, jopts)
+			}
+			check(f.Type)
+		}
+	}
+	for _, rb := range recordBuckets() {
+		check(reflect.TypeOf(rb.newRec()))
+	}
+	if len(seen) < len(recordBuckets())+3 { // and TOTP, RecoveryCode, Passkey
+		t.Fatalf("checked %d record types", len(seen))
+	}
+}
+
+func cborKey(f reflect.StructField) string {
+	k, _, _ := strings.Cut(f.Tag.Get("cbor"), ",")
+	return k
 }
 
 func jsonName(f reflect.StructField) string {

@@ -23,21 +23,21 @@ type Delivery struct {
 	// ID is "<raft index>-<seq>": deterministic, unique, and ordered by
 	// creation. Senders use it as the logout token's jti, so a retried
 	// delivery carries the same jti and receivers can drop duplicates.
-	ID          string `json:"id"`
-	LogoutIndex uint64 `json:"logout_index"` // raft index of the command that caused it
-	ClientID    string `json:"client_id"`
-	URI         string `json:"uri"`
-	Sub         string `json:"sub"`
-	OrgID       string `json:"organization_id"`
-	SID         string `json:"sid,omitempty"` // empty: the sub-only shape
-	Cause       string `json:"cause"`
+	ID          string `json:"id" cbor:"1,keyasint"`
+	LogoutIndex uint64 `json:"logout_index" cbor:"2,keyasint"` // raft index of the command that caused it
+	ClientID    string `json:"client_id" cbor:"3,keyasint"`
+	URI         string `json:"uri" cbor:"4,keyasint"`
+	Sub         string `json:"sub" cbor:"5,keyasint"`
+	OrgID       string `json:"organization_id" cbor:"6,keyasint"`
+	SID         string `json:"sid,omitempty" cbor:"7,keyasint,omitempty"` // empty: the sub-only shape
+	Cause       string `json:"cause" cbor:"8,keyasint"`
 
-	CreatedAt     time.Time `json:"created_at"`
-	State         string    `json:"state"`
-	Attempts      int       `json:"attempts"`
-	NextAttemptAt time.Time `json:"next_attempt_at"`
-	LastError     string    `json:"last_error,omitempty"`
-	DoneAt        time.Time `json:"done_at,omitzero"`
+	CreatedAt     time.Time `json:"created_at" cbor:"9,keyasint"`
+	State         string    `json:"state" cbor:"10,keyasint"`
+	Attempts      int       `json:"attempts" cbor:"11,keyasint"`
+	NextAttemptAt time.Time `json:"next_attempt_at" cbor:"12,keyasint"`
+	LastError     string    `json:"last_error,omitempty" cbor:"13,keyasint,omitempty"`
+	DoneAt        time.Time `json:"done_at,omitzero" cbor:"14,keyasint,omitzero"`
 }
 
 // DeliveryOutcome records the result of delivery attempts (the leader

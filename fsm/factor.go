@@ -15,35 +15,35 @@ import (
 // (internal/kek), recovery codes as SHA-256 hashes. The state machine only
 // compares and counts, so every replica decides a use the same way.
 type Factors struct {
-	UserID   string         `json:"user_id"`
-	TOTP     *TOTP          `json:"totp,omitempty"`
-	Recovery []RecoveryCode `json:"recovery,omitempty"`
-	Passkeys []Passkey      `json:"passkeys,omitempty"`
+	UserID   string         `json:"user_id" cbor:"1,keyasint"`
+	TOTP     *TOTP          `json:"totp,omitempty" cbor:"2,keyasint,omitempty"`
+	Recovery []RecoveryCode `json:"recovery,omitempty" cbor:"3,keyasint,omitempty"`
+	Passkeys []Passkey      `json:"passkeys,omitempty" cbor:"4,keyasint,omitempty"`
 }
 
 // TOTP is an enrolled authenticator app (RFC 6238).
 type TOTP struct {
-	Secret    []byte    `json:"secret"`    // sealed (internal/kek)
-	LastStep  int64     `json:"last_step"` // the last accepted time step: no code at or before it works again
-	CreatedAt time.Time `json:"created_at"`
+	Secret    []byte    `json:"secret" cbor:"1,keyasint"`    // sealed (internal/kek)
+	LastStep  int64     `json:"last_step" cbor:"2,keyasint"` // the last accepted time step: no code at or before it works again
+	CreatedAt time.Time `json:"created_at" cbor:"3,keyasint"`
 }
 
 // RecoveryCode is one single-use code, by hash.
 type RecoveryCode struct {
-	Hash   string    `json:"hash"`
-	UsedAt time.Time `json:"used_at,omitzero"`
+	Hash   string    `json:"hash" cbor:"1,keyasint"`
+	UsedAt time.Time `json:"used_at,omitzero" cbor:"2,keyasint,omitzero"`
 }
 
 // Passkey is a WebAuthn credential. Credential is the relying-party
 // library's JSON of it; SignCount is kept here, outside that blob, because
 // the state machine alone decides whether a counter grew.
 type Passkey struct {
-	ID         []byte          `json:"id"` // credential id
-	Name       string          `json:"name,omitempty"`
-	Credential json.RawMessage `json:"credential"`
-	SignCount  uint32          `json:"sign_count"`
-	CreatedAt  time.Time       `json:"created_at"`
-	LastUsedAt time.Time       `json:"last_used_at,omitzero"`
+	ID         []byte          `json:"id" cbor:"1,keyasint"` // credential id
+	Name       string          `json:"name,omitempty" cbor:"2,keyasint,omitempty"`
+	Credential json.RawMessage `json:"credential" cbor:"3,keyasint"`
+	SignCount  uint32          `json:"sign_count" cbor:"4,keyasint"`
+	CreatedAt  time.Time       `json:"created_at" cbor:"5,keyasint"`
+	LastUsedAt time.Time       `json:"last_used_at,omitzero" cbor:"6,keyasint,omitzero"`
 }
 
 // HasSecondFactor reports whether f can raise a session to mfa: an

@@ -11,10 +11,10 @@ import (
 // the times of all keys and the clock by package keys, so every node agrees
 // without a command per transition.
 type Key struct {
-	Kid         string    `json:"kid"`
-	Private     []byte    `json:"private"` // PKCS#8 DER
-	CreatedAt   time.Time `json:"created_at"`
-	ActivatesAt time.Time `json:"activates_at"`
+	Kid         string    `json:"kid" cbor:"1,keyasint"`
+	Private     []byte    `json:"private" cbor:"2,keyasint"` // PKCS#8 DER
+	CreatedAt   time.Time `json:"created_at" cbor:"3,keyasint"`
+	ActivatesAt time.Time `json:"activates_at" cbor:"4,keyasint"`
 }
 
 // AddKey publishes a new key. With SupersedePending, keys scheduled to

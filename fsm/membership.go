@@ -15,12 +15,12 @@ const (
 // Membership ties a person to an organization. A person has at most one
 // membership per organization.
 type Membership struct {
-	ID        string    `json:"id"`
-	UserID    string    `json:"user_id"`
-	OrgID     string    `json:"org_id"`
-	Status    string    `json:"status"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	ID        string    `json:"id" cbor:"1,keyasint"`
+	UserID    string    `json:"user_id" cbor:"2,keyasint"`
+	OrgID     string    `json:"org_id" cbor:"3,keyasint"`
+	Status    string    `json:"status" cbor:"4,keyasint"`
+	CreatedAt time.Time `json:"created_at" cbor:"5,keyasint"`
+	UpdatedAt time.Time `json:"updated_at" cbor:"6,keyasint"`
 }
 
 // CreateMembership adds a person to an organization.

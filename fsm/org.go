@@ -14,12 +14,12 @@ const (
 
 // Org is an organization.
 type Org struct {
-	ID        string    `json:"id"`
-	Slug      string    `json:"slug"`
-	Name      string    `json:"name"`
-	Status    string    `json:"status"`
-	CreatedAt time.Time `json:"created_at"`
-	DeletedAt time.Time `json:"deleted_at,omitzero"`
+	ID        string    `json:"id" cbor:"1,keyasint"`
+	Slug      string    `json:"slug" cbor:"2,keyasint"`
+	Name      string    `json:"name" cbor:"3,keyasint"`
+	Status    string    `json:"status" cbor:"4,keyasint"`
+	CreatedAt time.Time `json:"created_at" cbor:"5,keyasint"`
+	DeletedAt time.Time `json:"deleted_at,omitzero" cbor:"6,keyasint,omitzero"`
 }
 
 // CreateOrg creates an organization; the slug is unique for ever (a deleted

@@ -24,23 +24,23 @@ const (
 // SSOSession is a person's session with the provider, held by the browser's
 // cookie. The cookie carries a secret; only its SHA-256 is stored.
 type SSOSession struct {
-	ID            string    `json:"id"`
-	UserID        string    `json:"user_id"`
-	AuthTime      time.Time `json:"auth_time"` // last authentication
-	AMR           []string  `json:"amr"`
-	ACR           string    `json:"acr"`
-	CreatedAt     time.Time `json:"created_at"`
-	LastSeen      time.Time `json:"last_seen"`
-	IdleExpiresAt time.Time `json:"idle_expires_at"`
-	ExpiresAt     time.Time `json:"expires_at"` // absolute
+	ID            string    `json:"id" cbor:"1,keyasint"`
+	UserID        string    `json:"user_id" cbor:"2,keyasint"`
+	AuthTime      time.Time `json:"auth_time" cbor:"3,keyasint"` // last authentication
+	AMR           []string  `json:"amr" cbor:"4,keyasint"`
+	ACR           string    `json:"acr" cbor:"5,keyasint"`
+	CreatedAt     time.Time `json:"created_at" cbor:"6,keyasint"`
+	LastSeen      time.Time `json:"last_seen" cbor:"7,keyasint"`
+	IdleExpiresAt time.Time `json:"idle_expires_at" cbor:"8,keyasint"`
+	ExpiresAt     time.Time `json:"expires_at" cbor:"9,keyasint"` // absolute
 	// Verified holds, per amr method, when this session last verified it
 	// (the opening method at CreatedAt, each step-up at its time).
 	// /account asks for a fresh verification of the strongest credential
 	// before a credential changes; sessions older than this field have
 	// none and are asked again.
-	Verified  map[string]time.Time `json:"verified,omitempty"`
-	EndedAt   time.Time            `json:"ended_at,omitzero"`
-	EndReason string               `json:"end_reason,omitempty"`
+	Verified  map[string]time.Time `json:"verified,omitempty" cbor:"10,keyasint,omitempty"`
+	EndedAt   time.Time            `json:"ended_at,omitzero" cbor:"11,keyasint,omitzero"`
+	EndReason string               `json:"end_reason,omitempty" cbor:"12,keyasint,omitempty"`
 }
 
 // Live reports whether the session can be used at now.
@@ -51,14 +51,14 @@ func (s SSOSession) Live(now time.Time) bool {
 // AppSession is the session of one app, for one organization, under one SSO
 // session; its ID is the `sid` claim.
 type AppSession struct {
-	ID           string    `json:"sid"`
-	SSOSessionID string    `json:"sso_session_id"`
-	ClientID     string    `json:"client_id"`
-	OrgID        string    `json:"org_id"`
-	UserID       string    `json:"user_id"`
-	CreatedAt    time.Time `json:"created_at"`
-	EndedAt      time.Time `json:"ended_at,omitzero"`
-	EndReason    string    `json:"end_reason,omitempty"`
+	ID           string    `json:"sid" cbor:"1,keyasint"`
+	SSOSessionID string    `json:"sso_session_id" cbor:"2,keyasint"`
+	ClientID     string    `json:"client_id" cbor:"3,keyasint"`
+	OrgID        string    `json:"org_id" cbor:"4,keyasint"`
+	UserID       string    `json:"user_id" cbor:"5,keyasint"`
+	CreatedAt    time.Time `json:"created_at" cbor:"6,keyasint"`
+	EndedAt      time.Time `json:"ended_at,omitzero" cbor:"7,keyasint,omitzero"`
+	EndReason    string    `json:"end_reason,omitempty" cbor:"8,keyasint,omitempty"`
 }
 
 // StartSSOSession opens an SSO session after an authentication. With

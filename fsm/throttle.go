@@ -13,11 +13,11 @@ import (
 // lock survives restarts and leader changes; it ends by itself at
 // LockedUntil.
 type Throttle struct {
-	Key         string    `json:"key"`
-	Count       int       `json:"count"`
-	WindowStart time.Time `json:"window_start"`
-	LockedUntil time.Time `json:"locked_until,omitzero"`
-	ExpiresAt   time.Time `json:"expires_at"` // reaped after this
+	Key         string    `json:"key" cbor:"1,keyasint"`
+	Count       int       `json:"count" cbor:"2,keyasint"`
+	WindowStart time.Time `json:"window_start" cbor:"3,keyasint"`
+	LockedUntil time.Time `json:"locked_until,omitzero" cbor:"4,keyasint,omitzero"`
+	ExpiresAt   time.Time `json:"expires_at" cbor:"5,keyasint"` // reaped after this
 }
 
 // Locked reports whether the key is locked at now.

@@ -9,13 +9,13 @@ import (
 
 // User is a person. ID is the `sub` claim.
 type User struct {
-	ID            string    `json:"id"`
-	Email         string    `json:"email"`
-	EmailVerified bool      `json:"email_verified"`
-	PasswordHash  string    `json:"password_hash,omitempty"` // argon2id PHC string
-	Phone         string    `json:"phone,omitempty"`         // E.164
-	CreatedAt     time.Time `json:"created_at"`
-	UpdatedAt     time.Time `json:"updated_at"`
+	ID            string    `json:"id" cbor:"1,keyasint"`
+	Email         string    `json:"email" cbor:"2,keyasint"`
+	EmailVerified bool      `json:"email_verified" cbor:"3,keyasint"`
+	PasswordHash  string    `json:"password_hash,omitempty" cbor:"4,keyasint,omitempty"` // argon2id PHC string
+	Phone         string    `json:"phone,omitempty" cbor:"5,keyasint,omitempty"`         // E.164
+	CreatedAt     time.Time `json:"created_at" cbor:"6,keyasint"`
+	UpdatedAt     time.Time `json:"updated_at" cbor:"7,keyasint"`
 }
 
 // CreateUser creates a person. Email and phone are unique.

@@ -29,6 +29,9 @@ var (
 	ErrNotLeader = errors.New("cluster: not the leader")
 	// ErrShutdown: the node is stopping.
 	ErrShutdown = errors.New("cluster: shutting down")
+	// ErrNonVoterBootstrap: a non-voter joins an existing cluster; it
+	// cannot form one.
+	ErrNonVoterBootstrap = errors.New("cluster: a non-voter joins an existing cluster (give it join addresses); it does not bootstrap one")
 )
 
 // Config configures one node's raft.
@@ -52,9 +55,15 @@ type Config struct {
 	// list when BootstrapExpect servers see each other).
 	BootstrapPeers  []raft.Server
 	BootstrapExpect int
-	FSM             *fsm.FSM
-	Logger          *slog.Logger
-	Registerer      prometheus.Registerer
+	// NonVoter makes this node an edge replica: the leader adds it as a
+	// raft non-voter (reconcile.go), so it applies the whole log and
+	// serves from its own state but never votes, stands for election or
+	// counts towards a quorum. It joins an existing cluster (Gossip.Join)
+	// and never bootstraps one. SetVoter changes its role later.
+	NonVoter   bool
+	FSM        *fsm.FSM
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
 
 	// RateLimiter decides the rate checks of every node while this node
 	// leads (RateLimiter); nil: the cluster has no rate limit.
@@ -117,6 +126,9 @@ func New(cfg Config) (_ *Cluster, err error) {
 	}
 	if cfg.ApplyTimeout == 0 {
 		cfg.ApplyTimeout = 10 * time.Second
+	}
+	if cfg.NonVoter && (cfg.BootstrapExpect > 1 || len(cfg.BootstrapPeers) > 0) {
+		return nil, ErrNonVoterBootstrap
 	}
 	if forming := cfg.BootstrapExpect > 1 && len(cfg.BootstrapPeers) == 0; (forming || len(cfg.Gossip.Join) > 0) &&
 		len(cfg.Gossip.Key) != 32 && len(cfg.Transport.ClusterKey) != 32 {
@@ -208,6 +220,9 @@ func (c *Cluster) Start() error {
 	}
 	switch {
 	case c.existing:
+	case c.cfg.NonVoter && len(c.cfg.Gossip.Join) == 0:
+		err = ErrNonVoterBootstrap
+	case c.cfg.NonVoter: // the leader adds it
 	case len(c.cfg.BootstrapPeers) > 0:
 		err = c.bootstrap(c.cfg.BootstrapPeers)
 	case c.cfg.BootstrapExpect <= 1 && len(c.cfg.Gossip.Join) == 0:

@@ -85,6 +85,8 @@ func (c *Cluster) serveOp(ctx context.Context, op byte, body []byte) ([]byte, er
 		return u64(idx), nil
 	case opRate:
 		return c.leaderRate(ctx, string(body))
+	case opSuffrage:
+		return c.leaderSuffrage(ctx, body)
 	}
 	return nil, fmt.Errorf("cluster: unknown operation %d", op)
 }

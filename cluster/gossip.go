@@ -160,7 +160,8 @@ func (c *Cluster) startGossip(existing bool) error {
 		pending:    forming && !existing,
 		maintainCh: make(chan struct{}, 1), reconcileCh: make(chan struct{}, 1),
 	}
-	g.meta = nodeMeta{ID: c.cfg.NodeID, RaftAddr: c.RaftAddr(), HTTPAddr: cfg.HTTPAddr, Version: cfg.Version, Bootstrapped: existing}
+	g.meta = nodeMeta{ID: c.cfg.NodeID, RaftAddr: c.RaftAddr(), HTTPAddr: cfg.HTTPAddr, Version: cfg.Version, Bootstrapped: existing,
+		NonVoter: c.cfg.NonVoter}
 	if g.pending {
 		g.meta.Expect = c.cfg.BootstrapExpect
 	}

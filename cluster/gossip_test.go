@@ -484,20 +484,35 @@ func TestGossipWrongKeyCannotJoin(t *testing.T) {
 }
 
 func TestGossipNeedsKey(t *testing.T) {
-	f, err := fsm.Open(filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = New(Config{NodeID: "n1", DataDir: t.TempDir(), RaftListener: ln, FSM: f, BootstrapExpect: 3,
+	_, err := newUnstarted(t, Config{NodeID: "n1", BootstrapExpect: 3,
 		Gossip: GossipConfig{Addr: "127.0.0.1:0"}, Transport: writeOperatorPKI(t, "ca", 1)[0]})
 	if !errors.Is(err, ErrNoGossipKey) {
 		t.Fatalf("got %v, want ErrNoGossipKey", err)
 	}
+}
+
+// newUnstarted is New on a fresh FSM, data dir and raft listener; the
+// test's clean-up closes what it opened.
+func newUnstarted(t *testing.T, cfg Config) (*Cluster, error) {
+	t.Helper()
+	f, err := fsm.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DataDir, cfg.RaftListener, cfg.FSM = t.TempDir(), ln, f
+	c, err := New(cfg)
+	t.Cleanup(func() {
+		if c != nil {
+			c.Shutdown()
+		}
+		ln.Close()
+		f.Close()
+	})
+	return c, err
 }
 
 func TestStatusSingleNodeWithoutGossip(t *testing.T) {
@@ -517,5 +532,37 @@ func TestStatusSingleNodeWithoutGossip(t *testing.T) {
 	}
 	if err := n.c.RemoveNode(t.Context(), "n1"); !errors.Is(err, ErrRemoveLeader) {
 		t.Fatalf("remove self: got %v, want ErrRemoveLeader", err)
+	}
+}
+
+// TestNonVoterDoesNotBootstrap: a non-voter joins a cluster; asked to form
+// one, or given nothing to join, it refuses.
+func TestNonVoterDoesNotBootstrap(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		cfg   Config
+		start bool // the refusal comes from Start (New cannot know)
+	}{
+		{"bootstrap-expect", Config{BootstrapExpect: 3, Gossip: GossipConfig{Join: []string{"127.0.0.1:1"}}}, false},
+		{"static peers", Config{BootstrapPeers: []raft.Server{{ID: "n1", Address: "127.0.0.1:1"}}}, false},
+		{"nothing to join", Config{}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := c.cfg
+			cfg.NodeID, cfg.NonVoter, cfg.Transport = "edge", true, TransportConfig{ClusterKey: testClusterKey}
+			cl, err := newUnstarted(t, cfg)
+			if !c.start {
+				if !errors.Is(err, ErrNonVoterBootstrap) {
+					t.Fatalf("New: got %v, want ErrNonVoterBootstrap", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cl.Start(); !errors.Is(err, ErrNonVoterBootstrap) {
+				t.Fatalf("Start: got %v, want ErrNonVoterBootstrap", err)
+			}
+		})
 	}
 }

@@ -23,6 +23,9 @@ var (
 	// ErrRemoveLeader: the leader does not remove itself; transfer
 	// leadership (or stop it) first.
 	ErrRemoveLeader = errors.New("cluster: cannot remove the leader")
+	// ErrDemoteLeader: the leader does not demote itself; transfer
+	// leadership first.
+	ErrDemoteLeader = errors.New("cluster: cannot demote the leader")
 )
 
 // nodeMeta is what each node advertises in gossip (memberlist NodeMeta,
@@ -44,6 +47,10 @@ type nodeMeta struct {
 	// Stopping: the node shuts down (and will probably come back); when it
 	// then disappears, it has left rather than failed. Its place is kept.
 	Stopping bool `json:"stopping,omitempty"`
+	// NonVoter: the node asks to be added as a raft non-voter (an edge
+	// replica). It counts only when the node is first added: a promotion
+	// or demotion (SetVoter) then stands across restarts.
+	NonVoter bool `json:"non_voter,omitempty"`
 }
 
 func parseMeta(n *memberlist.Node) (nodeMeta, error) {
@@ -195,6 +202,73 @@ func (c *Cluster) RemoveNode(ctx context.Context, id string) error {
 	}
 	c.log.Info("removed node from the cluster", "id", id, "by", "operator")
 	return nil
+}
+
+// Replies of opSuffrage.
+const (
+	suffrageOK      byte = 0
+	suffrageUnknown byte = 1
+	suffrageLeader  byte = 2
+)
+
+// SetVoter turns member id into a voter (promote) or a non-voter (demote,
+// an edge replica), from any node: the leader changes the raft
+// configuration. A member already in that role is left as it is. The new
+// role stands across restarts and leader changes: reconciliation only
+// chooses the role of a node it adds. Errors: ErrUnknownNode, ErrDemoteLeader,
+// ErrNoLeader (wrapped) when no leader answers before ctx ends.
+func (c *Cluster) SetVoter(ctx context.Context, id string, voter bool) error {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	body := append([]byte{0}, id...)
+	if voter {
+		body[0] = 1
+	}
+	reply, err := c.leaderDo(ctx, opSuffrage, body)
+	switch {
+	case err != nil:
+		return err
+	case len(reply) != 1:
+		return fmt.Errorf("cluster: suffrage reply of %d bytes", len(reply))
+	case reply[0] == suffrageUnknown:
+		return fmt.Errorf("%w: %q", ErrUnknownNode, id)
+	case reply[0] == suffrageLeader:
+		return ErrDemoteLeader
+	}
+	return nil
+}
+
+func (c *Cluster) leaderSuffrage(ctx context.Context, body []byte) ([]byte, error) {
+	if c.raft.State() != raft.Leader {
+		return nil, ErrNotLeader
+	}
+	if len(body) < 2 {
+		return nil, errors.New("cluster: empty suffrage request")
+	}
+	voter, id := body[0] == 1, raft.ServerID(body[1:])
+	servers, err := c.Members()
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(servers, func(s raft.Server) bool { return s.ID == id })
+	switch {
+	case i < 0:
+		return []byte{suffrageUnknown}, nil
+	case (servers[i].Suffrage == raft.Voter) == voter:
+		return []byte{suffrageOK}, nil
+	case !voter && id == raft.ServerID(c.cfg.NodeID):
+		return []byte{suffrageLeader}, nil
+	}
+	f := c.raft.DemoteVoter(id, 0, c.membershipTimeout(ctx))
+	if voter {
+		// AddVoter of a non-voter at its own address makes it a voter.
+		f = c.raft.AddVoter(id, servers[i].Address, 0, c.membershipTimeout(ctx))
+	}
+	if err := c.await(ctx, f); err != nil {
+		return nil, mapRaftError(err)
+	}
+	c.log.Info("changed a member's role", "id", id, "voter", voter, "by", "operator")
+	return []byte{suffrageOK}, nil
 }
 
 // Leave takes this node out of the cluster for good: it advertises that

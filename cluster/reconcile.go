@@ -29,14 +29,17 @@ func (g *gossiper) reconcileLoop(ctx context.Context) {
 }
 
 // reconcile makes one pass:
-//   - a member alive in gossip but not a voter (or at another raft address)
-//     is added as a voter; a failed server holding its raft address is
-//     removed first, so a replacement can take a dead node's address;
+//   - a member alive in gossip but not in the configuration (or at another
+//     raft address) is added: as a voter, or as a non-voter when it asks
+//     to be one (an edge replica); a server already there keeps its role
+//     (SetVoter changes it), also when only its address changed; a failed
+//     server holding its raft address is removed first, so a replacement
+//     can take a dead node's address;
 //   - a member that announced it is leaving (Cluster.Leave) is removed;
 //   - a server failed or left in gossip, or unknown to it, for ReapAfter
-//     is removed, but only while the failed servers are a minority of the
-//     voters: when gossip calls most servers dead while raft still has a
-//     quorum, gossip is the one that is wrong.
+//     is removed; a voter only while the failed voters are a minority of
+//     the voters: when gossip calls most servers dead while raft still
+//     has a quorum, gossip is the one that is wrong.
 //
 // The leader never removes itself.
 func (g *gossiper) reconcile(ctx context.Context, missing map[raft.ServerID]time.Time) {
@@ -63,8 +66,12 @@ func (g *gossiper) reconcile(ctx context.Context, missing map[raft.ServerID]time
 		}
 		addr := raft.ServerAddress(m.meta.RaftAddr)
 		i := slices.IndexFunc(servers, func(s raft.Server) bool { return string(s.ID) == id })
-		if i >= 0 && servers[i].Address == addr && servers[i].Suffrage == raft.Voter {
+		if i >= 0 && servers[i].Address == addr {
 			continue
+		}
+		voter := !m.meta.NonVoter
+		if i >= 0 {
+			voter = servers[i].Suffrage == raft.Voter
 		}
 		if j := slices.IndexFunc(servers, func(s raft.Server) bool { return s.Address == addr && string(s.ID) != id }); j >= 0 {
 			old := servers[j]
@@ -76,21 +83,26 @@ func (g *gossiper) reconcile(ctx context.Context, missing map[raft.ServerID]time
 				return
 			}
 		}
-		if err := c.await(ctx, c.raft.AddVoter(raft.ServerID(id), addr, 0, c.cfg.ApplyTimeout)); err != nil {
-			g.log.Warn("adding voter", "id", id, "raft_addr", addr, "error", err)
+		add, role := c.raft.AddVoter, "voter"
+		if !voter {
+			add, role = c.raft.AddNonvoter, "non-voter"
+		}
+		if err := c.await(ctx, add(raft.ServerID(id), addr, 0, c.cfg.ApplyTimeout)); err != nil {
+			g.log.Warn("adding "+role, "id", id, "raft_addr", addr, "error", err)
 			return
 		}
-		g.log.Info("added voter", "id", id, "raft_addr", addr)
+		g.log.Info("added "+role, "id", id, "raft_addr", addr)
 		if servers, err = c.Members(); err != nil {
 			return
 		}
 	}
 
-	voters, failed := 0, 0
+	voters, failed := 0, 0 // failed: voters only; non-voters do not make a quorum
 	for _, s := range servers {
-		if s.Suffrage == raft.Voter {
-			voters++
+		if s.Suffrage != raft.Voter {
+			continue
 		}
+		voters++
 		if m, ok := members[string(s.ID)]; s.ID != self && (!ok || !m.alive()) {
 			failed++
 		}
@@ -120,8 +132,9 @@ func (g *gossiper) reconcile(ctx context.Context, missing map[raft.ServerID]time
 		if now.Sub(since) < g.cfg.ReapAfter {
 			continue
 		}
-		if 2*failed >= voters {
-			g.log.Warn("not reaping: failed servers are not a minority", "id", s.ID, "failed", failed, "voters", voters)
+		isVoter := s.Suffrage == raft.Voter
+		if isVoter && 2*failed >= voters {
+			g.log.Warn("not reaping: failed voters are not a minority", "id", s.ID, "failed", failed, "voters", voters)
 			continue
 		}
 		state := "unseen in gossip"
@@ -132,8 +145,8 @@ func (g *gossiper) reconcile(ctx context.Context, missing map[raft.ServerID]time
 			return
 		}
 		delete(missing, s.ID)
-		failed--
-		if s.Suffrage == raft.Voter {
+		if isVoter {
+			failed--
 			voters--
 		}
 	}

@@ -26,6 +26,7 @@ const (
 	opApply     byte = 1 // body: encoded command; reply: raft index uint64
 	opReadIndex byte = 2 // body: empty; reply: read index uint64
 	opRate      byte = 3 // body: key; reply: allowed byte | retry-after int64 (ns)
+	opSuffrage  byte = 4 // body: voter byte | server id; reply: suffrageOK, suffrageUnknown or suffrageLeader
 )
 
 // Reply classes: the outcome of a call, which the caller maps back to the

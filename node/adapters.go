@@ -67,6 +67,17 @@ func (a adminCluster) RemoveNode(ctx context.Context, id string) error {
 	return err
 }
 
+func (a adminCluster) SetVoter(ctx context.Context, id string, voter bool) error {
+	err := a.n.cluster.SetVoter(ctx, id, voter)
+	switch {
+	case errors.Is(err, cluster.ErrUnknownNode):
+		return &admin.ClusterError{Status: http.StatusNotFound, Code: httpx.CodeNotFound, Message: "no such member: " + id}
+	case errors.Is(err, cluster.ErrDemoteLeader):
+		return &admin.ClusterError{Status: http.StatusConflict, Code: httpx.CodeConflict, Message: "the member leads; demote it after leadership moves"}
+	}
+	return err
+}
+
 // Backup serves GET /admin/v1/snapshot from this node's state, after a
 // read index.
 func (a adminCluster) Backup(ctx context.Context, w io.Writer) error {

@@ -31,9 +31,13 @@ type Config struct {
 	GossipAddr      string
 	Join            []string
 	BootstrapExpect int
-	ClusterKey      string
-	AdminToken      string // empty: generated at first bootstrap
-	RateLimit       string
+	// NonVoter (--non-voter) makes the node an edge replica: the leader
+	// adds it as a raft non-voter, so it serves everything from its own
+	// state without voting or counting towards the quorum. It needs Join.
+	NonVoter   bool
+	ClusterKey string
+	AdminToken string // empty: generated at first bootstrap
+	RateLimit  string
 	// TrustedProxies (--trusted-proxies): comma-separated CIDRs whose
 	// connections may name the client's address in Forwarded or
 	// X-Forwarded-For (httpx.TrustedProxies); empty trusts none.
@@ -200,6 +204,12 @@ func (c *Config) Validate() error {
 	}
 	if c.BootstrapExpect < 1 {
 		errs = append(errs, fmt.Errorf("--bootstrap-expect %d: must be at least 1", c.BootstrapExpect))
+	}
+	if c.NonVoter && (c.BootstrapExpect > 1 || len(c.StaticPeers) > 0) {
+		errs = append(errs, errors.New("--non-voter: a non-voter joins an existing cluster; it takes no part in --bootstrap-expect"))
+	}
+	if c.NonVoter && len(c.Join) == 0 {
+		errs = append(errs, errors.New("--non-voter needs --join: the gossip addresses of nodes of the cluster it joins"))
 	}
 	if why := c.operatorKeyReason(); why != "" && c.ClusterKey == "" {
 		errs = append(errs, fmt.Errorf("--cluster-key is required when %s (oidcd keygen prints one; give it through OIDCD_CLUSTER_KEY)", why))

@@ -146,6 +146,7 @@ func New(cfg Config) (_ *Node, err error) {
 		Transport:        cluster.TransportConfig{ClusterKey: key},
 		Gossip:           cluster.GossipConfig{Addr: cfg.GossipAddr, Join: cfg.Join, HTTPAddr: httpAddr, Version: cfg.Version},
 		BootstrapExpect:  cfg.BootstrapExpect,
+		NonVoter:         cfg.NonVoter,
 		FSM:              n.fsm,
 		RateLimiter:      leaderLimiter,
 		Logger:           n.log,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"time"
 )
 
 // network is the fault-injecting fabric between a cluster's nodes: every
@@ -15,6 +16,10 @@ type network struct {
 	addrs map[string]int  // raft address -> node index
 	cut   map[[2]int]bool // directed links that fail
 	conns map[[2]int][]net.Conn
+	// latency, when set, is the one-way delay of the link from a node to
+	// another (Options.LinkLatency); connections dialed over it carry it
+	// both ways.
+	latency func(from, to int) time.Duration
 }
 
 func newNetwork() *network {
@@ -45,6 +50,11 @@ func (n *network) dialer(from int) func(ctx context.Context, addr string) (net.C
 			return nil, errLinkCut
 		}
 		n.conns[[2]int{from, to}] = append(n.conns[[2]int{from, to}], c)
+		if n.latency != nil {
+			if d := n.latency(from, to); d > 0 {
+				return newDelayConn(c, d), nil
+			}
+		}
 		return c, nil
 	}
 }

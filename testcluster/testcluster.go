@@ -41,6 +41,15 @@ type Options struct {
 	// stay on 127.0.0.1). "localhost" gives the issuer a domain name,
 	// which WebAuthn needs for passkeys.
 	Hostname string
+	// NonVoters makes the last NonVoters of the Size nodes edge replicas
+	// (--non-voter): the voters form the cluster, every node runs gossip,
+	// and the leader adds the edges as raft non-voters. New returns once
+	// every edge is in the raft configuration.
+	NonVoters int
+	// LinkLatency, when set, is the one-way delay of the node-to-node link
+	// from one node to another (raft and forwarding; gossip and clients
+	// are not delayed): for example 40 ms between a core and a remote site.
+	LinkLatency func(from, to int) time.Duration
 }
 
 // Cluster is a set of running nodes.
@@ -66,7 +75,12 @@ func New(t testing.TB, opts Options) *Cluster {
 	if opts.Size == 0 {
 		opts.Size = 1
 	}
+	if opts.NonVoters < 0 || opts.NonVoters >= opts.Size {
+		t.Fatalf("testcluster: %d non-voters of %d nodes: at least one voter is needed", opts.NonVoters, opts.Size)
+	}
+	voters := opts.Size - opts.NonVoters
 	c := &Cluster{t: t, opts: opts, net: newNetwork()}
+	c.net.latency = opts.LinkLatency
 	key := make([]byte, 32)
 	rand.Read(key)
 	httpLns, raftLns := make([]net.Listener, opts.Size), make([]net.Listener, opts.Size)
@@ -77,10 +91,14 @@ func New(t testing.TB, opts Options) *Cluster {
 		issuer = c.issuerURL(lbLn.Addr())
 		c.startBalancer(lbLn)
 	}
+	var gossipAddrs []string
 	for i := range opts.Size {
 		httpLns[i], raftLns[i] = listen(t), listen(t)
 		peers = append(peers, node.Peer{ID: fmt.Sprintf("node-%d", i), RaftAddr: raftLns[i].Addr().String()})
 		c.net.addrs[raftLns[i].Addr().String()] = i
+		if opts.NonVoters > 0 {
+			gossipAddrs = append(gossipAddrs, freeAddr(t))
+		}
 	}
 	for i := 0; i < opts.Size; i++ {
 		dir := t.TempDir()
@@ -105,8 +123,22 @@ func New(t testing.TB, opts Options) *Cluster {
 		if opts.Size > 1 {
 			// One issuer for the whole cluster: the load balancer in front.
 			m.cfg.Issuer = issuer
-			m.cfg.StaticPeers = peers
+			m.cfg.StaticPeers = peers[:voters]
+			m.cfg.BootstrapExpect = voters
 			m.cfg.ClusterKey = base64.StdEncoding.EncodeToString(key)
+		}
+		if opts.NonVoters > 0 {
+			// Gossip everywhere, so that the leader sees the edges and adds
+			// them; the voters still form the cluster from static peers.
+			m.cfg.GossipAddr = gossipAddrs[i]
+			for j := range voters {
+				if j != i {
+					m.cfg.Join = append(m.cfg.Join, gossipAddrs[j])
+				}
+			}
+			if i >= voters {
+				m.cfg.NonVoter, m.cfg.StaticPeers, m.cfg.BootstrapExpect = true, nil, 1
+			}
 		}
 		if !opts.GeneratedAdminToken {
 			m.cfg.AdminToken = AdminToken
@@ -119,7 +151,37 @@ func New(t testing.TB, opts Options) *Cluster {
 	}
 	t.Cleanup(c.Close)
 	c.WaitLeader()
+	if opts.NonVoters > 0 {
+		c.waitMembers()
+	}
 	return c
+}
+
+// freeAddr is a loopback address whose port is free for now (gossip binds
+// it itself, TCP and UDP).
+func freeAddr(t testing.TB) string {
+	ln := listen(t)
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// waitMembers waits up to 15 s until the leader's raft configuration holds
+// every node, and every edge replica knows the leader and holds the keys.
+func (c *Cluster) waitMembers() {
+	c.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if l := c.Leader(); l >= 0 {
+			if servers, err := c.Node(l).Cluster().Members(); err == nil && len(servers) == len(c.nodes) {
+				c.WaitLeader()
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("testcluster: the edge replicas were not added within 15 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // issuerURL is the issuer for a listener: http://127.0.0.1:port, or the

@@ -69,7 +69,7 @@ var secretKeys = map[string]bool{"cluster-key": true, "admin-token": true}
 // follow, sorted.
 var keyOrder = []string{
 	"issuer", "http-addr", "data-dir", "node-id",
-	"raft-addr", "gossip-addr", "join", "bootstrap-expect", "cluster-key",
+	"raft-addr", "gossip-addr", "join", "bootstrap-expect", "non-voter", "cluster-key",
 	"admin-token", "kek-file",
 	"key-rotation", "session-idle", "session-max", "rate-limit",
 	"sms-outbox", "sms-webhook",

@@ -26,6 +26,7 @@ func serveFlags(fs *flag.FlagSet, cfg *node.Config, logLevel *string, join *stri
 	fs.StringVar(&cfg.GossipAddr, "gossip-addr", node.DefaultGossipAddr, "memberlist address")
 	fs.StringVar(join, "join", "", "gossip addresses of existing nodes: comma-separated here and in OIDCD_JOIN, an array of strings in the config file")
 	fs.IntVar(&cfg.BootstrapExpect, "bootstrap-expect", 1, "bootstrap once this many nodes see each other; 1 = a single node that works at once")
+	fs.BoolVar(&cfg.NonVoter, "non-voter", false, "join as an edge replica: a raft non-voter that serves everything from its own copy of the state but never votes or leads (needs --join)")
 	fs.StringVar(&cfg.ClusterKey, "cluster-key", "", "base64 of 32 random bytes shared by all nodes (oidcd keygen)")
 	fs.StringVar(&cfg.AdminToken, "admin-token", "", "bearer token of the admin API (default: generated at first bootstrap, written to <data-dir>/admin-token)")
 	fs.StringVar(&cfg.RateLimit, "rate-limit", node.DefaultRateLimit, "per-client-and-IP limit of token, introspect and revoke, as N/duration (5/60s); off disables it")

@@ -53,6 +53,10 @@ type Cluster interface {
 	// RemoveNode takes a dead node out of the raft configuration. Errors
 	// that are the caller's to fix are *ClusterError.
 	RemoveNode(ctx context.Context, id string) error
+	// SetVoter makes a member a voter (promote) or a non-voter, an edge
+	// replica (demote). Errors that are the caller's to fix are
+	// *ClusterError.
+	SetVoter(ctx context.Context, id string, voter bool) error
 	// Backup writes a consistent copy of the whole state (a bbolt file) to
 	// w, including every write acknowledged anywhere before the call. Any
 	// node serves it.
@@ -176,6 +180,8 @@ func (a *api) routes(mux *http.ServeMux) {
 		{"/keys/rotate", map[string]http.HandlerFunc{"POST": a.rotateKey}},
 		{"/cluster", map[string]http.HandlerFunc{"GET": a.clusterStatus}},
 		{"/cluster/nodes/{id}", map[string]http.HandlerFunc{"DELETE": a.removeNode}},
+		{"/cluster/members/{id}/promote", map[string]http.HandlerFunc{"POST": a.setVoter(true)}},
+		{"/cluster/members/{id}/demote", map[string]http.HandlerFunc{"POST": a.setVoter(false)}},
 		{"/snapshot", map[string]http.HandlerFunc{"GET": a.backup, "POST": a.restore}},
 		{"/status", map[string]http.HandlerFunc{"GET": a.status}},
 	}

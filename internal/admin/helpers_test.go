@@ -89,6 +89,8 @@ type fakeCluster struct {
 	err       error
 	removed   []string
 	removeErr error
+	roles     map[string]bool // SetVoter's calls: id -> voter
+	roleErr   error
 
 	backup     []byte // what Backup writes
 	backupErr  error  // returned by Backup after writing backupCut bytes
@@ -125,6 +127,17 @@ func (c *fakeCluster) RemoveNode(_ context.Context, id string) error {
 		return c.removeErr
 	}
 	c.removed = append(c.removed, id)
+	return nil
+}
+
+func (c *fakeCluster) SetVoter(_ context.Context, id string, voter bool) error {
+	if c.roleErr != nil {
+		return c.roleErr
+	}
+	if c.roles == nil {
+		c.roles = map[string]bool{}
+	}
+	c.roles[id] = voter
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
@@ -66,8 +67,26 @@ func (a *api) clusterStatus(w http.ResponseWriter, r *http.Request) {
 
 // removeNode answers DELETE /cluster/nodes/{id}.
 func (a *api) removeNode(w http.ResponseWriter, r *http.Request) {
+	a.memberChange(w, r, "remove node", a.Cluster.RemoveNode)
+}
+
+// setVoter answers POST /cluster/members/{id}/promote (voter) and
+// /demote: 204 once the raft configuration has the member in that role.
+func (a *api) setVoter(voter bool) http.HandlerFunc {
+	what := "demote"
+	if voter {
+		what = "promote"
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		a.memberChange(w, r, what, func(ctx context.Context, id string) error { return a.Cluster.SetVoter(ctx, id, voter) })
+	}
+}
+
+// memberChange runs a change of the member named in the path: 204 when
+// done, the *ClusterError's answer when refused, else 503.
+func (a *api) memberChange(w http.ResponseWriter, r *http.Request, what string, change func(context.Context, string) error) {
 	if a.Cluster == nil {
-		a.unavailable(w, r, "remove node", errNotWired)
+		a.unavailable(w, r, what, errNotWired)
 		return
 	}
 	id := r.PathValue("id")
@@ -75,7 +94,7 @@ func (a *api) removeNode(w http.ResponseWriter, r *http.Request) {
 		writeInvalid(w, r, []httpx.Detail{{Field: "id", Message: "must be a node id", Code: "invalid"}})
 		return
 	}
-	err := a.Cluster.RemoveNode(r.Context(), id)
+	err := change(r.Context(), id)
 	var ce *ClusterError
 	switch {
 	case err == nil:
@@ -83,6 +102,6 @@ func (a *api) removeNode(w http.ResponseWriter, r *http.Request) {
 	case errors.As(err, &ce):
 		httpx.WriteError(w, r, ce.Status, ce.Code, ce.Message)
 	default:
-		a.unavailable(w, r, "remove node", err)
+		a.unavailable(w, r, what, err)
 	}
 }

@@ -104,3 +104,39 @@ func TestRemoveNode(t *testing.T) {
 		})
 	}
 }
+
+func TestPromoteAndDemote(t *testing.T) {
+	cases := []struct {
+		name       string
+		path       string
+		err        error
+		wantStatus int
+		wantVoter  bool
+	}{
+		{"promote", "/cluster/members/edge-1/promote", nil, 204, true},
+		{"demote", "/cluster/members/edge-1/demote", nil, 204, false},
+		{"unknown", "/cluster/members/edge-1/promote", &ClusterError{Status: 404, Code: httpx.CodeNotFound, Message: "no such node"}, 404, false},
+		{"the leader", "/cluster/members/edge-1/demote", &ClusterError{Status: 409, Code: httpx.CodeConflict, Message: "leads"}, 409, false},
+		{"no quorum", "/cluster/members/edge-1/promote", errors.New("no leader"), 503, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.cluster.roleErr = c.err
+			rec := e.do("POST", Prefix+c.path, "")
+			if rec.Code != c.wantStatus {
+				t.Fatalf("got %d %s, want %d", rec.Code, rec.Body, c.wantStatus)
+			}
+			if c.err != nil {
+				return
+			}
+			if voter, ok := e.cluster.roles["edge-1"]; !ok || voter != c.wantVoter {
+				t.Fatalf("SetVoter: got %v (called %v), want %v", voter, ok, c.wantVoter)
+			}
+		})
+	}
+	e := newEnv(t)
+	if rec := e.do("GET", Prefix+"/cluster/members/edge-1/promote", ""); rec.Code != 405 {
+		t.Fatalf("GET promote: got %d, want 405", rec.Code)
+	}
+}

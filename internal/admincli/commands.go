@@ -171,6 +171,12 @@ func commands() []noun {
 			{name: "status", summary: "show the leader and the members", setup: clusterStatus},
 			{name: "remove-node", args: []string{"ID"}, summary: "remove a dead node from the raft configuration (run against any node)",
 				setup: deleteOne("/cluster/nodes", "node")},
+			{name: "promote", args: []string{"ID"}, summary: "make a member a voter (run against any node)", setup: setVoter("promote"),
+				details: "An edge replica (started with --non-voter) becomes a voter: it votes,\n" +
+					"may lead and counts towards the quorum. The role stands across restarts."},
+			{name: "demote", args: []string{"ID"}, summary: "make a member a non-voter, an edge replica (run against any node)", setup: setVoter("demote"),
+				details: "The member keeps applying the log and serving, but no longer votes or\n" +
+					"counts towards the quorum. The leader is not demoted: move leadership first."},
 		}},
 		{name: "snapshot", aliases: []string{"snapshots"}, summary: "backups of the whole cluster state", verbs: []verb{
 			{name: "save", args: []string{"FILE"}, summary: "save a backup of the cluster state to FILE", transfer: true, setup: snapshotSave,
@@ -628,6 +634,19 @@ func keysRotate(fs *flag.FlagSet) func(in *inv) (*request, error) {
 			b["immediate"] = *immediate
 		}
 		return &request{method: http.MethodPost, path: "/keys/rotate", body: b, show: keyTable.one}, nil
+	}
+}
+
+// setVoter is cluster promote and demote.
+func setVoter(verb string) func(fs *flag.FlagSet) func(in *inv) (*request, error) {
+	return func(fs *flag.FlagSet) func(in *inv) (*request, error) {
+		return func(in *inv) (*request, error) {
+			id := in.args[0]
+			return &request{method: http.MethodPost, path: idPath("/cluster/members", id) + "/" + verb, show: func(w io.Writer, _ []byte) error {
+				_, err := fmt.Fprintf(w, "%sd %s\n", verb, clean(id))
+				return err
+			}}, nil
+		}
 	}
 }
 

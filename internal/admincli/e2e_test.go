@@ -69,7 +69,8 @@ func (*fakeCluster) Status(context.Context) (admin.ClusterStatus, error) {
 	}}, nil
 }
 
-func (*fakeCluster) RemoveNode(context.Context, string) error { return nil }
+func (*fakeCluster) RemoveNode(context.Context, string) error     { return nil }
+func (*fakeCluster) SetVoter(context.Context, string, bool) error { return nil }
 
 // cli runs `oidcd admin` against a real admin API over a fresh FSM, with
 // the token in a token file as `oidcd serve` leaves it.

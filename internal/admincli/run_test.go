@@ -189,6 +189,8 @@ func TestRequests(t *testing.T) {
 		{name: "keys list", args: []string{"keys", "list"}, method: "GET", path: "/keys"},
 		{name: "keys rotate", args: []string{"keys", "rotate"}, status: 201, method: "POST", path: "/keys/rotate", body: `{}`},
 		{name: "cluster remove-node", args: []string{"cluster", "remove-node", "node-2"}, status: 204, method: "DELETE", path: "/cluster/nodes/node-2"},
+		{name: "cluster promote", args: []string{"cluster", "promote", "edge-1"}, status: 204, method: "POST", path: "/cluster/members/edge-1/promote"},
+		{name: "cluster demote", args: []string{"cluster", "demote", "edge-1"}, status: 204, method: "POST", path: "/cluster/members/edge-1/demote"},
 		{name: "keys rotate immediate", args: []string{"keys", "rotate", "--immediate"}, status: 201, method: "POST", path: "/keys/rotate", body: `{"immediate":true}`},
 		{name: "cluster status", args: []string{"cluster", "status"}, method: "GET", path: "/cluster"},
 

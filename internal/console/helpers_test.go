@@ -46,9 +46,10 @@ func (fakeCluster) Status(context.Context) (admin.ClusterStatus, error) {
 		{ID: "node-0", RaftAddr: "127.0.0.1:8300", GossipAddr: "127.0.0.1:8301", HTTPAddr: "127.0.0.1:8080", State: "alive", Voter: true},
 	}}, nil
 }
-func (fakeCluster) RemoveNode(context.Context, string) error { return nil }
-func (fakeCluster) Backup(context.Context, io.Writer) error  { return nil }
-func (fakeCluster) Restore(context.Context, io.Reader) error { return nil }
+func (fakeCluster) RemoveNode(context.Context, string) error     { return nil }
+func (fakeCluster) SetVoter(context.Context, string, bool) error { return nil }
+func (fakeCluster) Backup(context.Context, io.Writer) error      { return nil }
+func (fakeCluster) Restore(context.Context, io.Reader) error     { return nil }
 
 // env is a console over a real FSM (no raft) behind a real HTTP server.
 type env struct {

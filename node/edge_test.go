@@ -1,0 +1,292 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	gooidc "github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/oauth2"
+
+	"github.com/oidcd/oidcd/node"
+	"github.com/oidcd/oidcd/testcluster"
+)
+
+// Sites of the edge tests: the core's three voters share a site; each
+// edge replica is a site of its own, siteLatency away (one way).
+const (
+	coreSize    = 3
+	edgeA       = 3
+	edgeB       = 4
+	siteLatency = 40 * time.Millisecond
+)
+
+func siteOf(i int) int {
+	if i < coreSize {
+		return 0
+	}
+	return i
+}
+
+// newEdgeCluster is 3 voters and 2 edge replicas, 40 ms one way between
+// sites, with compaction often enough that a replica cut off for a while
+// catches up from a snapshot.
+func newEdgeCluster(t *testing.T) *testcluster.Cluster {
+	return testcluster.New(t, testcluster.Options{Size: coreSize + 2, NonVoters: 2,
+		LinkLatency: func(from, to int) time.Duration {
+			if siteOf(from) != siteOf(to) {
+				return siteLatency
+			}
+			return 0
+		},
+		Configure: func(_ int, cfg *node.Config) {
+			cfg.RateLimit = "off"
+			cfg.SnapshotThreshold, cfg.TrailingLogs, cfg.SnapshotInterval = 64, 16, 200*time.Millisecond
+		},
+	})
+}
+
+// pinned is an HTTP client that sends every request to the cluster's
+// issuer to node i (through the balancer, under the one issuer origin).
+func pinned(c *testcluster.Cluster, i int) *http.Client {
+	base := c.Client()
+	return &http.Client{Timeout: 10 * time.Second, Transport: pinTransport{base: base.Transport, node: strconv.Itoa(i)}}
+}
+
+type pinTransport struct {
+	base http.RoundTripper
+	node string
+}
+
+func (p pinTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set(testcluster.PinHeader, p.node)
+	return p.base.RoundTrip(r)
+}
+
+// clusterMembers is GET /admin/v1/cluster on node i: id -> voter.
+func clusterMembers(t *testing.T, c *testcluster.Cluster, i int) map[string]bool {
+	t.Helper()
+	req, _ := http.NewRequest("GET", c.URL(i)+"/admin/v1/cluster", nil)
+	req.Header.Set("Authorization", "Bearer "+testcluster.AdminToken)
+	status, body := decodeResp(t, c, req)
+	if status != 200 {
+		t.Fatalf("cluster status on node %d: %d %v", i, status, body)
+	}
+	out := map[string]bool{}
+	for _, m := range body["members"].([]any) {
+		m := m.(map[string]any)
+		out[m["id"].(string)] = m["voter"].(bool)
+	}
+	return out
+}
+
+// wantRoles waits up to 5 s until node on lists every node, voters among
+// them as voters and the others as non-voters (a configuration change
+// reaches a node with the leader's next append).
+func wantRoles(t *testing.T, c *testcluster.Cluster, on int, voters ...int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, bad := clusterMembers(t, c, on), ""
+		for i := range c.Size() {
+			id := "node-" + strconv.Itoa(i)
+			if voter, ok := got[id]; !ok || voter != slices.Contains(voters, i) {
+				bad = fmt.Sprintf("members seen by node %d: %v; want %s listed with voter %v", on, got, id, slices.Contains(voters, i))
+			}
+		}
+		if bad == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(bad)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestEdgeReplicas: two edge replicas at remote sites serve the whole
+// surface with the core's guarantees, never lead, and are not needed for
+// the core's quorum.
+func TestEdgeReplicas(t *testing.T) {
+	c := newEdgeCluster(t)
+	w := provision(t, c)
+	ctx := context.Background()
+
+	// Every node lists the edges as non-voters.
+	for i := range c.Size() {
+		wantRoles(t, c, i, 0, 1, 2)
+	}
+
+	// A sign-in entirely through edge A, with go-oidc: discovery, JWKS,
+	// the pages, the code exchange, userinfo.
+	client := pinned(c, edgeA)
+	edgeCtx := gooidc.ClientContext(ctx, client)
+	p, err := gooidc.NewProvider(edgeCtx, c.Issuer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rp{provider: p, verifier: p.Verifier(&gooidc.Config{ClientID: w.confID}), oauth: oauth2.Config{
+		ClientID: w.confID, ClientSecret: w.confSecret, RedirectURL: w.cb, Scopes: []string{gooidc.ScopeOpenID, "email"},
+		Endpoint: oauth2.Endpoint{AuthURL: c.URL(edgeA) + "/authorize", TokenURL: c.URL(edgeA) + "/oauth2/token"},
+	}}
+	b := testcluster.NewBrowser(t)
+	pkce := oauth2.GenerateVerifier()
+	q := signIn(t, c, b, r, w, pkce, "nonce-0123456789")
+	tok, err := r.oauth.Exchange(edgeCtx, q.Get("code"), oauth2.VerifierOption(pkce))
+	if err != nil {
+		t.Fatalf("code exchange on the edge: %v", err)
+	}
+	idt, err := r.verifier.Verify(edgeCtx, tok.Extra("id_token").(string))
+	if err != nil {
+		t.Fatalf("id token from the edge: %v", err)
+	}
+	if info, err := p.UserInfo(edgeCtx, oauth2.StaticTokenSource(tok)); err != nil || info.Subject != idt.Subject {
+		t.Fatalf("userinfo on the edge: %v %v", info, err)
+	}
+
+	// Revoked through the core: inactive on both edges at once.
+	if status, _ := clientPostOn(t, c, 0, "/oauth2/revoke", w.confID, w.confSecret, url.Values{"token": {tok.AccessToken}}); status != 200 {
+		t.Fatalf("revoke on the core: %d", status)
+	}
+	for _, e := range []int{edgeA, edgeB} {
+		if status, body := clientPostOn(t, c, e, "/oauth2/introspect", w.confID, w.confSecret, url.Values{"token": {tok.AccessToken}}); status != 200 || body["active"] != false {
+			t.Fatalf("introspection on edge %d right after the revocation on the core: %d %v, want active false", e, status, body)
+		}
+	}
+
+	// A logout on the edge ends the session the core sees, at once.
+	q = signIn(t, c, b, r, w, pkce, "nonce-0123456789")
+	tok, err = r.oauth.Exchange(edgeCtx, q.Get("code"), oauth2.VerifierOption(pkce))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, _ := bearerGetOn(t, c, 0, "/userinfo", tok.AccessToken); status != 200 {
+		t.Fatalf("userinfo on the core before the logout: %d", status)
+	}
+	resp, err := b.Client.PostForm(c.URL(edgeA)+"/logout", url.Values{"id_token_hint": {tok.Extra("id_token").(string)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode >= 400 {
+		t.Fatalf("logout on the edge: %d", resp.StatusCode)
+	}
+	for i := range coreSize {
+		if status, _ := bearerGetOn(t, c, i, "/userinfo", tok.AccessToken); status != 401 {
+			t.Fatalf("userinfo on core node %d right after the logout on the edge: got %d, want 401", i, status)
+		}
+	}
+
+	// Edge B cut off from everyone: local discovery and JWKS, 503 for what
+	// needs the leader, /readyz 503 with a reason.
+	q = signIn(t, c, b, r, w, pkce, "nonce-0123456789")
+	tok, err = r.oauth.Exchange(edgeCtx, q.Get("code"), oauth2.VerifierOption(pkce))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Partition(edgeB)
+	snapWait(t, "the cut-off edge", func() (bool, string) {
+		status, _ := bearerGetOn(t, c, edgeB, "/userinfo", tok.AccessToken)
+		ready := get(t, c, edgeB, "/readyz")
+		return status == 503 && ready == 503, fmt.Sprintf("userinfo %d and readyz %d, want 503 for both (never a stale answer)", status, ready)
+	})
+	for _, path := range []string{"/.well-known/openid-configuration", "/.well-known/jwks.json"} {
+		if got := get(t, c, edgeB, path); got != 200 {
+			t.Fatalf("cut-off edge %s: got %d, want 200 from local state", path, got)
+		}
+	}
+	if status, body := clientPostOn(t, c, edgeB, "/oauth2/introspect", w.confID, w.confSecret, url.Values{"token": {tok.AccessToken}}); status != 503 {
+		t.Fatalf("introspection on the cut-off edge: %d %v, want 503", status, body)
+	}
+	// Meanwhile the core revokes, and writes enough for the log to move on
+	// past what the edge holds: it must catch up from a snapshot.
+	if status, _ := clientPostOn(t, c, 0, "/oauth2/revoke", w.confID, w.confSecret, url.Values{"token": {tok.AccessToken}}); status != 200 {
+		t.Fatalf("revoke on the core: %d", status)
+	}
+	restores := c.Node(edgeB).FSM().Restores()
+	for i := range 150 {
+		if resp := do(t, c, "POST", "/admin/v1/organizations", testcluster.AdminToken,
+			map[string]any{"slug": "filler-" + strconv.Itoa(i), "name": "Filler"}, nil); resp.StatusCode != 201 {
+			t.Fatalf("filler organization %d: %d", i, resp.StatusCode)
+		}
+	}
+	waitSnapshotPast(t, c, c.Node(edgeB).FSM().Applied())
+	c.Heal()
+	snapWait(t, "the healed edge", func() (bool, string) {
+		// Caught up: it knows of the revocation made while it was cut off.
+		status, _ := bearerGetOn(t, c, edgeB, "/userinfo", tok.AccessToken)
+		ready := get(t, c, edgeB, "/readyz")
+		return status == 401 && ready == 200, fmt.Sprintf("userinfo %d and readyz %d, want 401 and 200", status, ready)
+	})
+	if got := c.Node(edgeB).FSM().Restores(); got <= restores {
+		t.Fatalf("healed edge restored %d snapshots, want more than %d: the log had moved on", got, restores)
+	}
+
+	// Leaders come and go among the voters only.
+	for range 2 {
+		old := c.Leader()
+		c.Kill(old)
+		l := c.WaitNewLeader()
+		if l >= coreSize {
+			t.Fatalf("edge replica %d became the leader", l)
+		}
+		c.Restart(old)
+	}
+
+	// The core keeps its quorum with both edges dead.
+	c.Kill(edgeA)
+	c.Kill(edgeB)
+	if resp := do(t, c, "POST", "/admin/v1/organizations", testcluster.AdminToken, map[string]any{"slug": "edges-down", "name": "Edges down"}, nil); resp.StatusCode != 201 {
+		t.Fatalf("a write with both edges dead: %d", resp.StatusCode)
+	}
+	c.Restart(edgeA)
+	c.Restart(edgeB)
+	c.WaitLeader()
+	wantRoles(t, c, edgeA, 0, 1, 2) // restarted, still non-voters
+
+	// Promote and demote, through a core node's admin API.
+	for _, step := range []struct {
+		verb   string
+		voters []int
+	}{{"promote", []int{0, 1, 2, edgeA}}, {"demote", []int{0, 1, 2}}} {
+		req, _ := http.NewRequest("POST", c.URL(1)+"/admin/v1/cluster/members/node-"+strconv.Itoa(edgeA)+"/"+step.verb, nil)
+		req.Header.Set("Authorization", "Bearer "+testcluster.AdminToken)
+		resp, err := c.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 204 {
+			t.Fatalf("%s: %d", step.verb, resp.StatusCode)
+		}
+		wantRoles(t, c, 0, step.voters...)
+		wantRoles(t, c, edgeA, step.voters...)
+	}
+	req, _ := http.NewRequest("POST", c.URL(0)+"/admin/v1/cluster/members/node-9/promote", nil)
+	req.Header.Set("Authorization", "Bearer "+testcluster.AdminToken)
+	if status, _ := decodeResp(t, c, req); status != 404 {
+		t.Fatalf("promote of an unknown member: %d, want 404", status)
+	}
+}
+
+// waitSnapshotPast waits until the leader's last snapshot is more than
+// TrailingLogs (16) entries past index: its log has then been compacted
+// past index, and a node that stopped at index can only catch up from a
+// snapshot.
+func waitSnapshotPast(t *testing.T, c *testcluster.Cluster, index uint64) {
+	t.Helper()
+	snapWait(t, "leader's snapshot", func() (bool, string) {
+		l := c.Leader()
+		if l < 0 {
+			return false, "no leader"
+		}
+		got := snapStat(c, l, "last_snapshot_index")
+		return got > index+16, fmt.Sprintf("at index %d, want past %d", got, index+16)
+	})
+}

@@ -5,7 +5,7 @@ LDFLAGS   := -X main.version=$(VERSION)
 BIN       := bin/oidcd
 DATA_DIR  ?= ./data
 
-.PHONY: build run test bench bench-lifecycle bench-micro soak lint fmt clean fuzz package
+.PHONY: build run test bench bench-lifecycle bench-edge bench-micro soak lint fmt clean fuzz package
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/oidcd
@@ -48,6 +48,7 @@ bench:
 	./bin/oidcd-bench matrix --benchtime $(BENCHTIME) --write BENCHMARKS.md --json bin/bench.json \
 		--command "make bench BENCHTIME=$(BENCHTIME)"
 	$(MAKE) bench-lifecycle
+	$(MAKE) bench-edge
 
 ## bench-lifecycle: exec-to-ready of the built binary (one node, one node
 ## restarted, three nodes; beside the floor of exec to exit of `oidcd
@@ -57,6 +58,14 @@ bench:
 bench-lifecycle:
 	$(GO) test -run '^$$' -bench 'ExecToReady' -benchtime 10x -count=1 ./cmd/oidcd/
 	$(GO) test -run '^$$' -bench 'LeaderRestartWriteStall' -benchtime 5x -count=1 ./node/
+
+## bench-edge: edge replicas over a simulated 40 ms link (one way): the
+## core's commit latency with 0 and 5 non-voters, userinfo and silent
+## sign-ins on an edge replica, beside the round trip of the link itself.
+## The figures go into BENCHMARKS.md's "Edge replicas" by hand.
+bench-edge:
+	$(GO) test -run '^$$' -bench 'LinkRoundTrip' -benchtime 50x -count=1 ./testcluster/
+	$(GO) test -run '^$$' -bench 'BenchmarkEdge' -benchtime 300x -count=1 ./node/
 
 ## bench-micro: the go test micro-benchmarks of the packages.
 bench-micro:

@@ -211,11 +211,21 @@ func formValue(form url.Values, key string) (string, bool) {
 }
 
 // loadClient re-reads the pending request's client: it may have been
-// suspended or lost the redirect URI since GET /authorize.
+// suspended or lost the redirect URI since GET /authorize. A form posted
+// to another node than the one that showed it may arrive before that node
+// has applied the client's registration (an edge replica far from the
+// core): a refusal first catches up once, as GET /authorize does.
 func (f *flow) loadClient() bool {
-	c, err := lookupClient(f.p.cfg.State, f.pend.Req.ClientID)
-	if err == nil {
-		err = checkRedirectURI(c, f.pend.Req.RedirectURI)
+	read := func() (fsm.Client, error) {
+		c, err := lookupClient(f.p.cfg.State, f.pend.Req.ClientID)
+		if err == nil {
+			err = checkRedirectURI(c, f.pend.Req.RedirectURI)
+		}
+		return c, err
+	}
+	c, err := read()
+	if err != nil && !errors.Is(err, errAuthzStore) && f.p.catchUp(f.r.Context()) {
+		c, err = read()
 	}
 	if err != nil {
 		f.pageErr(err)

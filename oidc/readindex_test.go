@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"sync/atomic"
 	"testing"
+
+	"github.com/oidcd/oidcd/fsm"
 )
 
 // TestReadIndexGuardsLivenessChecks: when the cluster cannot vouch that the
@@ -63,5 +65,37 @@ func TestReadIndexGuardsLivenessChecks(t *testing.T) {
 	fail.Store(false)
 	if rec := bcDo(t, h, bcReq{method: "GET", path: PathUserinfo, bearer: tok.AccessToken}); rec.Code != http.StatusOK {
 		t.Fatalf("after recovery: got %d %s, want 200", rec.Code, rec.Body)
+	}
+}
+
+// TestFormPostedToALaggingNodeCatchesUp: a sign-in form reaches a node
+// that has not yet applied what made the client valid (an edge replica
+// far from the core, behind a balancer): it catches up once before it
+// refuses, as GET /authorize does, and the sign-in goes on.
+func TestFormPostedToALaggingNodeCatchesUp(t *testing.T) {
+	var h *harness
+	var lagging atomic.Bool
+	h = newHarness(t, func(c *Config) {
+		c.ReadIndex = func(context.Context) error {
+			if lagging.CompareAndSwap(true, false) { // catching up brings the client back
+				h.updateClient(hConfidential, func(c *fsm.Client) { c.Suspended = false })
+			}
+			return nil
+		}
+	})
+	b := h.browser()
+	p := b.get(authzPath(authzQuery(hConfidential, map[string]string{"scope": "openid email"})))
+	wantH1(t, p, "Sign in")
+	// This node's view: the client suspended (the state before the one the
+	// node that showed the form had).
+	h.updateClient(hConfidential, func(c *fsm.Client) { c.Suspended = true })
+	lagging.Store(true)
+	p = b.signIn(p, hEmail, hPassword)
+	if p.status != http.StatusOK {
+		t.Fatalf("sign-in posted to a lagging node: got %d, want the consent page:\n%s", p.status, p.body)
+	}
+	wantH1(t, p, "Allow access?")
+	if lagging.Load() {
+		t.Fatal("no catch-up was asked for")
 	}
 }

@@ -58,3 +58,37 @@ func TestDelayConn(t *testing.T) {
 		t.Fatalf("read past the deadline: got %v", err)
 	}
 }
+
+// BenchmarkLinkRoundTrip is the floor of anything that crosses a 40 ms
+// link (make bench-edge): one small request and its answer over the
+// delayConn the edge benchmarks use.
+func BenchmarkLinkRoundTrip(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		s, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer s.Close()
+		io.Copy(s, s)
+	}()
+	raw, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := newDelayConn(raw, 40*time.Millisecond)
+	defer c.Close()
+	buf := make([]byte, 64)
+	for b.Loop() {
+		if _, err := c.Write(buf); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -75,6 +75,9 @@ const (
 	joinBackoffMax           = 10 * time.Second
 	leaveTimeout             = 2 * time.Second
 	metaUpdateTimeout        = 2 * time.Second
+	// progressEvery is how often a node advertises its applied index and
+	// last contact with the leader (Member.AppliedLag, LastContactMs).
+	progressEvery = 2 * time.Second
 )
 
 // ErrNoGossipKey: gossip is needed but no cluster key was configured.
@@ -103,6 +106,8 @@ type gossiper struct {
 	viewKey  string    // candidate set seen last
 	viewAt   time.Time // since when
 	warnedAt string    // last view we logged about, to log once
+	// progressAt: when the maintain goroutine last advertised progress.
+	progressAt time.Time
 
 	maintainCh  chan struct{} // pokes: membership changed
 	reconcileCh chan struct{}
@@ -360,6 +365,12 @@ func (g *gossiper) maintain(ctx context.Context) {
 		g.mu.Lock()
 		changed := !g.meta.Bootstrapped || g.meta.Expect != 0
 		g.meta.Bootstrapped, g.meta.Expect = true, 0
+		if now := time.Now(); now.Sub(g.progressAt) >= progressEvery {
+			g.progressAt = now
+			applied, contact := g.c.progress()
+			changed = changed || applied != g.meta.Applied || contact != g.meta.ContactMs
+			g.meta.Applied, g.meta.ContactMs = applied, contact
+		}
 		g.mu.Unlock()
 		if changed && ctx.Err() == nil {
 			if err := g.ml.UpdateNode(metaUpdateTimeout); err != nil {

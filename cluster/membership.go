@@ -51,6 +51,11 @@ type nodeMeta struct {
 	// replica). It counts only when the node is first added: a promotion
 	// or demotion (SetVoter) then stands across restarts.
 	NonVoter bool `json:"non_voter,omitempty"`
+	// Applied and ContactMs are the node's progress, advertised every
+	// progressEvery: the last raft index it applied, and how long before
+	// the advertisement it last heard from the leader (0 on the leader).
+	Applied   uint64 `json:"applied,omitempty"`
+	ContactMs int64  `json:"contact_ms,omitempty"`
 }
 
 func parseMeta(n *memberlist.Node) (nodeMeta, error) {
@@ -119,6 +124,14 @@ type Member struct {
 	// alive, else failed or left; alive for a node not yet in raft.
 	State string `json:"state"`
 	Voter bool   `json:"voter"`
+	// AppliedIndex is the last raft index the member applied; AppliedLag
+	// how far that is behind the leader's; LastContactMs how long before
+	// it reported them the member last heard from the leader (0 for the
+	// leader). This node's own are exact; the others' come from gossip,
+	// refreshed every couple of seconds. -1: unknown.
+	AppliedIndex  int64 `json:"applied_index"`
+	AppliedLag    int64 `json:"applied_lag"`
+	LastContactMs int64 `json:"last_contact_ms"`
 }
 
 // Status joins the raft configuration with gossip metadata. Without gossip
@@ -163,12 +176,27 @@ func (c *Cluster) Status(ctx context.Context) (Status, error) {
 			st.Members = append(st.Members, Member{ID: id, RaftAddr: g.meta.RaftAddr, GossipAddr: g.addr, HTTPAddr: g.meta.HTTPAddr, State: "alive"})
 		}
 	}
+	selfApplied, selfContact := c.progress()
+	leaderApplied := int64(-1)
+	if leader == c.cfg.NodeID {
+		leaderApplied = int64(selfApplied) // #nosec G115 -- a raft index
+	} else if g, ok := gossip[leader]; ok && g.meta.Applied > 0 {
+		leaderApplied = int64(g.meta.Applied) // #nosec G115 -- a raft index
+	}
 	for i := range st.Members {
-		if st.Members[i].ID == c.cfg.NodeID {
-			st.Members[i].GossipAddr, st.Members[i].HTTPAddr = c.GossipAddr(), c.cfg.Gossip.HTTPAddr
-			if st.Members[i].GossipAddr == "" {
-				st.Members[i].GossipAddr = c.cfg.Gossip.Addr
+		m := &st.Members[i]
+		m.AppliedIndex, m.AppliedLag, m.LastContactMs = -1, -1, -1
+		if m.ID == c.cfg.NodeID {
+			m.GossipAddr, m.HTTPAddr = c.GossipAddr(), c.cfg.Gossip.HTTPAddr
+			if m.GossipAddr == "" {
+				m.GossipAddr = c.cfg.Gossip.Addr
 			}
+			m.AppliedIndex, m.LastContactMs = int64(selfApplied), selfContact // #nosec G115 -- a raft index
+		} else if g, ok := gossip[m.ID]; ok && g.meta.Applied > 0 {
+			m.AppliedIndex, m.LastContactMs = int64(g.meta.Applied), g.meta.ContactMs // #nosec G115 -- a raft index
+		}
+		if m.AppliedIndex >= 0 && leaderApplied >= 0 {
+			m.AppliedLag = max(leaderApplied-m.AppliedIndex, 0)
 		}
 	}
 	slices.SortFunc(st.Members, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
@@ -202,6 +230,33 @@ func (c *Cluster) RemoveNode(ctx context.Context, id string) error {
 	}
 	c.log.Info("removed node from the cluster", "id", id, "by", "operator")
 	return nil
+}
+
+// progress is this node's applied index and how long ago it last heard
+// from the leader, in milliseconds (0 while it leads; -1 when it never
+// has).
+func (c *Cluster) progress() (applied uint64, contactMs int64) {
+	applied = c.fsm.Applied()
+	if c.raft.State() == raft.Leader {
+		return applied, 0
+	}
+	last := c.raft.LastContact()
+	if last.IsZero() {
+		return applied, -1
+	}
+	return applied, time.Since(last).Milliseconds()
+}
+
+// isVoter reports whether this node is a voter of the configuration it
+// knows.
+func (c *Cluster) isVoter() bool {
+	servers, err := c.Members()
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(servers, func(s raft.Server) bool {
+		return string(s.ID) == c.cfg.NodeID && s.Suffrage == raft.Voter
+	})
 }
 
 // Replies of opSuffrage.

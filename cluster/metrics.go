@@ -73,6 +73,25 @@ func newMetrics(c *Cluster, reg prometheus.Registerer) *metrics {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "oidcd_raft_applied_index", Help: "Last raft index applied to the state file."},
 			func() float64 { return float64(c.fsm.Applied()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "oidcd_raft_last_snapshot_index", Help: "Index of the last raft snapshot."}, stat("last_snapshot_index")),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "oidcd_raft_voter",
+			Help: "1 while this node is a voter in the raft configuration, 0 as a non-voter (an edge replica) or outside it.",
+		}, func() float64 {
+			if c.isVoter() {
+				return 1
+			}
+			return 0
+		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "oidcd_raft_last_contact_seconds",
+			Help: "Seconds since this node last heard from the leader: 0 on the leader, -1 when it never has.",
+		}, func() float64 {
+			_, ms := c.progress()
+			if ms < 0 {
+				return -1
+			}
+			return float64(ms) / 1000
+		}),
 	)
 	return m
 }

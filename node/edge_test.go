@@ -69,8 +69,8 @@ func (p pinTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return p.base.RoundTrip(r)
 }
 
-// clusterMembers is GET /admin/v1/cluster on node i: id -> voter.
-func clusterMembers(t *testing.T, c *testcluster.Cluster, i int) map[string]bool {
+// clusterStatus is GET /admin/v1/cluster on node i: the members by id.
+func clusterStatus(t *testing.T, c *testcluster.Cluster, i int) map[string]map[string]any {
 	t.Helper()
 	req, _ := http.NewRequest("GET", c.URL(i)+"/admin/v1/cluster", nil)
 	req.Header.Set("Authorization", "Bearer "+testcluster.AdminToken)
@@ -78,10 +78,20 @@ func clusterMembers(t *testing.T, c *testcluster.Cluster, i int) map[string]bool
 	if status != 200 {
 		t.Fatalf("cluster status on node %d: %d %v", i, status, body)
 	}
-	out := map[string]bool{}
+	out := map[string]map[string]any{}
 	for _, m := range body["members"].([]any) {
 		m := m.(map[string]any)
-		out[m["id"].(string)] = m["voter"].(bool)
+		out[m["id"].(string)] = m
+	}
+	return out
+}
+
+// clusterMembers is GET /admin/v1/cluster on node i: id -> voter.
+func clusterMembers(t *testing.T, c *testcluster.Cluster, i int) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	for id, m := range clusterStatus(t, c, i) {
+		out[id] = m["voter"].(bool)
 	}
 	return out
 }
@@ -201,6 +211,11 @@ func TestEdgeReplicas(t *testing.T) {
 			t.Fatalf("cut-off edge %s: got %d, want 200 from local state", path, got)
 		}
 	}
+	// It says so: its last contact with the leader grows.
+	snapWait(t, "the cut-off edge's last contact", func() (bool, string) {
+		ms := clusterStatus(t, c, edgeB)["node-4"]["last_contact_ms"].(float64)
+		return ms > 1000, fmt.Sprintf("last_contact_ms %v, want above 1000", ms)
+	})
 	if status, body := clientPostOn(t, c, edgeB, "/oauth2/introspect", w.confID, w.confSecret, url.Values{"token": {tok.AccessToken}}); status != 503 {
 		t.Fatalf("introspection on the cut-off edge: %d %v, want 503", status, body)
 	}
@@ -227,6 +242,13 @@ func TestEdgeReplicas(t *testing.T) {
 	if got := c.Node(edgeB).FSM().Restores(); got <= restores {
 		t.Fatalf("healed edge restored %d snapshots, want more than %d: the log had moved on", got, restores)
 	}
+	// The core sees it caught up: a small lag, a recent contact (gossip
+	// brings both every couple of seconds).
+	snapWait(t, "the core's view of the healed edge", func() (bool, string) {
+		m := clusterStatus(t, c, 0)["node-4"]
+		lag, ms := m["applied_lag"].(float64), m["last_contact_ms"].(float64)
+		return lag >= 0 && lag < 50 && ms >= 0 && ms < 5000, fmt.Sprintf("applied_lag %v, last_contact_ms %v", lag, ms)
+	})
 
 	// Leaders come and go among the voters only.
 	for range 2 {

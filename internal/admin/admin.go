@@ -91,6 +91,11 @@ type ClusterMember struct {
 	HTTPAddr   string `json:"http_addr"`
 	State      string `json:"state"`
 	Voter      bool   `json:"voter"`
+	// AppliedIndex, AppliedLag (behind the leader) and LastContactMs (with
+	// the leader, 0 for the leader); -1 when unknown.
+	AppliedIndex  int64 `json:"applied_index"`
+	AppliedLag    int64 `json:"applied_lag"`
+	LastContactMs int64 `json:"last_contact_ms"`
 }
 
 // Config wires the API to one node.

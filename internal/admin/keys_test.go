@@ -51,10 +51,10 @@ func TestListKeys(t *testing.T) {
 func TestCluster(t *testing.T) {
 	e := newEnv(t)
 	e.cluster.status = ClusterStatus{Leader: "n1", Members: []ClusterMember{
-		{ID: "n1", RaftAddr: "127.0.0.1:8300", GossipAddr: "127.0.0.1:8301", HTTPAddr: "127.0.0.1:8080", State: "leader", Voter: true},
+		{ID: "n1", RaftAddr: "127.0.0.1:8300", GossipAddr: "127.0.0.1:8301", HTTPAddr: "127.0.0.1:8080", State: "leader", Voter: true, AppliedIndex: 42},
 	}}
 	w := e.must(200, "GET", "/admin/v1/cluster", "")
-	want := `{"leader":"n1","members":[{"id":"n1","raft_addr":"127.0.0.1:8300","gossip_addr":"127.0.0.1:8301","http_addr":"127.0.0.1:8080","state":"leader","voter":true}]}`
+	want := `{"leader":"n1","members":[{"id":"n1","raft_addr":"127.0.0.1:8300","gossip_addr":"127.0.0.1:8301","http_addr":"127.0.0.1:8080","state":"leader","voter":true,"applied_index":42,"applied_lag":0,"last_contact_ms":0}]}`
 	if got := w.Body.String(); got != want {
 		t.Errorf("got %s, want %s", got, want)
 	}

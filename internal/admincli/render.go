@@ -66,6 +66,7 @@ var (
 	memberTable  = []column{
 		col("ID", "id"), col("RAFT_ADDR", "raft_addr"), col("GOSSIP_ADDR", "gossip_addr"), col("HTTP_ADDR", "http_addr"),
 		col("STATE", "state"), col("VOTER", "voter"), col("LEADER", leaderMark),
+		col("APPLIED", "applied_index"), col("LAG", "applied_lag"), col("CONTACT_MS", "last_contact_ms"),
 	}
 )
 

@@ -98,9 +98,9 @@ func TestOutput(t *testing.T) {
 				{"id":"n2","raft_addr":"127.0.0.1:8310","gossip_addr":"127.0.0.1:8311","http_addr":"127.0.0.1:8081","state":"alive","voter":false}]}`,
 			wantStdout: "" +
 				"leader: n1\n" +
-				"ID  RAFT_ADDR       GOSSIP_ADDR     HTTP_ADDR       STATE  VOTER  LEADER\n" +
-				"n1  127.0.0.1:8300  127.0.0.1:8301  127.0.0.1:8080  alive  true   true\n" +
-				"n2  127.0.0.1:8310  127.0.0.1:8311  127.0.0.1:8081  alive  false  false\n"},
+				"ID  RAFT_ADDR       GOSSIP_ADDR     HTTP_ADDR       STATE  VOTER  LEADER  APPLIED  LAG  CONTACT_MS\n" +
+				"n1  127.0.0.1:8300  127.0.0.1:8301  127.0.0.1:8080  alive  true   true    -        -    -\n" +
+				"n2  127.0.0.1:8310  127.0.0.1:8311  127.0.0.1:8081  alive  false  false   -        -    -\n"},
 		{name: "cluster without leader", args: []string{"cluster", "status"}, body: `{"leader":"","members":[]}`,
 			wantStdout: "leader: none\nno members\n"},
 		{name: "control characters are neutralised", args: []string{"org", "get", "x"},

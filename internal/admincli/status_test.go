@@ -11,8 +11,8 @@ var spaces = regexp.MustCompile(` {2,}`)
 const healthyStatus = `{"node":{"id":"n1","version":"v1.2","state":"leader","commit_index":42,"applied_index":42},
  "leader":"n1",
  "members":[
-  {"id":"n1","raft_addr":"127.0.0.1:8300","gossip_addr":"127.0.0.1:8301","http_addr":"127.0.0.1:8080","state":"leader","voter":true},
-  {"id":"n2","raft_addr":"127.0.0.1:8310","gossip_addr":"127.0.0.1:8311","http_addr":"127.0.0.1:8081","state":"failed","voter":true}],
+  {"id":"n1","raft_addr":"127.0.0.1:8300","gossip_addr":"127.0.0.1:8301","http_addr":"127.0.0.1:8080","state":"leader","voter":true,"applied_index":42,"applied_lag":0,"last_contact_ms":0},
+  {"id":"n2","raft_addr":"127.0.0.1:8310","gossip_addr":"127.0.0.1:8311","http_addr":"127.0.0.1:8081","state":"failed","voter":true,"applied_index":30,"applied_lag":12,"last_contact_ms":61000}],
  "keys":[{"kid":"k1","state":"active","created_at":"2025-01-01T00:00:00Z"},{"kid":"k2","state":"next","created_at":"2025-01-02T00:00:00Z","activates_at":"2025-01-02T00:10:00Z"}],
  "deliveries":{"pending":1,"more":false,"oldest":[{"id":"00000000000000000007-0","client_id":"portal","uri":"https://p.example/bc","cause":"logout","created_at":"2025-01-01T00:00:00Z","attempts":3,"next_attempt_at":"2025-01-01T00:01:00Z","last_error":"HTTP 500"}]}}`
 
@@ -36,9 +36,9 @@ func TestStatusCommand(t *testing.T) {
 			"members 2 (2 voters, 1 leader or follower)\n",
 			"signing keys 1 active, 1 next, 0 retired\n",
 			"pending back-channel deliveries 1\n",
-			"\nMembers\nID RAFT_ADDR GOSSIP_ADDR HTTP_ADDR STATE VOTER LEADER\n",
-			"n1 127.0.0.1:8300 127.0.0.1:8301 127.0.0.1:8080 leader true true\n",
-			"n2 127.0.0.1:8310 127.0.0.1:8311 127.0.0.1:8081 failed true false\n",
+			"\nMembers\nID RAFT_ADDR GOSSIP_ADDR HTTP_ADDR STATE VOTER LEADER APPLIED LAG CONTACT_MS\n",
+			"n1 127.0.0.1:8300 127.0.0.1:8301 127.0.0.1:8080 leader true true 42 0 0\n",
+			"n2 127.0.0.1:8310 127.0.0.1:8311 127.0.0.1:8081 failed true false 30 12 61000\n",
 			"\nSigning keys\nKID STATE CREATED_AT",
 			"\nOldest pending deliveries (1 shown)\n",
 			"00000000000000000007-0 portal https://p.example/bc logout 3 2025-01-01T00:01:00Z HTTP 500\n",

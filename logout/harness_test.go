@@ -374,6 +374,23 @@ func (h *harness) ended(id string) bool {
 }
 
 // waitFor polls cond for up to 5 s.
+// waitMetric waits for a metric to reach want: the sender counts an outcome
+// after its write is applied, so a test that saw the state can be ahead.
+func (h *harness) waitMetric(name string, want float64) {
+	h.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := h.metric(name)
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("%s: got %v, want %v", name, got, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)

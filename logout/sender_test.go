@@ -145,15 +145,9 @@ func TestLogoutTokenWithSID(t *testing.T) {
 			t.Fatalf("delivery %s: %+v, want sent after one attempt", d.ID, got)
 		}
 	}
-	if got := h.metric("oidcd_backchannel_sent_total"); got != 2 {
-		t.Fatalf("sent_total: got %v, want 2", got)
-	}
-	if got := h.metric("oidcd_backchannel_delivery_seconds"); got != 2 {
-		t.Fatalf("delivery_seconds count: got %v, want 2", got)
-	}
-	if got := h.metric("oidcd_backchannel_pending"); got != 0 {
-		t.Fatalf("pending: got %v, want 0", got)
-	}
+	h.waitMetric("oidcd_backchannel_sent_total", 2)
+	h.waitMetric("oidcd_backchannel_delivery_seconds", 2)
+	h.waitMetric("oidcd_backchannel_pending", 0)
 }
 
 func TestLogoutTokenSubOnlyOnErasure(t *testing.T) {
@@ -212,15 +206,9 @@ func TestRetriesThenAbandons(t *testing.T) {
 	if n := len(h.recvA.received()); n != DefaultMaxAttempts {
 		t.Fatalf("attempts after abandonment: %d", n)
 	}
-	if got := h.metric("oidcd_backchannel_retries_total"); got != DefaultMaxAttempts-1 {
-		t.Fatalf("retries_total: got %v, want %d", got, DefaultMaxAttempts-1)
-	}
-	if got := h.metric("oidcd_backchannel_abandoned_total"); got != 1 {
-		t.Fatalf("abandoned_total: got %v, want 1", got)
-	}
-	if got := h.metric("oidcd_backchannel_sent_total"); got != 1 {
-		t.Fatalf("sent_total: got %v, want 1 (app B)", got)
-	}
+	h.waitMetric("oidcd_backchannel_retries_total", DefaultMaxAttempts-1)
+	h.waitMetric("oidcd_backchannel_abandoned_total", 1)
+	h.waitMetric("oidcd_backchannel_sent_total", 1)
 }
 
 func TestRetryThenSuccessKeepsTheJTI(t *testing.T) {
@@ -252,9 +240,7 @@ func TestRedirectIsNotFollowed(t *testing.T) {
 	if d.State != fsm.DeliveryPending || !strings.Contains(d.LastError, "302") || !d.NextAttemptAt.After(h.clock.Now().Add(50*time.Minute)) {
 		t.Fatalf("delivery after a 302: %+v", d)
 	}
-	if got := h.metric("oidcd_backchannel_pending"); got != 1 {
-		t.Fatalf("pending: got %v, want 1", got)
-	}
+	h.waitMetric("oidcd_backchannel_pending", 1)
 }
 
 func TestSenderBoundsConcurrencyAndNeverOverlapsADelivery(t *testing.T) {

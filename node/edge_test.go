@@ -1,12 +1,16 @@
 package node_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -311,4 +315,92 @@ func waitSnapshotPast(t *testing.T, c *testcluster.Cluster, index uint64) {
 		got := snapStat(c, l, "last_snapshot_index")
 		return got > index+16, fmt.Sprintf("at index %d, want past %d", got, index+16)
 	})
+}
+
+// TestEdgeBecomesTheCoreAfterTheCoreIsLost: the three voters are lost for
+// good; the operator recovers the stopped edge replica as the only voter
+// (oidcd recover) and starts it: it leads, holds everything acknowledged
+// before the loss (a revocation among it) and signs people in.
+func TestEdgeBecomesTheCoreAfterTheCoreIsLost(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Size: coreSize + 1, NonVoters: 1,
+		Configure: func(_ int, cfg *node.Config) { cfg.RateLimit = "off" }})
+	w := provision(t, c)
+	revoked, live := benchTokenT(t, c, w), benchTokenT(t, c, w)
+	if status, _ := clientPostOn(t, c, 0, "/oauth2/revoke", w.confID, w.confSecret, url.Values{"token": {revoked}}); status != 200 {
+		t.Fatalf("revoke on the core: %d", status)
+	}
+	if resp := do(t, c, "POST", "/admin/v1/organizations", testcluster.AdminToken, map[string]any{"slug": "before-loss", "name": "Before"}, nil); resp.StatusCode != 201 {
+		t.Fatalf("write before the loss: %d", resp.StatusCode)
+	}
+	// The edge has it all: a read index on it waits until it applied it.
+	if err := c.Node(edgeA).Cluster().ReadIndex(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := node.Recover(c.DataDir(edgeA), nil, nil); err == nil || !strings.Contains(err.Error(), "stop the node first") {
+		t.Fatalf("recover of a running node: %v, want it refused", err)
+	}
+	for i := range coreSize {
+		c.Kill(i)
+	}
+	c.Kill(edgeA)
+	if _, err := node.Recover(t.TempDir(), nil, nil); err == nil {
+		t.Fatal("recover of a directory that is no node's: no error")
+	}
+	if _, err := node.Recover(c.DataDir(edgeA), []string{"node-3", "no-such-node"}, nil); err == nil || !strings.Contains(err.Error(), "no-such-node") {
+		t.Fatalf("recover with a voter the node never knew: %v, want it named", err)
+	}
+	written, err := node.Recover(c.DataDir(edgeA), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(written) != 1 || !strings.HasPrefix(written[0], "node-3 ") {
+		t.Fatalf("voters written: %q, want node-3 alone", written)
+	}
+	c.Restart(edgeA)
+	if !c.Node(edgeA).Cluster().IsLeader() {
+		t.Fatal("the recovered edge does not lead")
+	}
+	wantVoters := map[string]bool{"node-3": true}
+	if got := clusterMembers(t, c, edgeA); !maps.Equal(got, wantVoters) {
+		t.Fatalf("members after the recovery: %v, want %v", got, wantVoters)
+	}
+	if status, body := clientPostOn(t, c, edgeA, "/oauth2/introspect", w.confID, w.confSecret, url.Values{"token": {revoked}}); status != 200 || body["active"] != false {
+		t.Fatalf("the token revoked before the loss: %d %v, want active false", status, body)
+	}
+	if status, _ := bearerGetOn(t, c, edgeA, "/userinfo", live); status != 200 {
+		t.Fatalf("userinfo with a live token on the recovered edge: %d", status)
+	}
+	if resp := do2(t, c, edgeA, "POST", "/admin/v1/organizations", map[string]any{"slug": "after-loss", "name": "After"}); resp != 201 {
+		t.Fatalf("a write on the recovered edge: %d", resp)
+	}
+	if err := trySignIn(t, c, edgeA, edgeA, w); err != nil {
+		t.Fatalf("sign-in on the recovered edge: %v", err)
+	}
+}
+
+// do2 is an admin API call on node i; it returns the status.
+func do2(t *testing.T, c *testcluster.Cluster, i int, method, path string, body any) int {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest(method, c.URL(i)+path, bytes.NewReader(b))
+	req.Header.Set("Authorization", "Bearer "+testcluster.AdminToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func benchTokenT(t *testing.T, c *testcluster.Cluster, w world) string {
+	t.Helper()
+	r := rpOn(t, c, 0, 0, w.confID, w.confSecret, w.cb)
+	pkce := oauth2.GenerateVerifier()
+	q := signIn(t, c, testcluster.NewBrowser(t), r, w, pkce, "nonce-0123456789")
+	tok, err := r.oauth.Exchange(context.Background(), q.Get("code"), oauth2.VerifierOption(pkce))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok.AccessToken
 }

@@ -349,6 +349,10 @@ func (c *Cluster) KillErr(i int) error {
 // closeDeadline bounds KillErr: node.CloseBound and a margin.
 const closeDeadline = node.CloseBound + 5*time.Second
 
+// DataDir is node i's data directory (for offline tools such as
+// node.Recover, run while the node is stopped).
+func (c *Cluster) DataDir(i int) string { return c.nodes[i].cfg.DataDir }
+
 // Restart starts node i again on its data directory and addresses.
 func (c *Cluster) Restart(i int) {
 	c.t.Helper()

@@ -26,6 +26,7 @@ Usage:
   oidcd config example    print a configuration file with every key
   oidcd man               print the manual page (roff; man -l - reads it)
   oidcd demo-rp [flags]   a demo relying party on 127.0.0.1:9090 (oidcd demo-rp -h)
+  oidcd recover [flags]   make a stopped node the new core after its voters are lost (oidcd recover -h)
   oidcd keygen            print a fresh --cluster-key
   oidcd version           print the version
 `
@@ -53,6 +54,9 @@ func run(args []string, env func(string) string, stdin io.Reader, stdout, stderr
 		return demorp.Main(args[1:], stdout, stderr)
 	case "man":
 		return manPage(stdout, stderr)
+	case "recover":
+		restrictUmask()
+		return recoverCmd(args[1:], stdout, stderr)
 	case "keygen":
 		var b [32]byte
 		if _, err := rand.Read(b[:]); err != nil {

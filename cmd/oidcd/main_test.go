@@ -88,6 +88,10 @@ func TestCommands(t *testing.T) {
 		{[]string{"bogus"}, 2, ""},
 		{[]string{"serve", "--bootstrap-expect", "3"}, 1, ""},
 		{[]string{"serve", "extra"}, 2, ""},
+		{[]string{"recover"}, 2, ""},
+		{[]string{"recover", "-h"}, 0, ""},
+		{[]string{"recover", "--data-dir", t.TempDir()}, 1, ""},
+		{[]string{"recover", "--data-dir", t.TempDir(), "extra"}, 2, ""},
 	}
 	for _, c := range cases {
 		var out, errb bytes.Buffer

@@ -27,6 +27,7 @@ func manPage(stdout, stderr io.Writer) int {
 		"oidcd config check [--env-file ENVFILE] FILE",
 		"oidcd config example [flags]",
 		"oidcd demo-rp [flags]",
+		"oidcd recover --data-dir DIR [--voters ID,ID,...]",
 		"oidcd keygen",
 		"oidcd version",
 		"oidcd man",
@@ -63,6 +64,8 @@ func manPage(stdout, stderr io.Writer) int {
 	var admin bytes.Buffer
 	admincli.Run(context.Background(), []string{"help"}, func(string) string { return "" }, nil, &admin, io.Discard)
 	w(".SH ADMIN COMMANDS\n.nf\n%s.fi\n", roff(admin.String()))
+
+	w(".SH RECOVERING A LOST QUORUM\n.nf\n%s.fi\n", roff(strings.TrimPrefix(recoverUsage, "Usage: ")))
 
 	w(".SH EXIT STATUS\n%s\n", roff(`oidcd serve exits 0 after a clean shutdown on SIGINT or SIGTERM, 1 when the node cannot start or stops on an error, and 2 on a usage error (a bad flag, environment value or configuration file). oidcd config check exits 0 for a valid file, 1 for a file with problems, 2 on a usage error. oidcd admin documents its exit codes above.`))
 	w(".SH FILES\n.TP\n.I /etc/oidcd/oidcd.toml\nthe configuration file of the packaged service\n")

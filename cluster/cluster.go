@@ -196,6 +196,9 @@ func New(cfg Config) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := recoverFromPeersFile(dir, cfg.NodeID, cfg.FSM, store, snaps, existing, cfg.Logger); err != nil {
+		return nil, err
+	}
 	return &Cluster{cfg: cfg, log: cfg.Logger, fsm: cfg.FSM, store: store, transport: transport, stream: stream,
 		stopped: make(chan struct{}), raftConfig: rc, snaps: snaps, existing: existing}, nil
 }

@@ -62,6 +62,9 @@ func Recover(dataDir, nodeID string, f *fsm.FSM, voters []string, log *slog.Logg
 	if len(voters) == 0 {
 		voters = []string{nodeID}
 	}
+	if !slices.Contains(voters, nodeID) {
+		return nil, fmt.Errorf("cluster: recover: the voters must include this node (%s)", nodeID)
+	}
 	var servers []raft.Server
 	for _, id := range voters {
 		i := slices.IndexFunc(last.Servers, func(s raft.Server) bool { return string(s.ID) == id })
@@ -70,20 +73,63 @@ func Recover(dataDir, nodeID string, f *fsm.FSM, voters []string, log *slog.Logg
 		}
 		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: last.Servers[i].ID, Address: last.Servers[i].Address})
 	}
-	rc = raft.DefaultConfig()
+	if err := recoverWith(nodeID, f, store, snaps, raft.Configuration{Servers: servers}, log); err != nil {
+		return nil, err
+	}
+	return servers, nil
+}
+
+type logAndStable interface {
+	raft.LogStore
+	raft.StableStore
+}
+
+// recoverWith is raft's RecoverCluster on opened stores.
+func recoverWith(nodeID string, f *fsm.FSM, store logAndStable, snaps raft.SnapshotStore, conf raft.Configuration, log *slog.Logger) error {
+	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(nodeID)
 	rc.Logger = newHCLog(log, "raft")
+	_, trans := raft.NewInmemTransport("")
+	defer trans.Close()
 	// RecoverCluster persists the FSM's snapshot but never releases it
 	// (raft v1.7.3), and ours holds a read transaction: the state file
 	// could not close after it.
 	rf := &releasingFSM{FSM: f}
-	err = raft.RecoverCluster(rc, rf, store, store, snaps, trans, raft.Configuration{Servers: servers})
+	err := raft.RecoverCluster(rc, rf, store, store, snaps, trans, conf)
 	rf.release()
 	if err != nil {
-		return nil, fmt.Errorf("cluster: recover: %w", err)
+		return fmt.Errorf("cluster: recover: %w", err)
 	}
-	log.Warn("raft configuration recovered", "voters", voters, "applied", f.Applied())
-	return servers, nil
+	log.Warn("raft configuration recovered", "servers", fmt.Sprint(conf.Servers), "applied", f.Applied())
+	return nil
+}
+
+// peersFile is raft's manual recovery file: placed in <data-dir>/raft of a
+// stopped node, it replaces the node's configuration at its next start
+// (the format of raft.ReadConfigJSON: id, address, non_voter), and is
+// removed once applied.
+const peersFile = "peers.json"
+
+// recoverFromPeersFile applies <dir>/peers.json when there is one.
+func recoverFromPeersFile(dir, nodeID string, f *fsm.FSM, store logAndStable, snaps raft.SnapshotStore, existing bool, log *slog.Logger) error {
+	path := filepath.Join(dir, peersFile)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if !existing {
+		return fmt.Errorf("cluster: %s: %w (a new node joins with --join instead)", path, ErrNoRaftState)
+	}
+	conf, err := raft.ReadConfigJSON(path)
+	if err != nil {
+		return fmt.Errorf("cluster: %s: %w", path, err)
+	}
+	if !slices.ContainsFunc(conf.Servers, func(s raft.Server) bool { return string(s.ID) == nodeID && s.Suffrage == raft.Voter }) {
+		return fmt.Errorf("cluster: %s does not name this node (%s) as a voter", path, nodeID)
+	}
+	if err := recoverWith(nodeID, f, store, snaps, conf, log); err != nil {
+		return err
+	}
+	return os.Remove(path)
 }
 
 // releasingFSM keeps the snapshots raft takes so they can be released.

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -318,11 +321,12 @@ func waitSnapshotPast(t *testing.T, c *testcluster.Cluster, index uint64) {
 }
 
 // TestEdgeBecomesTheCoreAfterTheCoreIsLost: the three voters are lost for
-// good; the operator recovers the stopped edge replica as the only voter
-// (oidcd recover) and starts it: it leads, holds everything acknowledged
-// before the loss (a revocation among it) and signs people in.
+// good; the operator makes the two stopped edge replicas the new voters,
+// one with oidcd recover and the other with raft's peers.json, and starts
+// them: they elect a leader, hold everything acknowledged before the loss
+// (a revocation among it) and sign people in.
 func TestEdgeBecomesTheCoreAfterTheCoreIsLost(t *testing.T) {
-	c := testcluster.New(t, testcluster.Options{Size: coreSize + 1, NonVoters: 1,
+	c := testcluster.New(t, testcluster.Options{Size: coreSize + 2, NonVoters: 2,
 		Configure: func(_ int, cfg *node.Config) { cfg.RateLimit = "off" }})
 	w := provision(t, c)
 	revoked, live := benchTokenT(t, c, w), benchTokenT(t, c, w)
@@ -332,49 +336,69 @@ func TestEdgeBecomesTheCoreAfterTheCoreIsLost(t *testing.T) {
 	if resp := do(t, c, "POST", "/admin/v1/organizations", testcluster.AdminToken, map[string]any{"slug": "before-loss", "name": "Before"}, nil); resp.StatusCode != 201 {
 		t.Fatalf("write before the loss: %d", resp.StatusCode)
 	}
-	// The edge has it all: a read index on it waits until it applied it.
-	if err := c.Node(edgeA).Cluster().ReadIndex(context.Background()); err != nil {
-		t.Fatal(err)
+	// The edges have it all: a read index on each waits until it applied it.
+	for _, e := range []int{edgeA, edgeB} {
+		if err := c.Node(e).Cluster().ReadIndex(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := node.Recover(c.DataDir(edgeA), nil, nil); err == nil || !strings.Contains(err.Error(), "stop the node first") {
 		t.Fatalf("recover of a running node: %v, want it refused", err)
 	}
-	for i := range coreSize {
+	for i := range c.Size() {
 		c.Kill(i)
 	}
-	c.Kill(edgeA)
 	if _, err := node.Recover(t.TempDir(), nil, nil); err == nil {
 		t.Fatal("recover of a directory that is no node's: no error")
 	}
-	if _, err := node.Recover(c.DataDir(edgeA), []string{"node-3", "no-such-node"}, nil); err == nil || !strings.Contains(err.Error(), "no-such-node") {
-		t.Fatalf("recover with a voter the node never knew: %v, want it named", err)
+	for _, voters := range [][]string{{"node-3", "no-such-node"}, {"node-4"}} {
+		if _, err := node.Recover(c.DataDir(edgeA), voters, nil); err == nil {
+			t.Fatalf("recover of node-3 with voters %q: no error", voters)
+		}
 	}
-	written, err := node.Recover(c.DataDir(edgeA), nil, nil)
+	written, err := node.Recover(c.DataDir(edgeA), []string{"node-3", "node-4"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(written) != 1 || !strings.HasPrefix(written[0], "node-3 ") {
-		t.Fatalf("voters written: %q, want node-3 alone", written)
+	if len(written) != 2 || !strings.HasPrefix(written[0], "node-3 ") || !strings.HasPrefix(written[1], "node-4 ") {
+		t.Fatalf("voters written: %q, want node-3 and node-4", written)
 	}
-	c.Restart(edgeA)
-	if !c.Node(edgeA).Cluster().IsLeader() {
-		t.Fatal("the recovered edge does not lead")
+	// The same configuration for edge B, as an operator writes peers.json.
+	var peers []map[string]any
+	for _, v := range written {
+		id, addr, _ := strings.Cut(v, " ")
+		peers = append(peers, map[string]any{"id": id, "address": addr, "non_voter": false})
 	}
-	wantVoters := map[string]bool{"node-3": true}
-	if got := clusterMembers(t, c, edgeA); !maps.Equal(got, wantVoters) {
-		t.Fatalf("members after the recovery: %v, want %v", got, wantVoters)
+	b, _ := json.Marshal(peers)
+	peersPath := filepath.Join(c.DataDir(edgeB), "raft", "peers.json")
+	if err := os.WriteFile(peersPath, b, 0o600); err != nil {
+		t.Fatal(err)
 	}
-	if status, body := clientPostOn(t, c, edgeA, "/oauth2/introspect", w.confID, w.confSecret, url.Values{"token": {revoked}}); status != 200 || body["active"] != false {
-		t.Fatalf("the token revoked before the loss: %d %v, want active false", status, body)
+	c.RestartTogether(edgeA, edgeB)
+	if _, err := os.Stat(peersPath); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("peers.json after it was applied: %v, want it removed", err)
 	}
-	if status, _ := bearerGetOn(t, c, edgeA, "/userinfo", live); status != 200 {
-		t.Fatalf("userinfo with a live token on the recovered edge: %d", status)
+	newCore := c.Leader()
+	if newCore != edgeA && newCore != edgeB {
+		t.Fatalf("leader after the recovery: node %d", newCore)
 	}
-	if resp := do2(t, c, edgeA, "POST", "/admin/v1/organizations", map[string]any{"slug": "after-loss", "name": "After"}); resp != 201 {
-		t.Fatalf("a write on the recovered edge: %d", resp)
+	wantVoters := map[string]bool{"node-3": true, "node-4": true}
+	for _, e := range []int{edgeA, edgeB} {
+		if got := clusterMembers(t, c, e); !maps.Equal(got, wantVoters) {
+			t.Fatalf("members seen by node %d after the recovery: %v, want %v", e, got, wantVoters)
+		}
+		if status, body := clientPostOn(t, c, e, "/oauth2/introspect", w.confID, w.confSecret, url.Values{"token": {revoked}}); status != 200 || body["active"] != false {
+			t.Fatalf("node %d: the token revoked before the loss: %d %v, want active false", e, status, body)
+		}
+		if status, _ := bearerGetOn(t, c, e, "/userinfo", live); status != 200 {
+			t.Fatalf("node %d: userinfo with a live token: %d", e, status)
+		}
 	}
-	if err := trySignIn(t, c, edgeA, edgeA, w); err != nil {
-		t.Fatalf("sign-in on the recovered edge: %v", err)
+	if resp := do2(t, c, edgeB, "POST", "/admin/v1/organizations", map[string]any{"slug": "after-loss", "name": "After"}); resp != 201 {
+		t.Fatalf("a write on the recovered core: %d", resp)
+	}
+	if err := trySignIn(t, c, edgeA, edgeB, w); err != nil {
+		t.Fatalf("sign-in on the recovered core: %v", err)
 	}
 }
 

@@ -354,7 +354,19 @@ const closeDeadline = node.CloseBound + 5*time.Second
 func (c *Cluster) DataDir(i int) string { return c.nodes[i].cfg.DataDir }
 
 // Restart starts node i again on its data directory and addresses.
-func (c *Cluster) Restart(i int) {
+func (c *Cluster) Restart(i int) { c.t.Helper(); c.RestartTogether(i) }
+
+// RestartTogether starts the nodes is again, all before it waits for a
+// leader: nodes that need each other for a quorum.
+func (c *Cluster) RestartTogether(is ...int) {
+	c.t.Helper()
+	for _, i := range is {
+		c.relaunch(i)
+	}
+	c.WaitLeader()
+}
+
+func (c *Cluster) relaunch(i int) {
 	c.t.Helper()
 	if c.Node(i) != nil {
 		c.Kill(i)
@@ -377,7 +389,6 @@ func (c *Cluster) Restart(i int) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	c.start(i, httpLn, raftLn)
-	c.WaitLeader()
 }
 
 // AdminTokenFromFile reads the token node i generated.

@@ -220,7 +220,8 @@ func TestStepUpKeepsTheSession(t *testing.T) {
 // counting nothing, while any of its keys is locked; otherwise it counts
 // every key, and the one that reaches the limit locks (that attempt is
 // still let through). A success settles: Keys forgotten, Release given
-// back one attempt, Prefixes forgotten wholesale; a session command
+// back one attempt (which lifts the lock the limit set), Prefixes
+// forgotten wholesale; a session command
 // carries the settlement in its own apply.
 func TestThrottleReserveChecksAndCountsInOneApply(t *testing.T) {
 	h := signedIn(t)
@@ -251,6 +252,22 @@ func TestThrottleReserveChecksAndCountsInOneApply(t *testing.T) {
 	}
 	if th, _ := h.f.State().Throttle("ip:1"); th.Count != 2 {
 		t.Fatalf("released key: count %d, want 2", th.Count)
+	}
+	// In-flight attempts that fill a key lock it; the first that succeeds
+	// gives one back and lifts the lock.
+	busy := ThrottleRule{Key: "ip:2", Limit: 3, Window: time.Minute, Lockout: 10 * time.Minute}
+	for range 3 {
+		h.mustApply(TypeThrottleReserve, ThrottleReserve{Rules: []ThrottleRule{busy}, At: t0})
+	}
+	if r := h.apply(TypeThrottleReserve, ThrottleReserve{Rules: []ThrottleRule{busy}, At: t0}); !errors.Is(r.Err, ErrLocked) {
+		t.Fatalf("a full key: got %v, want ErrLocked", r.Err)
+	}
+	h.mustApply(TypeThrottleClear, ThrottleClear{Release: []string{"ip:2"}})
+	if th, _ := h.f.State().Throttle("ip:2"); th.Count != 2 || th.Locked(t0) {
+		t.Fatalf("after a release: %+v, want count 2 and no lock", th)
+	}
+	if r := h.apply(TypeThrottleReserve, ThrottleReserve{Rules: []ThrottleRule{busy}, At: t0}); r.Err != nil {
+		t.Fatalf("a reservation after the release: %v", r.Err)
 	}
 	reserve(t0.Add(2 * time.Second))
 	h.mustApply(TypeThrottleReserve, ThrottleReserve{Rules: []ThrottleRule{{Key: "pwd:a", Limit: 9, Window: time.Minute}}, At: t0})

@@ -173,7 +173,14 @@ func settleThrottles(tx *bolt.Tx, c *ThrottleClear) int {
 	for _, k := range c.Release {
 		var t Throttle
 		if get(tx, bucketThrottle, k, &t) && t.Count > 0 {
+			// A reserved key locks when its count reaches the limit, in-flight
+			// attempts included, and refuses reservations while locked, so
+			// its count is at the limit: one given back brings it below and
+			// lifts the lock. Otherwise a sign-in storm from one address (an
+			// office behind one NAT) would lock that address out for the
+			// whole lockout while its attempts were all succeeding.
 			t.Count--
+			t.LockedUntil = time.Time{}
 			put(tx, bucketThrottle, k, t)
 		}
 	}

@@ -136,7 +136,7 @@ func applyRedeemCode(tx *bolt.Tx, _ uint64, p []byte) Result {
 	// session, nonce and strength were over half of the live state under
 	// load).
 	put(tx, bucketCodes, code.Hash, Code{
-		Hash: code.Hash, ClientID: code.ClientID, RedirectURI: code.RedirectURI, Scopes: code.Scopes,
+		Hash: code.Hash, ClientID: code.ClientID, RedirectURI: code.RedirectURI, Scopes: code.Scopes, SID: code.SID, // the audit event of a replay names it
 		Challenge: code.Challenge, IssuedAt: code.IssuedAt, ExpiresAt: code.ExpiresAt,
 		RedeemedAt: code.RedeemedAt, AccessJTI: code.AccessJTI, AccessExpires: code.AccessExpires,
 	})

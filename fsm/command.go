@@ -51,6 +51,7 @@ const (
 	TypeThrottleClear
 	TypeStepUpSSOSession
 	TypeThrottleReserve
+	TypeAuditEvent
 )
 
 var typeNames = map[Type]string{
@@ -92,6 +93,7 @@ var typeNames = map[Type]string{
 	TypeThrottleClear:    "throttle_clear",
 	TypeStepUpSSOSession: "step_up_sso_session",
 	TypeThrottleReserve:  "throttle_reserve",
+	TypeAuditEvent:       "audit_event",
 }
 
 func (t Type) String() string {

@@ -53,6 +53,9 @@ type FSM struct {
 	// command types it held. It must not block. Used for metrics and for
 	// cache invalidation (JWKS).
 	OnApply func(types []Type)
+	// OnAudit, when set, is called after each committed batch that
+	// recorded audit events, with their types.
+	OnAudit func(types []string)
 }
 
 var (
@@ -156,6 +159,7 @@ func (f *FSM) Apply(l *raft.Log) any {
 func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	out := make([]any, len(logs))
 	var types []Type
+	var events []string
 	var last uint64
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -182,8 +186,10 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 				}
 				panic(fmt.Sprintf("fsm: entry %d: unknown command %s", l.Index, cmd.Type))
 			}
-			out[i] = h(tx, l.Index, cmd.Payload)
+			res := h(tx, l.Index, cmd.Payload)
+			out[i] = res
 			types = append(types, cmd.Type)
+			events = append(events, auditApply(tx, cmd, res)...)
 		}
 		if last == 0 {
 			return nil
@@ -206,6 +212,9 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		f.setApplied(last)
 		if f.OnApply != nil && len(types) > 0 {
 			f.OnApply(types)
+		}
+		if f.OnAudit != nil && len(events) > 0 {
+			f.OnAudit(events)
 		}
 	}
 	return out

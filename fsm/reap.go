@@ -13,19 +13,30 @@ import (
 // the command so every replica deletes the same records.
 type Reap struct {
 	Before time.Time `json:"before"`
+	// AuditBefore, when set, prunes audit events older than it, at most
+	// AuditPruneBatch per reap (the oldest first).
+	AuditBefore time.Time `json:"audit_before,omitzero"`
 }
+
+// AuditPruneBatch bounds the audit events one Reap deletes, so that one
+// apply stays short however far behind pruning is.
+const AuditPruneBatch = 10000
 
 // ReapStats is the Value of Reap.
 type ReapStats struct {
 	Codes, Revocations, SSOSessions, AppSessions, Deliveries int
-	Challenges, SMSCodes, Throttles                          int
+	Challenges, SMSCodes, Throttles, AuditEvents             int
 }
 
 func init() { register(TypeReap, applyReap) }
 
 func applyReap(tx *bolt.Tx, _ uint64, p []byte) Result {
-	before := decode[Reap](p).Before
+	r := decode[Reap](p)
+	before := r.Before
 	var st ReapStats
+	if !r.AuditBefore.IsZero() {
+		st.AuditEvents = pruneAudit(tx, r.AuditBefore, AuditPruneBatch)
+	}
 	st.Codes = deleteWhere(tx, bucketCodes, func(v []byte) bool {
 		var c Code
 		mustUnmarshal(v, &c)

@@ -63,7 +63,7 @@ var allBuckets = [][]byte{
 	bucketApp, bucketAppKey, bucketAppBySSO, bucketAppByUser, bucketCodes,
 	bucketRevoked, bucketConsents, bucketAppByOrg, bucketSSOByUser,
 	bucketDeliveries, bucketPending, bucketFactors, bucketPasskeyIDs,
-	bucketChallenges, bucketSMSCodes, bucketThrottle,
+	bucketChallenges, bucketSMSCodes, bucketThrottle, bucketAudit, bucketAuditIdx,
 }
 
 func initSchema(tx *bolt.Tx) error {

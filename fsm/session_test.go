@@ -162,7 +162,8 @@ func TestReapKeepsLiveAndDropsDead(t *testing.T) {
 }
 
 // TestRedeemedCodeIsSlimmed: after redemption the stored code keeps only
-// what replay detection needs, and a replay still revokes the first token.
+// what replay detection needs (and the sid its audit event names), and a
+// replay still revokes the first token.
 func TestRedeemedCodeIsSlimmed(t *testing.T) {
 	h := signedIn(t)
 	if r := issue(h, "c1", orgA, "sid-1", t0); r.Err != nil {
@@ -173,7 +174,7 @@ func TestRedeemedCodeIsSlimmed(t *testing.T) {
 		t.Fatalf("redeem must answer the whole code: %+v", first)
 	}
 	stored, _ := h.f.State().Code("c1")
-	if stored.UserID != "" || stored.SSOSessionID != "" || stored.SID != "" || stored.AMR != nil || stored.AccessJTI != "jti-1" || stored.RedeemedAt.IsZero() || stored.ClientID != "app" {
+	if stored.UserID != "" || stored.SSOSessionID != "" || stored.SID != "sid-1" || stored.AMR != nil || stored.AccessJTI != "jti-1" || stored.RedeemedAt.IsZero() || stored.ClientID != "app" {
 		t.Fatalf("stored after redemption: %+v", stored)
 	}
 	if r := redeem(h, "c1", "app", "jti-2", t0.Add(2*time.Second)); !errors.Is(r.Err, ErrAlreadyUsed) {

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"context"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -16,6 +17,11 @@ func (f *FSM) State() *State { return &State{f: f} }
 
 // Applied is the last applied raft index.
 func (s *State) Applied() uint64 { return s.f.Applied() }
+
+// WaitApplied returns once index is applied here, or with ctx's error.
+func (s *State) WaitApplied(ctx context.Context, index uint64) error {
+	return s.f.WaitApplied(ctx, index)
+}
 
 // Page selects a slice of a list. Page is 1-based.
 type Page struct {

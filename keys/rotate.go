@@ -74,6 +74,9 @@ func (m *Manager) apply(ctx context.Context, t fsm.Type, v any) error {
 	if err != nil {
 		return err
 	}
+	// The key events come from the apply; the stamp gives them the node
+	// and the actor: the admin of an API call, else the node itself.
+	cmd = fsm.StampIn(ctx, cmd, m.now(), fsm.Audit{Actor: fsm.ActorSystem})
 	res, err := m.cfg.Applier.Apply(ctx, cmd)
 	if err != nil {
 		return err

@@ -303,7 +303,10 @@ func (s *Service) endBrowserSession(w http.ResponseWriter, r *http.Request, req 
 		// Plain expiry is not a logout: an expired session is not ended
 		// here, so it never causes a back-channel token.
 		cmd := fsm.EndSSOSession{ID: sess.ID, At: now, Reason: fsm.EndLogout}
-		res, err := s.cfg.Applier.Apply(r.Context(), fsm.MustCommand(fsm.TypeEndSSOSession, cmd))
+		// The logout events of the app sessions it ends come from the
+		// apply; the stamp gives them this node, the address and the actor.
+		stamped := fsm.StampIn(r.Context(), fsm.MustCommand(fsm.TypeEndSSOSession, cmd), now, fsm.Audit{Actor: fsm.ActorPerson})
+		res, err := s.cfg.Applier.Apply(r.Context(), stamped)
 		if err != nil {
 			return ended, false, unavailable("end sso session: %v", err)
 		}

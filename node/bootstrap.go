@@ -106,8 +106,15 @@ func (n *Node) reapLoop(ctx context.Context) {
 		}
 		// A record is reaped a while after it stopped mattering, so a node
 		// whose clock runs a little behind never sees a live record vanish.
-		before := n.cfg.Now().UTC().Add(-n.cfg.ReapGrace)
-		res, err := n.cluster.Apply(ctx, fsm.MustCommand(fsm.TypeReap, fsm.Reap{Before: before}))
+		now := n.cfg.Now().UTC()
+		before := now.Add(-n.cfg.ReapGrace)
+		reap := fsm.Reap{Before: before}
+		if n.cfg.AuditRetention > 0 {
+			reap.AuditBefore = now.Add(-n.cfg.AuditRetention)
+		}
+		// The logouts of the sessions it ends are the node's own events.
+		cmd := fsm.StampIn(ctx, fsm.MustCommand(fsm.TypeReap, reap), now, fsm.Audit{Actor: fsm.ActorSystem})
+		res, err := n.cluster.Apply(ctx, cmd)
 		if err != nil {
 			n.log.Warn("reap failed", "error", err)
 			continue

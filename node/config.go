@@ -70,7 +70,10 @@ type Config struct {
 	// sees a live record vanish. Soak runs shorten it to reach their
 	// steady state sooner.
 	ReapGrace time.Duration
-	Demo      bool // seed a demo organization, person and client on an empty store
+	// AuditRetention is how long audit events are kept (default
+	// DefaultAuditRetention); older ones are pruned by the reap.
+	AuditRetention time.Duration
+	Demo           bool // seed a demo organization, person and client on an empty store
 	// DemoRedirectURI is the demo client's redirect URI (default
 	// DemoRedirectURI, `oidcd demo-rp`'s); its siblings signed-out and
 	// backchannel-logout are registered as the post-logout redirect URI
@@ -135,6 +138,8 @@ const (
 	DefaultKeyRotation = 30 * 24 * time.Hour
 	DefaultSessionIdle = 2 * time.Hour
 	DefaultSessionMax  = 12 * time.Hour
+	// DefaultAuditRetention keeps audit events 90 days.
+	DefaultAuditRetention = 2160 * time.Hour
 )
 
 func (c *Config) setDefaults() {
@@ -169,6 +174,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.ReapEvery == 0 {
 		c.ReapEvery = time.Minute
+	}
+	if c.AuditRetention == 0 {
+		c.AuditRetention = DefaultAuditRetention
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

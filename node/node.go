@@ -61,6 +61,7 @@ type Node struct {
 	closing    chan struct{}      // closed when Close begins
 	draining   atomic.Bool        // Drain began: /readyz answers 503
 	stopWatch  context.CancelFunc // ends certs.watch
+	audit      *auditMetrics
 	provider   *oidc.Provider
 	logout     *logout.Service
 	pprof      *pprofServer // nil unless Config.PprofAddr is set
@@ -225,10 +226,15 @@ func New(cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n.fsm.OnApply = n.onApply
-	n.cluster.OnLeader(n.keys.Run)
-	n.cluster.OnLeader(n.bootstrapOnce)
-	n.cluster.OnLeader(n.reapLoop)
-	n.cluster.OnLeader(n.logout.RunSender)
+	n.initAudit()
+	// The leader's own work: its audit events name this node.
+	system := func(run func(context.Context)) func(context.Context) {
+		return func(ctx context.Context) { run(fsm.WithAuditBase(ctx, fsm.AuditBase{Node: n.cfg.NodeID})) }
+	}
+	n.cluster.OnLeader(system(n.keys.Run))
+	n.cluster.OnLeader(system(n.bootstrapOnce))
+	n.cluster.OnLeader(system(n.reapLoop))
+	n.cluster.OnLeader(system(n.logout.RunSender))
 	if err := n.cluster.Start(); err != nil {
 		return nil, err
 	}
@@ -290,6 +296,7 @@ func (n *Node) routes() (public, adminSurface http.Handler) {
 		TokenHash: n.adminTokenHash,
 		Node:      n.adminNodeInfo,
 		KEK:       n.kek,
+		OnVerify:  n.auditVerified,
 		Issuer:    n.cfg.Issuer,
 	}
 	adminMux.Handle("/admin/v1/", admin.New(adminCfg))
@@ -305,7 +312,7 @@ func (n *Node) routes() (public, adminSurface http.Handler) {
 	adminMux.Handle("GET /metrics", promhttp.HandlerFor(n.registry, promhttp.HandlerOpts{}))
 	trusted, _ := httpx.ParseTrustedProxies(n.cfg.TrustedProxies) // validated in New
 	wrap := func(h http.Handler) http.Handler {
-		return httpx.TrustedProxies(trusted)(httpx.Recover(n.log)(httpx.Correlation(h)))
+		return httpx.TrustedProxies(trusted)(httpx.Recover(n.log)(httpx.Correlation(n.auditBase(h))))
 	}
 	if n.separateAdmin() {
 		return wrap(mux), wrap(adminMux)
@@ -376,6 +383,7 @@ func (n *Node) Start() error {
 	n.server = n.httpServer(n.handler)
 	go n.catchUpOnce()
 	go n.notifyReady()
+	go n.auditVerifyLoop()
 	if n.certs != nil {
 		var ctx context.Context
 		ctx, n.stopWatch = context.WithCancel(context.Background())
@@ -572,4 +580,16 @@ func (n *Node) consoleSecret() []byte {
 	m.Write(n.clusterKey)
 	m.Write(n.kek.Derive("oidcd console session v1"))
 	return m.Sum(nil)
+}
+
+// auditBase gives every request the audit base of its events: this node
+// and the client's address as --trusted-proxies decides it.
+func (n *Node) auditBase(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ip := httpx.ClientAddr(r)
+		if host, _, err := net.SplitHostPort(ip); err == nil {
+			ip = host
+		}
+		h.ServeHTTP(w, r.WithContext(fsm.WithAuditBase(r.Context(), fsm.AuditBase{Node: n.cfg.NodeID, IP: ip})))
+	})
 }

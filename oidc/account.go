@@ -196,7 +196,7 @@ func (a *account) signIn(form url.Values) {
 	ctx := a.r.Context()
 	email, _ := formValue(form, "email")
 	secret, _ := formValue(form, "password")
-	u, settled, err := a.p.passwordSignIn(a.r, strings.TrimSpace(email), secret)
+	u, settled, err := a.p.passwordSignIn(a.r, strings.TrimSpace(email), secret, "")
 	switch {
 	case errors.Is(err, errLocked):
 		a.showSignIn(http.StatusTooManyRequests, msgLocked)
@@ -211,7 +211,7 @@ func (a *account) signIn(form url.Values) {
 	if a.sess.ID != "" && a.sess.UserID == u.ID {
 		a.sess, err = a.p.stepUp(ctx, a.sess, AMRPassword, settled)
 	} else {
-		a.sess, err = a.p.openSession(a.w, a.r, u, AMRPassword, a.sess.ID, a.now, settled)
+		a.sess, err = a.p.openSession(a.w, a.r, u, AMRPassword, a.sess.ID, a.now, settled, "")
 		a.csrf = a.p.rotateCSRF(a.w)
 	}
 	if err != nil {

@@ -53,9 +53,9 @@ func withMethod(amr []string, m string) []string {
 // wraps fsm.ErrSessionEnded when the session ended meanwhile.
 func (p *Provider) stepUp(ctx context.Context, s fsm.SSOSession, method string, settled *fsm.ThrottleClear) (fsm.SSOSession, error) {
 	amr := withMethod(s.AMR, method)
-	res, err := p.cfg.Applier.Apply(ctx, fsm.MustCommand(fsm.TypeStepUpSSOSession, fsm.StepUpSSOSession{
+	res, err := p.cfg.Applier.Apply(ctx, p.stamp(ctx, fsm.MustCommand(fsm.TypeStepUpSSOSession, fsm.StepUpSSOSession{
 		ID: s.ID, Method: method, ACR: acrOf(amr), At: p.now(), Settle: settled,
-	}))
+	}), signinEvent(s.UserID, "", map[string]string{"method": method, "acr": acrOf(amr)})))
 	if err == nil {
 		err = res.Err
 	}
@@ -144,8 +144,14 @@ var errLocked = errors.New("oidc: locked out")
 // counted, when a key is locked, and the counters after counting
 // otherwise. A failed attempt needs nothing more: it stays counted. A
 // success settles it (settle) in the write the success makes anyway.
-func (p *Provider) reserve(ctx context.Context, rules ...fsm.ThrottleRule) ([]fsm.Throttle, error) {
+//
+// lock, when set, is the sign-in failure the reservation records if it
+// locks a key (the lockout's audit event).
+func (p *Provider) reserve(ctx context.Context, lock *fsm.Audit, rules ...fsm.ThrottleRule) ([]fsm.Throttle, error) {
 	cmd := fsm.MustCommand(fsm.TypeThrottleReserve, fsm.ThrottleReserve{Rules: rules, At: p.now()})
+	if lock != nil {
+		cmd = p.stamp(ctx, cmd, *lock)
+	}
 	// An older node in a rolling upgrade skips it rather than stop: only
 	// its counters lag, and they end with their windows.
 	cmd.Flags |= fsm.FlagIgnorable
@@ -224,7 +230,7 @@ func (pf posted) known() bool {
 // error. challenge is the passkey ceremony's handle.
 func (p *Provider) checkFactor(ctx context.Context, r *http.Request, u fsm.User, fac fsm.Factors, pf posted, challenge string) (string, *fsm.ThrottleClear, error) {
 	rules := []fsm.ThrottleRule{throttleCode.rule(u.ID), throttleIP.rule(remoteIP(r))}
-	if _, err := p.reserve(ctx, rules...); err != nil {
+	if _, err := p.reserve(ctx, lockoutEvent(u.ID, ""), rules...); err != nil {
 		return "", nil, err
 	}
 	p.metrics.guesses.WithLabelValues("code").Inc()
@@ -237,6 +243,9 @@ func (p *Provider) checkFactor(ctx context.Context, r *http.Request, u fsm.User,
 		amr, err = AMRRecovery, p.useRecovery(ctx, u, pf.code)
 	default:
 		amr, err = AMRPasskey, p.finishPasskeyAssertion(ctx, u, fac, challenge, pf.credential)
+	}
+	if errors.Is(err, errCodeWrong) {
+		p.recordFailure(ctx, u.ID, "", "wrong_code")
 	}
 	if err != nil {
 		return "", nil, err

@@ -64,7 +64,8 @@ func (p *Provider) revoke(r *http.Request, caller fsm.Client, raw string) *Error
 	if done, err := p.cfg.State.Revoked(tok.jti); err == nil && done {
 		return nil
 	}
-	res, err := p.cfg.Applier.Apply(r.Context(), fsm.MustCommand(fsm.TypeRevokeToken, fsm.RevokeToken{JTI: tok.jti, ExpiresAt: tok.exp}))
+	res, err := p.cfg.Applier.Apply(r.Context(), p.stamp(r.Context(), fsm.MustCommand(fsm.TypeRevokeToken, fsm.RevokeToken{JTI: tok.jti, ExpiresAt: tok.exp}),
+		fsm.Audit{Type: fsm.EventRevocation, Actor: fsm.ActorClient, ClientID: caller.ID, Detail: map[string]string{"jti": tok.jti}}))
 	if err != nil || res.Err != nil {
 		p.logFault(r.Context(), "apply revoke_token", errors.Join(err, res.Err))
 		return errTokUnavailable

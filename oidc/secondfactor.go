@@ -178,7 +178,7 @@ func (f *flow) startSMS(email, rawPhone string) {
 	ctx := f.r.Context()
 	// Every send counts, reserved before it is made.
 	rules := []fsm.ThrottleRule{throttleSMSTo.rule(phone), throttleSMSIP.rule(remoteIP(f.r))}
-	if _, err := f.p.reserve(ctx, rules...); err != nil {
+	if _, err := f.p.reserve(ctx, nil, rules...); err != nil {
 		if errors.Is(err, errLocked) {
 			showErr(http.StatusTooManyRequests, msgSMSLimit)
 		} else {
@@ -252,14 +252,19 @@ func (f *flow) smsCode(form url.Values) {
 		return
 	}
 	rules := []fsm.ThrottleRule{throttleCode.rule("tel" + f.pend.Phone), throttleIP.rule(remoteIP(f.r))}
-	if _, err := f.p.reserve(ctx, rules...); err != nil {
+	if _, err := f.p.reserve(ctx, lockoutEvent("", f.client.ID), rules...); err != nil {
 		f.lockedOrUnavailable(err, f.showSMSCode)
 		return
 	}
 	f.p.metrics.guesses.WithLabelValues("code").Inc()
-	res, err := f.p.cfg.Applier.Apply(ctx, fsm.MustCommand(fsm.TypeCheckSMSCode, fsm.CheckSMSCode{
+	// A failed check commits (it counts the code's attempts) and records
+	// its failure; a success records nothing here: the session it opens
+	// does.
+	failure := signinEvent("", f.client.ID, map[string]string{"method": AMRSMS})
+	failure.FailOnError = true
+	res, err := f.p.cfg.Applier.Apply(ctx, f.p.stamp(ctx, fsm.MustCommand(fsm.TypeCheckSMSCode, fsm.CheckSMSCode{
 		ID: f.pend.SMS, Hash: smsHash(f.pend.SMS, code), MaxAttempts: smsMaxAttempts, At: f.now,
-	}))
+	}), failure))
 	if err != nil {
 		f.unavailable("check sms code: " + err.Error())
 		return

@@ -53,7 +53,7 @@ func (f *flow) signIn(form url.Values) {
 		return
 	}
 	secret, _ := formValue(form, "password")
-	u, settled, err := f.p.passwordSignIn(f.r, email, secret)
+	u, settled, err := f.p.passwordSignIn(f.r, email, secret, f.client.ID)
 	switch {
 	case errors.Is(err, errBadPassword):
 		f.p.log.Info("authorize: sign-in failed", "reference", f.reference())
@@ -91,10 +91,19 @@ var errBadPassword = errors.New("oidc: wrong email or password")
 // attempt stays counted), or the person and the settlement the session
 // write must carry (the account's counters cleared, the address's
 // attempt given back). Any other error is the cluster's or the store's.
-func (p *Provider) passwordSignIn(r *http.Request, email, secret string) (fsm.User, *fsm.ThrottleClear, error) {
+//
+// clientID names the application signed in to, for the audit events
+// ("" on the account page).
+func (p *Provider) passwordSignIn(r *http.Request, email, secret, clientID string) (fsm.User, *fsm.ThrottleClear, error) {
 	ctx := r.Context()
 	rules := passwordRules(email, remoteIP(r))
-	ts, err := p.reserve(ctx, rules...)
+	subject := ""
+	if email != "" && len(email) <= maxEmailLen {
+		if known, err := p.cfg.State.UserByEmail(email); err == nil {
+			subject = known.ID
+		}
+	}
+	ts, err := p.reserve(ctx, lockoutEvent(subject, clientID), rules...)
 	if err != nil {
 		return fsm.User{}, nil, err
 	}
@@ -111,6 +120,11 @@ func (p *Provider) passwordSignIn(r *http.Request, email, secret string) (fsm.Us
 	}
 	p.metrics.guesses.WithLabelValues("password").Inc()
 	if !ok {
+		reason := "wrong_password"
+		if subject == "" {
+			reason = "unknown_account"
+		}
+		p.recordFailure(ctx, subject, clientID, reason)
 		return fsm.User{}, nil, errBadPassword
 	}
 	return u, settle(rules, 2), nil
@@ -163,7 +177,7 @@ func (f *flow) startSession(u fsm.User, method string, settled *fsm.ThrottleClea
 	if f.hasSession {
 		supersedes = f.sess.ID
 	}
-	s, err := f.p.openSession(f.w, f.r, u, method, supersedes, f.now, settled)
+	s, err := f.p.openSession(f.w, f.r, u, method, supersedes, f.now, settled, f.client.ID)
 	if errors.Is(err, fsm.ErrNotFound) { // erased while signing in
 		f.showSignIn(http.StatusBadRequest, u.Email, msgBadPassword)
 		return false
@@ -183,7 +197,7 @@ func (f *flow) startSession(u fsm.User, method string, settled *fsm.ThrottleClea
 // openSession opens an SSO session for u authenticated by method,
 // superseding the browser's session supersedes ("" for none), and sets the
 // cookie. ErrNotFound: the person was erased meanwhile.
-func (p *Provider) openSession(w http.ResponseWriter, r *http.Request, u fsm.User, method, supersedes string, now time.Time, settled *fsm.ThrottleClear) (fsm.SSOSession, error) {
+func (p *Provider) openSession(w http.ResponseWriter, r *http.Request, u fsm.User, method, supersedes string, now time.Time, settled *fsm.ThrottleClear, clientID string) (fsm.SSOSession, error) {
 	s := fsm.SSOSession{
 		ID: uuid.NewString(), UserID: u.ID, AuthTime: now,
 		AMR: []string{method}, ACR: acrOf([]string{method}), Verified: map[string]time.Time{method: now},
@@ -195,7 +209,8 @@ func (p *Provider) openSession(w http.ResponseWriter, r *http.Request, u fsm.Use
 	}
 	secret := newID()
 	cmd := fsm.StartSSOSession{Session: s, TokenHash: hashToken(secret), Supersedes: supersedes, Settle: settled}
-	res, err := p.cfg.Applier.Apply(r.Context(), fsm.MustCommand(fsm.TypeStartSSOSession, cmd))
+	res, err := p.cfg.Applier.Apply(r.Context(), p.stamp(r.Context(), fsm.MustCommand(fsm.TypeStartSSOSession, cmd),
+		signinEvent(u.ID, clientID, map[string]string{"method": method, "acr": s.ACR})))
 	if err == nil {
 		err = res.Err
 	}

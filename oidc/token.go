@@ -165,9 +165,9 @@ func (p *Provider) exchangeCode(r *http.Request, form url.Values, client fsm.Cli
 // redeem marks code used (the access token jti until exp) and answers resp,
 // or the token error its outcome calls for.
 func (p *Provider) redeem(r *http.Request, code fsm.Code, clientID string, now time.Time, jti string, exp time.Time, resp tokenResponse) (tokenResponse, *Error) {
-	res, err := p.cfg.Applier.Apply(r.Context(), fsm.MustCommand(fsm.TypeRedeemCode, fsm.RedeemCode{
+	res, err := p.cfg.Applier.Apply(r.Context(), p.stamp(r.Context(), fsm.MustCommand(fsm.TypeRedeemCode, fsm.RedeemCode{
 		Hash: code.Hash, ClientID: clientID, At: now, AccessJTI: jti, AccessExpires: exp,
-	}))
+	}), fsm.Audit{Type: fsm.EventToken, Actor: fsm.ActorClient, ClientID: clientID, FailOnError: true}))
 	if err != nil {
 		p.logFault(r.Context(), "apply redeem_code", err)
 		return tokenResponse{}, errTokUnavailable

@@ -71,7 +71,7 @@ var keyOrder = []string{
 	"issuer", "http-addr", "data-dir", "node-id",
 	"raft-addr", "gossip-addr", "join", "bootstrap-expect", "non-voter", "cluster-key",
 	"admin-token", "kek-file",
-	"key-rotation", "session-idle", "session-max", "rate-limit",
+	"key-rotation", "session-idle", "session-max", "audit-retention", "rate-limit",
 	"sms-outbox", "sms-webhook",
 	"log-level", "demo",
 }

@@ -41,6 +41,7 @@ func serveFlags(fs *flag.FlagSet, cfg *node.Config, logLevel *string, join *stri
 	fs.DurationVar(&cfg.KeyRotation, "key-rotation", node.DefaultKeyRotation, "how often the signing key rotates")
 	fs.DurationVar(&cfg.SessionIdle, "session-idle", node.DefaultSessionIdle, "an SSO session ends after this long without a sign-in")
 	fs.DurationVar(&cfg.SessionMax, "session-max", node.DefaultSessionMax, "an SSO session ends this long after it began, whatever happens")
+	fs.DurationVar(&cfg.AuditRetention, "audit-retention", node.DefaultAuditRetention, "audit events older than this are pruned, oldest first; the chain goes on from the oldest kept")
 	fs.BoolVar(&cfg.Demo, "demo", false, "on an empty store, create a demo organization, person and public client")
 	fs.StringVar(&cfg.PprofAddr, "pprof-addr", "", "serve net/http/pprof on this loopback address (e.g. 127.0.0.1:6060); empty = off")
 	fs.StringVar(logLevel, "log-level", "info", "debug, info, warn or error")

@@ -120,6 +120,9 @@ type Config struct {
 	// MaxSnapshotBytes caps the body of POST /snapshot; default
 	// DefaultMaxSnapshotBytes.
 	MaxSnapshotBytes int64
+	// OnVerify, when set, hears each GET /audit/verify's verdict (the
+	// verify-failure metric).
+	OnVerify func(ok bool)
 }
 
 type api struct {
@@ -189,6 +192,8 @@ func (a *api) routes(mux *http.ServeMux) {
 		{"/cluster/members/{id}/demote", map[string]http.HandlerFunc{"POST": a.setVoter(false)}},
 		{"/snapshot", map[string]http.HandlerFunc{"GET": a.backup, "POST": a.restore}},
 		{"/status", map[string]http.HandlerFunc{"GET": a.status}},
+		{"/audit", map[string]http.HandlerFunc{"GET": a.listAudit}},
+		{"/audit/verify", map[string]http.HandlerFunc{"GET": a.verifyAudit}},
 	}
 	for _, rt := range table {
 		var allow []string
@@ -270,7 +275,7 @@ func (a *api) now() time.Time { return a.Now().UTC() }
 // the field, while the path's own record (DELETE /memberships/{id} of a
 // missing one) is a bare fsm.ErrNotFound answered 404. Conflicts are 409.
 func (a *api) apply(w http.ResponseWriter, r *http.Request, cmd fsm.Command) (fsm.Result, bool) {
-	res, err := a.Applier.Apply(r.Context(), cmd)
+	res, err := a.Applier.Apply(r.Context(), a.stamp(r, cmd))
 	if err != nil {
 		a.unavailable(w, r, "apply "+cmd.Type.String(), err)
 		return res, false

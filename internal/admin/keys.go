@@ -23,7 +23,7 @@ func (a *api) rotateKey(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength != 0 && !decode(w, r, &b) {
 		return
 	}
-	k, err := a.Keys.Rotate(r.Context(), b.Immediate)
+	k, err := a.Keys.Rotate(withAdminEvent(r), b.Immediate)
 	if err != nil {
 		a.unavailable(w, r, "rotate key", err)
 		return
@@ -98,6 +98,7 @@ func (a *api) memberChange(w http.ResponseWriter, r *http.Request, what string, 
 	var ce *ClusterError
 	switch {
 	case err == nil:
+		a.recordAdmin(r)
 		w.WriteHeader(http.StatusNoContent)
 	case errors.As(err, &ce):
 		httpx.WriteError(w, r, ce.Status, ce.Code, ce.Message)

@@ -110,6 +110,7 @@ func (a *api) restore(w http.ResponseWriter, r *http.Request) {
 	case err == nil:
 		a.Logger.Warn("admin: cluster state restored from a backup", "remote", httpx.ClientAddr(r),
 			"correlation_id", httpx.CorrelationID(r.Context()))
+		a.recordAdmin(r) // the first event of the restored trail
 		w.WriteHeader(http.StatusNoContent)
 	case errors.As(body.err, &maxErr):
 		tooLarge(w, r, maxErr.Limit)

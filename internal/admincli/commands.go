@@ -1,6 +1,7 @@
 package admincli
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -68,6 +69,9 @@ type request struct {
 	// verdict, when set, turns a successful answer into the exit code (in
 	// both output modes): `status` exits ExitNoLeader without a leader.
 	verdict func(body []byte) int
+	// run, when set, is a verb of several calls (audit tail and verify):
+	// it makes them on c and returns the exit code.
+	run func(ctx context.Context, c *conn, asJSON bool, stdout, stderr io.Writer) int
 }
 
 func findNoun(name string) *noun {
@@ -177,6 +181,23 @@ func commands() []noun {
 			{name: "demote", args: []string{"ID"}, summary: "make a member a non-voter, an edge replica (run against any node)", setup: setVoter("demote"),
 				details: "The member keeps applying the log and serving, but no longer votes or\n" +
 					"counts towards the quorum. The leader is not demoted: move leadership first."},
+		}},
+		{name: "audit", summary: "the replicated, hash-chained audit trail", verbs: []verb{
+			{name: "list", synopsis: "[--after SEQ] [--limit N] [--type T] [--subject SUB] [--client ID] [--org ID]", summary: "list events in seq order", setup: auditList},
+			{name: "tail", synopsis: "[--after SEQ] [--follow] [--type T] [--subject SUB] [--client ID] [--org ID]", summary: "print events as JSON lines, for a log shipper",
+				details: "Prints every event after --after, one JSON object a line. With --follow\n" +
+					"it then waits for new events (a long poll) until interrupted. A shipper\n" +
+					"that restarts passes the seq of the last line it stored as --after: no\n" +
+					"event is lost or printed twice. A gap in seq means events were pruned\n" +
+					"(--audit-retention) before they were read.",
+				setup: auditTail},
+			{name: "verify", synopsis: "[--nodes URL,URL...]", summary: "verify the hash chain on every node and compare the nodes",
+				details: "Each node recomputes its chain (GET /admin/v1/audit/verify); the nodes are\n" +
+					"then compared at the newest seq they all hold, so one node's altered\n" +
+					"state file shows up. The nodes are the members of cluster status at their\n" +
+					"http_addr; with --admin-addr, name their admin URLs with --nodes. Exits 1\n" +
+					"when a node's chain is broken, a node cannot be asked, or nodes differ.",
+				setup: auditVerify},
 		}},
 		{name: "snapshot", aliases: []string{"snapshots"}, summary: "backups of the whole cluster state", verbs: []verb{
 			{name: "save", args: []string{"FILE"}, summary: "save a backup of the cluster state to FILE", transfer: true, setup: snapshotSave,

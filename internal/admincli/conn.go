@@ -105,6 +105,9 @@ func failed(stderr io.Writer, a *answer) int {
 
 // call sends req, prints the outcome and returns the exit code.
 func (c *conn) call(ctx context.Context, req *request, asJSON bool, stdout, stderr io.Writer) int {
+	if req.run != nil {
+		return req.run(ctx, c, asJSON, stdout, stderr)
+	}
 	if req.upload != "" || req.download != "" {
 		return c.transfer(ctx, req, asJSON, stdout, stderr)
 	}

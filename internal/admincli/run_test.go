@@ -193,6 +193,9 @@ func TestRequests(t *testing.T) {
 		{name: "cluster demote", args: []string{"cluster", "demote", "edge-1"}, status: 204, method: "POST", path: "/cluster/members/edge-1/demote"},
 		{name: "keys rotate immediate", args: []string{"keys", "rotate", "--immediate"}, status: 201, method: "POST", path: "/keys/rotate", body: `{"immediate":true}`},
 		{name: "cluster status", args: []string{"cluster", "status"}, method: "GET", path: "/cluster"},
+		{name: "audit list", args: []string{"audit", "list"}, method: "GET", path: "/audit", query: "after=0&limit=100"},
+		{name: "audit list filtered", args: []string{"audit", "list", "--after", "7", "--limit", "5", "--type", "signin", "--subject", "s1", "--client", "c1", "--org", "o1"},
+			method: "GET", path: "/audit", query: "after=7&client_id=c1&limit=5&organization_id=o1&subject=s1&type=signin"},
 
 		{name: "global flags before", args: []string{"--json", "--timeout", "5s", "org", "get", id}, method: "GET", path: "/organizations/" + id},
 		{name: "global flags after the args", args: []string{"org", "get", id, "--json", "--timeout=5s"}, method: "GET", path: "/organizations/" + id},

@@ -42,6 +42,9 @@ const (
 	EventLogout     = "logout"
 	EventAdmin      = "admin"
 	EventKey        = "key"
+	// EventAccount: a person changed their own account on /account
+	// (detail.action: password-change, totp-remove, session-end, ...).
+	EventAccount = "account"
 
 	OutcomeSuccess = "success"
 	OutcomeFailure = "failure"

@@ -33,6 +33,10 @@ func deriveRedeem(tx *bolt.Tx, p []byte, res Result, _ *Audit, se *Event) []Even
 	}
 	if code, ok := res.Value.(Code); ok {
 		se.Subject, se.OrgID, se.SID = code.UserID, code.OrgID, code.SID
+		if se.Detail == nil {
+			se.Detail = map[string]string{}
+		}
+		se.Detail["jti"] = code.AccessJTI // the access token's id (not the token)
 	} else if errors.Is(res.Err, ErrAlreadyUsed) {
 		var code Code
 		if get(tx, bucketCodes, decode[RedeemCode](p).Hash, &code) {

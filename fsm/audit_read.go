@@ -17,6 +17,10 @@ type AuditQuery struct {
 	Subject  string
 	ClientID string
 	OrgID    string
+	// Newest answers the newest events first (descending seq), before
+	// After when After is set; it needs a filter (the person's page
+	// shows their last sign-ins).
+	Newest bool
 }
 
 // MaxAuditPage bounds one page of events.
@@ -73,7 +77,22 @@ func (s *State) AuditEvents(q AuditQuery) ([]Event, error) {
 		prefix := idxKey(kind, value, 0)
 		prefix = prefix[:len(prefix)-8]
 		c := tx.Bucket(bucketAuditIdx).Cursor()
-		for k, _ := c.Seek(idxKey(kind, value, q.After+1)); k != nil && bytes.HasPrefix(k, prefix) && len(out) < q.Limit; k, _ = c.Next() {
+		first, next := func() ([]byte, []byte) { return c.Seek(idxKey(kind, value, q.After+1)) }, c.Next
+		if q.Newest {
+			end := ^uint64(0)
+			if q.After > 0 {
+				end = q.After - 1
+			}
+			first = func() ([]byte, []byte) {
+				k, v := c.Seek(idxKey(kind, value, end))
+				if k == nil || !bytes.Equal(k, idxKey(kind, value, end)) {
+					return c.Prev()
+				}
+				return k, v
+			}
+			next = c.Prev
+		}
+		for k, _ := first(); k != nil && bytes.HasPrefix(k, prefix) && len(out) < q.Limit; k, _ = next() {
 			sk := k[len(prefix):]
 			v := b.Get(sk)
 			if v == nil {

@@ -164,6 +164,10 @@ func TestAuditFilters(t *testing.T) {
 		{"type", AuditQuery{Type: EventAdmin}, []uint64{31}},
 		{"organization", AuditQuery{OrgID: orgA}, nil},
 		{"nothing after the head", AuditQuery{After: 31}, nil},
+		{"newest of a subject", AuditQuery{Subject: userB, Newest: true, Limit: 2}, []uint64{30, 28}},
+		{"newest before a seq", AuditQuery{Subject: userB, Newest: true, After: 28, Limit: 2}, []uint64{26, 24}},
+		{"newest of the last index", AuditQuery{Type: EventSignin, Newest: true, Limit: 2}, []uint64{30, 29}},
+		{"newest with a second filter", AuditQuery{Subject: userA, ClientID: "app", Newest: true, Limit: 2}, []uint64{25, 19}},
 	} {
 		var got []uint64
 		for _, e := range h.events(tt.q) {

@@ -52,6 +52,7 @@ const (
 	TypeStepUpSSOSession
 	TypeThrottleReserve
 	TypeAuditEvent
+	TypeRevokeConsent
 )
 
 var typeNames = map[Type]string{
@@ -94,6 +95,7 @@ var typeNames = map[Type]string{
 	TypeStepUpSSOSession: "step_up_sso_session",
 	TypeThrottleReserve:  "throttle_reserve",
 	TypeAuditEvent:       "audit_event",
+	TypeRevokeConsent:    "revoke_consent",
 }
 
 func (t Type) String() string {

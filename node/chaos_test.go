@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lestrrat-go/jwx/v2/jwt"
+
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/node"
 	"github.com/oidcd/oidcd/testcluster"
@@ -113,6 +115,7 @@ func runChaos(t *testing.T, size int, seed uint64, d time.Duration) {
 
 	chaosCatchUp(t, c, h, seed)
 	chaosCheckOrgs(t, c, h, seed)
+	chaosCheckAudit(t, c, h, seed)
 	chaosFinalChecks(t, c, w, h, seed)
 
 	ops, faults, tokens := h.snapshot()
@@ -426,4 +429,89 @@ func chaosSummary(ops []chaosOp) string {
 		parts = append(parts, fmt.Sprintf("%s %d %s/%d %s/%d %s", k, n[chaosOK], labels[0], n[chaosFail], labels[1], n[chaosUnknown], labels[2]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// chaosCheckAudit: after the catch-up every node holds the same audit
+// trail, which verifies; every acknowledged action has its event (an
+// organization created, a code exchanged, a token revoked: found by the
+// organization's id and the access token's jti), and every organization
+// an event says was created exists (no event without its action).
+func chaosCheckAudit(t *testing.T, c *testcluster.Cluster, h *chaosHistory, seed uint64) {
+	t.Helper()
+	var first []fsm.Event
+	for i := range c.Size() {
+		st := c.Node(i).FSM().State()
+		v, err := st.VerifyAudit()
+		if err != nil || !v.OK {
+			t.Errorf("node %d: the audit trail does not verify: %+v %v (seed %d)", i, v, err, seed)
+		}
+		var all []fsm.Event
+		for after := uint64(0); ; {
+			page, err := st.AuditEvents(fsm.AuditQuery{After: after, Limit: fsm.MaxAuditPage})
+			if err != nil {
+				t.Fatalf("node %d: audit: %v", i, err)
+			}
+			if len(page) == 0 {
+				break
+			}
+			all = append(all, page...)
+			after = page[len(page)-1].Seq
+		}
+		if i == 0 {
+			first = all
+			continue
+		}
+		if len(all) != len(first) || (len(all) > 0 && all[len(all)-1].Hash != first[len(first)-1].Hash) {
+			t.Errorf("node %d holds %d audit events, node 0 %d, or their heads differ (seed %d)", i, len(all), len(first), seed)
+		}
+	}
+	orgEvents, tokenJTIs, revokedJTIs := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for _, e := range first {
+		switch {
+		case e.Type == fsm.EventAdmin && e.Detail["action"] == "POST /organizations":
+			orgEvents[e.Detail["target"]] = true
+		case e.Type == fsm.EventToken && e.Outcome == fsm.OutcomeSuccess:
+			tokenJTIs[e.Detail["jti"]] = true
+		case e.Type == fsm.EventRevocation:
+			revokedJTIs[e.Detail["jti"]] = true
+		}
+	}
+	ops, _, tokens := h.snapshot()
+	jti := func(token int) string {
+		tok, err := jwt.ParseInsecure([]byte(tokens[token-1].Raw))
+		if err != nil {
+			return ""
+		}
+		return tok.JwtID()
+	}
+	for _, op := range ops {
+		if op.Outcome != chaosOK || op.Final {
+			continue
+		}
+		switch {
+		case op.Kind == opCreateOrg && !orgEvents[op.OrgID]:
+			t.Errorf("acknowledged without its audit event: %s (seed %d)", h.describe(op), seed)
+		case op.Kind == opExchange && op.Token > 0 && !tokenJTIs[jti(op.Token)]:
+			t.Errorf("acknowledged exchange without its token event: %s (seed %d)", h.describe(op), seed)
+		case op.Kind == opRevoke && !revokedJTIs[jti(op.Token)] && !tokenRevokedBefore(ops, op):
+			t.Errorf("acknowledged revocation without its event: %s (seed %d)", h.describe(op), seed)
+		}
+	}
+	st := c.Node(0).FSM().State()
+	for id := range orgEvents {
+		if _, err := st.Org(id); err != nil {
+			t.Errorf("an audit event records organization %s created, which does not exist: %v (seed %d)", id, err, seed)
+		}
+	}
+}
+
+// tokenRevokedBefore: an earlier revocation of op's token was
+// acknowledged, so op's found it revoked and wrote nothing (no event).
+func tokenRevokedBefore(ops []chaosOp, op chaosOp) bool {
+	for _, o := range ops {
+		if o.Kind == opRevoke && o.Token == op.Token && o.Outcome != chaosFail && o.Start.Before(op.Start) {
+			return true
+		}
+	}
+	return false
 }

@@ -336,7 +336,7 @@ func (n *Node) onApply(types []fsm.Type) {
 	for _, t := range types {
 		switch t {
 		case fsm.TypeEndSSOSession, fsm.TypeStartSSOSession, fsm.TypeDeleteUser, fsm.TypeDeleteOrg, fsm.TypeDeliveryOutcome,
-			fsm.TypeUpdateUser, fsm.TypeSetTOTP, fsm.TypeSetRecoveryCodes, fsm.TypeAddPasskey, fsm.TypeRemovePasskey:
+			fsm.TypeUpdateUser, fsm.TypeSetTOTP, fsm.TypeSetRecoveryCodes, fsm.TypeAddPasskey, fsm.TypeRemovePasskey, fsm.TypeRevokeConsent:
 			n.logout.Notify()
 			return
 		}

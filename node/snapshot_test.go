@@ -197,6 +197,23 @@ func TestWipedNodeCatchesUpFromSnapshot(t *testing.T) {
 	}
 	snapCreateOrgs(t, c, victim, "after", 1)
 	snapConverged(t, c, append(want, "after-0"))
+
+	// The audit trail came with the snapshot: the wiped node holds the
+	// same events, with the same seqs and hashes, as the leader.
+	l := c.WaitNewLeader()
+	if err := n.Cluster().ReadIndex(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mine, _ := auditOn(t, c, victim)
+	theirs, _ := auditOn(t, c, l)
+	if len(mine) == 0 || len(mine) != len(theirs) {
+		t.Fatalf("audit events: the wiped node %d, the leader %d", len(mine), len(theirs))
+	}
+	for i := range mine {
+		if mine[i].Seq != theirs[i].Seq || mine[i].Hash != theirs[i].Hash {
+			t.Fatalf("audit event %d: the wiped node %d/%s, the leader %d/%s", i, mine[i].Seq, mine[i].Hash, theirs[i].Seq, theirs[i].Hash)
+		}
+	}
 }
 
 // TestBackupAndRestoreRollTheClusterBack: a backup saved with the CLI from

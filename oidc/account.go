@@ -72,6 +72,8 @@ type account struct {
 	sess fsm.SSOSession
 	user fsm.User
 	step accountStep
+	// action is the change being made (the audit event's detail.action).
+	action string
 }
 
 func (p *Provider) registerAccount(mux *http.ServeMux) {
@@ -155,12 +157,18 @@ func (p *Provider) handleAccountPost(w http.ResponseWriter, r *http.Request) {
 		a.verify(form)
 		return
 	}
+	if a.step.Stage == accountHome && (action == "session-end" || action == "sessions-end-others" || action == "consent-revoke") {
+		a.endAction(action, form)
+		return
+	}
 	if !a.mayChange() {
 		return
 	}
-	// Until the audit trail exists, every credential change is a log line.
+	a.action = action
 	a.p.log.Info("account: credential change", "user_id", a.user.ID, "sso_session", a.sess.ID, "action", logValue(action))
 	switch {
+	case a.step.Stage == accountHome && action == "password-change":
+		a.changePassword(form)
 	case a.step.Stage == accountHome && action == "totp-setup":
 		a.totpSetup()
 	case a.step.Stage == accountTOTP && action == "totp-confirm":
@@ -261,6 +269,10 @@ func (a *account) showHome(status int, notice, errMsg string) {
 	}
 	page := webui.AccountPage{Common: c, Email: a.user.Email, HasTOTP: f.TOTP != nil, RecoveryLeft: f.RecoveryLeft(),
 		Notice: notice, Error: errMsg, PasskeysEnabled: a.p.wa != nil}
+	if err := a.overview(&page); err != nil {
+		a.unavailable("account overview: " + err.Error())
+		return
+	}
 	for _, pk := range f.Passkeys {
 		page.Passkeys = append(page.Passkeys, webui.PasskeyLine{
 			ID: base64.RawURLEncoding.EncodeToString(pk.ID), Name: pk.Name, Created: pk.CreatedAt.Format("2 Jan 2006"),
@@ -270,7 +282,8 @@ func (a *account) showHome(status int, notice, errMsg string) {
 }
 
 func (a *account) apply(cmd fsm.Command, notice string) {
-	res, err := a.p.cfg.Applier.Apply(a.r.Context(), cmd)
+	ctx := a.r.Context()
+	res, err := a.p.cfg.Applier.Apply(ctx, a.p.stamp(ctx, cmd, a.accountEvent(a.action, nil)))
 	if err != nil {
 		a.unavailable(cmd.Type.String() + ": " + err.Error())
 		return
@@ -319,7 +332,8 @@ func (a *account) totpConfirm(code string) {
 	}
 	ctx := a.r.Context()
 	for _, cmd := range []fsm.Command{
-		fsm.MustCommand(fsm.TypeSetTOTP, fsm.SetTOTP{UserID: a.user.ID, Secret: sealed, At: a.now, EndSessions: a.endOthers()}),
+		a.p.stamp(ctx, fsm.MustCommand(fsm.TypeSetTOTP, fsm.SetTOTP{UserID: a.user.ID, Secret: sealed, At: a.now, EndSessions: a.endOthers()}),
+			a.accountEvent("totp-set", nil)),
 		fsm.MustCommand(fsm.TypeUseTOTP, fsm.UseTOTP{UserID: a.user.ID, Step: step, At: a.now}),
 	} {
 		res, err := a.p.cfg.Applier.Apply(ctx, cmd)
@@ -336,7 +350,8 @@ func (a *account) totpConfirm(code string) {
 
 func (a *account) recoveryNew() {
 	codes, hashes := factor.NewRecoveryCodes()
-	res, err := a.p.cfg.Applier.Apply(a.r.Context(), fsm.MustCommand(fsm.TypeSetRecoveryCodes, fsm.SetRecoveryCodes{UserID: a.user.ID, Hashes: hashes, At: a.now, EndSessions: a.endOthers()}))
+	res, err := a.p.cfg.Applier.Apply(a.r.Context(), a.p.stamp(a.r.Context(), fsm.MustCommand(fsm.TypeSetRecoveryCodes,
+		fsm.SetRecoveryCodes{UserID: a.user.ID, Hashes: hashes, At: a.now, EndSessions: a.endOthers()}), a.accountEvent("recovery-new", nil)))
 	if err == nil {
 		err = res.Err
 	}

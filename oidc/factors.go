@@ -521,9 +521,9 @@ func (p *Provider) finishPasskeyRegistration(ctx context.Context, u fsm.User, f 
 	if err != nil {
 		return err
 	}
-	res, err := p.cfg.Applier.Apply(ctx, fsm.MustCommand(fsm.TypeAddPasskey, fsm.AddPasskey{UserID: u.ID, Passkey: fsm.Passkey{
+	res, err := p.cfg.Applier.Apply(ctx, p.stamp(ctx, fsm.MustCommand(fsm.TypeAddPasskey, fsm.AddPasskey{UserID: u.ID, Passkey: fsm.Passkey{
 		ID: cred.ID, Name: name, Credential: blob, SignCount: cred.Authenticator.SignCount, CreatedAt: p.now(),
-	}, EndSessions: end}))
+	}, EndSessions: end}), fsm.Audit{Type: fsm.EventAccount, Actor: fsm.ActorPerson, Subject: u.ID, Detail: map[string]string{"action": "passkey-add"}}))
 	if err != nil {
 		return err
 	}

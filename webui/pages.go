@@ -74,6 +74,30 @@ type AccountPage struct {
 	RecoveryLeft    int
 	PasskeysEnabled bool // the issuer has a domain name (WebAuthn needs one)
 	Notice, Error   string
+	HasPassword     bool           // the person has a password to change
+	Activity        []ActivityLine // recent sign-ins, newest first
+	Sessions        []SessionLine  // live sessions
+	Apps            []ConsentLine  // applications consented to
+}
+
+// ActivityLine is one recent sign-in step: when, to what, from where, and
+// its strength (acr) or, for a failure, its reason.
+type ActivityLine struct {
+	Time, App, Address, Strength string
+	OK                           bool
+}
+
+// SessionLine is one live session of the person, with the applications
+// signed in through it.
+type SessionLine struct {
+	ID, Started, Strength string
+	Apps                  []string
+	Current               bool // this browser's
+}
+
+// ConsentLine is one application the person consented to.
+type ConsentLine struct {
+	ClientID, Name, Scopes, Granted string
 }
 
 // PasskeyLine is one registered passkey on the account page.

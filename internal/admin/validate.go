@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/oidcd/oidcd/internal/httpx"
+	"github.com/oidcd/oidcd/internal/password"
 )
 
 // Detail codes of VALIDATION_ERROR.
@@ -32,8 +33,8 @@ const (
 	maxSlug          = 63
 	maxName          = 200
 	maxEmail         = 254
-	minPassword      = 8
-	maxPassword      = 1024
+	minPassword      = password.MinLength
+	maxPassword      = password.MaxLength
 	maxRedirectURIs  = 20
 	maxURI           = 2048
 	maxClientID      = 128

@@ -13,6 +13,13 @@ import (
 	"golang.org/x/crypto/argon2"
 )
 
+// MinLength and MaxLength bound a password a person sets, in bytes: at
+// least 8 (OWASP ASVS 2.1.1), and a cap that keeps argon2id's input small.
+const (
+	MinLength = 8
+	MaxLength = 1024
+)
+
 // Params are the argon2id cost parameters.
 type Params struct {
 	Memory  uint32 // KiB

@@ -1,0 +1,233 @@
+package oidc
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/password"
+	"github.com/oidcd/oidcd/webui"
+)
+
+// The account page beyond the factors (issue 21): the person's recent
+// sign-ins from the audit trail, their sessions with a sign-out for each
+// and for every other one, the applications they consented to with a
+// revoke, and a password change. Each change is an audit event of type
+// account with actor person (and the logouts it causes).
+
+// activityShown is how many recent sign-in events the page lists.
+const activityShown = 10
+
+// accountEvent is the audit stamp of a change made on the page.
+func (a *account) accountEvent(action string, detail map[string]string) fsm.Audit {
+	d := map[string]string{"action": action}
+	for k, v := range detail {
+		d[k] = v
+	}
+	return fsm.Audit{Type: fsm.EventAccount, Actor: fsm.ActorPerson, Subject: a.user.ID, Detail: d}
+}
+
+// applyStamped applies cmd carrying the account event of action.
+func (a *account) applyStamped(cmd fsm.Command, action string, detail map[string]string) (fsm.Result, error) {
+	ctx := a.r.Context()
+	res, err := a.p.cfg.Applier.Apply(ctx, a.p.stamp(ctx, cmd, a.accountEvent(action, detail)))
+	if err == nil {
+		err = res.Err
+	}
+	return res, err
+}
+
+// endAction handles the actions that only take something away (a
+// session, a consent): a fresh session is enough for them, no second
+// factor, since they give no one access.
+func (a *account) endAction(action string, form url.Values) {
+	switch action {
+	case "session-end":
+		id, _ := formValue(form, "session_id")
+		if !a.ownSession(id) || id == a.sess.ID {
+			a.showHome(http.StatusBadRequest, "", "That session is not one of yours, or already ended.")
+			return
+		}
+		if !a.endSession(id) {
+			return
+		}
+		a.showHome(http.StatusOK, "The session was signed out.", "")
+	case "sessions-end-others":
+		sessions, _, err := a.p.cfg.State.SSOSessionsOf(a.user.ID, a.now)
+		if err != nil {
+			a.unavailable("sessions: " + err.Error())
+			return
+		}
+		n := 0
+		for _, s := range sessions {
+			if s.ID != a.sess.ID {
+				if !a.endSession(s.ID) {
+					return
+				}
+				n++
+			}
+		}
+		a.showHome(http.StatusOK, plural(n, "other session was", "other sessions were")+" signed out.", "")
+	case "consent-revoke":
+		clientID, _ := formValue(form, "client_id")
+		if clientID == "" || len(clientID) > 256 {
+			a.page(http.StatusBadRequest, msgBadRequest)
+			return
+		}
+		_, err := a.applyStamped(fsm.MustCommand(fsm.TypeRevokeConsent, fsm.RevokeConsent{UserID: a.user.ID, ClientID: clientID, At: a.now}),
+			"consent-revoke", map[string]string{"client_id": clientID})
+		switch {
+		case errors.Is(err, fsm.ErrNotFound):
+			a.showHome(http.StatusBadRequest, "", "That application has no consent of yours.")
+		case err != nil:
+			a.unavailable("revoke consent: " + err.Error())
+		default:
+			a.showHome(http.StatusOK, "The application's access was revoked and its sessions signed out.", "")
+		}
+	}
+}
+
+// ownSession reports whether id is a live session of this person.
+func (a *account) ownSession(id string) bool {
+	s, err := a.p.cfg.State.SSOSession(id)
+	return err == nil && s.UserID == a.user.ID && s.EndedAt.IsZero() && s.Live(a.now)
+}
+
+// endSession ends one of the person's sessions as a logout does (its app
+// sessions end, logout tokens with sid go out); false when it answered.
+func (a *account) endSession(id string) bool {
+	_, err := a.applyStamped(fsm.MustCommand(fsm.TypeEndSSOSession, fsm.EndSSOSession{ID: id, At: a.now, Reason: fsm.EndLogout}),
+		"session-end", map[string]string{"session": id})
+	if err != nil && !errors.Is(err, fsm.ErrNotFound) {
+		a.unavailable("end session: " + err.Error())
+		return false
+	}
+	return true
+}
+
+// changePassword sets a new password after checking the current one,
+// counted by the password throttle before it is checked. Every other
+// session of the person ends in the same write.
+func (a *account) changePassword(form url.Values) {
+	current, _ := formValue(form, "current_password")
+	next, _ := formValue(form, "new_password")
+	if a.user.PasswordHash == "" {
+		a.showHome(http.StatusBadRequest, "", "This account has no password to change. Ask your administrator.")
+		return
+	}
+	if len(next) < password.MinLength || len(next) > password.MaxLength {
+		a.showHome(http.StatusBadRequest, "", "The new password must be 8 to 1024 characters long.")
+		return
+	}
+	ctx := a.r.Context()
+	rules := passwordRules(a.user.Email, remoteIP(a.r))
+	if _, err := a.p.reserve(ctx, lockoutEvent(a.user.ID, ""), rules...); err != nil {
+		if errors.Is(err, errLocked) {
+			a.showHome(http.StatusTooManyRequests, "", msgLocked)
+		} else {
+			a.unavailable(err.Error())
+		}
+		return
+	}
+	ok, err := a.p.cfg.Hasher.Verify(ctx, current, a.user.PasswordHash)
+	if err != nil {
+		a.unavailable("password check: " + err.Error())
+		return
+	}
+	if !ok {
+		a.p.recordFailure(ctx, a.user.ID, "", "wrong_password")
+		a.showHome(http.StatusBadRequest, "", "Your current password is not correct.")
+		return
+	}
+	hash, err := a.p.cfg.Hasher.Hash(ctx, next)
+	if err != nil {
+		a.unavailable("hash: " + err.Error())
+		return
+	}
+	_, err = a.applyStamped(fsm.MustCommand(fsm.TypeUpdateUser, fsm.UpdateUser{ID: a.user.ID, PasswordHash: &hash, At: a.now, EndSessions: a.endOthers()}),
+		"password-change", nil)
+	if err != nil {
+		a.unavailable("change password: " + err.Error())
+		return
+	}
+	// The attempt was right: forget the account's counters, as a sign-in does.
+	a.p.cfg.Applier.Apply(ctx, fsm.MustCommand(fsm.TypeThrottleClear, *settle(rules, 2)))
+	a.user.PasswordHash = hash
+	a.showHome(http.StatusOK, "Your password was changed. Every other session was signed out.", "")
+}
+
+// overview fills the page's activity, sessions and applications.
+func (a *account) overview(page *webui.AccountPage) error {
+	st := a.p.cfg.State
+	events, err := st.AuditEvents(fsm.AuditQuery{Subject: a.user.ID, Type: fsm.EventSignin, Newest: true, Limit: activityShown})
+	if err != nil {
+		return err
+	}
+	names := map[string]string{}
+	appName := func(id string) string {
+		if id == "" {
+			return "This account page"
+		}
+		if n, ok := names[id]; ok {
+			return n
+		}
+		n := id
+		if c, err := st.Client(id); err == nil && c.Name != "" {
+			n = c.Name
+		}
+		names[id] = n
+		return n
+	}
+	for _, e := range events {
+		line := webui.ActivityLine{Time: e.Time.Format("2 Jan 2006, 15:04 MST"), App: appName(e.ClientID), Address: e.IP,
+			Strength: strength(e.Detail["acr"]), OK: e.Outcome == fsm.OutcomeSuccess}
+		if !line.OK {
+			line.Strength = strings.ReplaceAll(e.Detail["reason"], "_", " ")
+		}
+		page.Activity = append(page.Activity, line)
+	}
+	sessions, apps, err := st.SSOSessionsOf(a.user.ID, a.now)
+	if err != nil {
+		return err
+	}
+	for _, s := range sessions {
+		line := webui.SessionLine{ID: s.ID, Started: s.CreatedAt.Format("2 Jan 2006, 15:04 MST"), Strength: strength(s.ACR), Current: s.ID == a.sess.ID}
+		for _, app := range apps[s.ID] {
+			line.Apps = append(line.Apps, appName(app.ClientID))
+		}
+		page.Sessions = append(page.Sessions, line)
+	}
+	consents, err := st.ConsentsOf(a.user.ID)
+	if err != nil {
+		return err
+	}
+	for _, c := range consents {
+		page.Apps = append(page.Apps, webui.ConsentLine{ClientID: c.ClientID, Name: appName(c.ClientID),
+			Scopes: strings.Join(c.Scopes, " "), Granted: c.At.Format("2 Jan 2006")})
+	}
+	page.HasPassword = a.user.PasswordHash != ""
+	return nil
+}
+
+// strength names an acr for a person.
+func strength(acr string) string {
+	switch acr {
+	case ACRPwd:
+		return "password"
+	case ACRMFA:
+		return "two factors"
+	case ACRPhone:
+		return "text message"
+	}
+	return acr
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}

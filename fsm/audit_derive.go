@@ -46,6 +46,9 @@ func deriveRedeem(tx *bolt.Tx, p []byte, res Result, _ *Audit, se *Event) []Even
 				se.Subject, se.OrgID = a.UserID, a.OrgID
 			}
 			se.Detail["reason"] = "replay"
+			if code.AccessJTI != "" {
+				se.Detail["revoked_jti"] = code.AccessJTI // the first exchange's token, revoked by this replay
+			}
 		}
 	}
 	return []Event{*se}

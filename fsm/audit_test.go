@@ -116,7 +116,7 @@ func TestAuditReplayLockoutAndLogouts(t *testing.T) {
 		t.Fatalf("exchange: %+v", e)
 	}
 	h.applyStamped(TypeRedeemCode, RedeemCode{Hash: "c1", ClientID: "app", At: t0, AccessJTI: "j2", AccessExpires: t0.Add(time.Hour)}, tok)
-	if e := h.lastEvent(); e.Outcome != OutcomeFailure || e.Detail["reason"] != "replay" || e.SID != "sid-1" || e.Subject != userA {
+	if e := h.lastEvent(); e.Outcome != OutcomeFailure || e.Detail["reason"] != "replay" || e.Detail["revoked_jti"] != "j1" || e.SID != "sid-1" || e.Subject != userA {
 		t.Fatalf("replay: %+v", e)
 	}
 

@@ -299,3 +299,38 @@ func TestAuditTamperOnAStoppedNode(t *testing.T) {
 		t.Fatalf("audit verify: exit %d, want a failure naming seq %d\n%s%s", code, target, out.String(), errb.String())
 	}
 }
+
+// TestAuditFloodIsBoundedByTheThrottles: a flood of wrong passwords
+// records no more failure events than the throttles let guesses through:
+// 30 against one account give its 10 (per account and address) and one
+// lockout; 60 more against unknown addresses give what is left of the
+// address's 50 and one lockout; the refused attempts record nothing.
+func TestAuditFloodIsBoundedByTheThrottles(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Size: 1, Configure: func(_ int, cfg *node.Config) { cfg.RateLimit = "off" }})
+	w := provision(t, c)
+	r := rpOn(t, c, 0, 0, w.confID, w.confSecret, w.cb)
+	b := testcluster.NewBrowser(t)
+	page := b.Follow(b.Get(r.oauth.AuthCodeURL("state-0123456789", oauth2.S256ChallengeOption(oauth2.GenerateVerifier()))), r.authBase())
+	statuses := map[int]int{}
+	for i := range 90 {
+		email := w.email
+		if i >= 30 {
+			email = fmt.Sprintf("nobody-%d@example.com", i)
+		}
+		p := b.Submit(page, map[string]string{"email": email, "password": "wrong guess"}, "method", "password")
+		statuses[p.Status]++
+	}
+	if statuses[400] != 50 || statuses[429] != 40 {
+		t.Fatalf("answers: %v, want 50 checked (400) and 40 refused (429)", statuses)
+	}
+	es, _ := auditOn(t, c, 0)
+	reasons := map[string]int{}
+	for _, e := range es {
+		if e.Type == "signin" && e.Outcome == "failure" {
+			reasons[e.Detail["reason"]]++
+		}
+	}
+	if want := map[string]int{"wrong_password": 10, "unknown_account": 40, "lockout": 2}; fmt.Sprint(reasons) != fmt.Sprint(want) {
+		t.Fatalf("failure events: %v, want %v", reasons, want)
+	}
+}

@@ -5,7 +5,7 @@ LDFLAGS   := -X main.version=$(VERSION)
 BIN       := bin/oidcd
 DATA_DIR  ?= ./data
 
-.PHONY: build run test bench bench-lifecycle bench-edge bench-micro soak lint fmt clean fuzz package
+.PHONY: build run test bench bench-lifecycle bench-edge bench-audit bench-micro soak lint fmt clean fuzz package
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/oidcd
@@ -49,6 +49,7 @@ bench:
 		--command "make bench BENCHTIME=$(BENCHTIME)"
 	$(MAKE) bench-lifecycle
 	$(MAKE) bench-edge
+	$(MAKE) bench-audit
 
 ## bench-lifecycle: exec-to-ready of the built binary (one node, one node
 ## restarted, three nodes; beside the floor of exec to exit of `oidcd
@@ -66,6 +67,13 @@ bench-lifecycle:
 bench-edge:
 	$(GO) test -run '^$$' -bench 'LinkRoundTrip' -benchtime 50x -count=1 ./testcluster/
 	$(GO) test -run '^$$' -bench 'BenchmarkEdge' -benchtime 300x -count=1 ./node/
+
+## bench-audit: what the audit trail costs: a silent sign-in with and
+## without it on one node, one apply plain and stamped, and the trail's
+## bytes per password sign-in.
+bench-audit:
+	$(GO) test -run '^$$' -bench 'AuditTrail' -benchtime 400x -count 5 ./node/
+	$(GO) test -run '^$$' -bench 'ApplyRevokeToken' -benchmem -count 3 ./fsm/
 
 ## bench-micro: the go test micro-benchmarks of the packages.
 bench-micro:

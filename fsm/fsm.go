@@ -56,7 +56,15 @@ type FSM struct {
 	// OnAudit, when set, is called after each committed batch that
 	// recorded audit events, with their types.
 	OnAudit func(types []string)
+
+	auditOff atomic.Bool // SetAuditForBenchmark
 }
+
+// SetAuditForBenchmark turns the writing of audit events off (false) or
+// on again, so a benchmark can measure what the trail costs in one run.
+// Nothing else calls it: a node always keeps its trail, and a replica
+// that skipped events would no longer match the others.
+func (f *FSM) SetAuditForBenchmark(on bool) { f.auditOff.Store(!on) }
 
 var (
 	_ raft.FSM         = (*FSM)(nil)
@@ -189,7 +197,9 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 			res := h(tx, l.Index, cmd.Payload)
 			out[i] = res
 			types = append(types, cmd.Type)
-			events = append(events, auditApply(tx, cmd, res)...)
+			if !f.auditOff.Load() {
+				events = append(events, auditApply(tx, cmd, res)...)
+			}
 		}
 		if last == 0 {
 			return nil

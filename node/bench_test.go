@@ -186,3 +186,46 @@ func BenchmarkCluster3Userinfo(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkAuditTrail: the silent sign-in (authorize, exchange: one token
+// event) with the audit trail and without it (FSM.SetAuditForBenchmark)
+// on the same node in one run, and what the trail stores per password
+// sign-in (its signin and token events, with their index entries).
+func BenchmarkAuditTrail(b *testing.B) {
+	c, w := benchNode(b)
+	f := c.Node(0).FSM()
+	r := newRPTB(b, c, w.publicID, "", w.cb, gooidc.ScopeOpenID)
+	for _, trail := range []bool{true, false} {
+		name := map[bool]string{true: "trail", false: "no-trail"}[trail]
+		b.Run("silent-signin/"+name, func(b *testing.B) {
+			f.SetAuditForBenchmark(trail)
+			defer f.SetAuditForBenchmark(true)
+			b.SetParallelism(4)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				br := testcluster.NewBrowser(b)
+				benchSignIn(b, c, br, r, w, oauth2.GenerateVerifier())
+				for pb.Next() {
+					pkce := oauth2.GenerateVerifier()
+					exchangeAndVerify(b, r, benchSignIn(b, c, br, r, w, pkce), pkce)
+				}
+			})
+		})
+	}
+	b.Run("password-signin-bytes", func(b *testing.B) {
+		before, err := f.State().AuditStats()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for range b.N {
+			pkce := oauth2.GenerateVerifier()
+			exchangeAndVerify(b, r, benchSignIn(b, c, testcluster.NewBrowser(b), r, w, pkce), pkce)
+		}
+		after, err := f.State().AuditStats()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(after.Bytes-before.Bytes)/float64(b.N), "trail-B/signin")
+		b.ReportMetric(float64(after.Events-before.Events)/float64(b.N), "events/signin")
+	})
+}

@@ -17,9 +17,9 @@ type AuditQuery struct {
 	Subject  string
 	ClientID string
 	OrgID    string
-	// Newest answers the newest events first (descending seq), before
-	// After when After is set; it needs a filter (the person's page
-	// shows their last sign-ins).
+	// Newest answers the newest events first (descending seq), those
+	// before After when After is set (the person's page shows their last
+	// sign-ins, the console the newest events).
 	Newest bool
 }
 
@@ -65,7 +65,17 @@ func (s *State) AuditEvents(q AuditQuery) ([]Event, error) {
 		}
 		if kind == 0 {
 			c := b.Cursor()
-			for k, v := c.Seek(seqKey(q.After + 1)); k != nil && len(out) < q.Limit; k, v = c.Next() {
+			first, next := func() ([]byte, []byte) { return c.Seek(seqKey(q.After + 1)) }, c.Next
+			if q.Newest {
+				first, next = func() ([]byte, []byte) {
+					if q.After == 0 {
+						return c.Last()
+					}
+					c.Seek(seqKey(q.After))
+					return c.Prev()
+				}, c.Prev
+			}
+			for k, v := first(); k != nil && len(out) < q.Limit; k, v = next() {
 				e, err := read(k, v)
 				if err != nil {
 					return err

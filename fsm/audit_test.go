@@ -168,6 +168,10 @@ func TestAuditFilters(t *testing.T) {
 		{"newest of a subject", AuditQuery{Subject: userB, Newest: true, Limit: 2}, []uint64{30, 28}},
 		{"newest before a seq", AuditQuery{Subject: userB, Newest: true, After: 28, Limit: 2}, []uint64{26, 24}},
 		{"newest of the last index", AuditQuery{Type: EventSignin, Newest: true, Limit: 2}, []uint64{30, 29}},
+		{"newest of all", AuditQuery{Newest: true, Limit: 2}, []uint64{31, 30}},
+		{"newest of all before a seq", AuditQuery{Newest: true, After: 3, Limit: 5}, []uint64{2, 1}},
+		{"newest before a seq past the head", AuditQuery{Newest: true, After: 100, Limit: 2}, []uint64{31, 30}},
+		{"newest of a subject before a seq past the head", AuditQuery{Subject: userB, Newest: true, After: 100, Limit: 1}, []uint64{30}},
 		{"newest with a second filter", AuditQuery{Subject: userA, ClientID: "app", Newest: true, Limit: 2}, []uint64{25, 19}},
 	} {
 		var got []uint64

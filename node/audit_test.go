@@ -197,7 +197,7 @@ func TestAuditTrailOnThreeNodes(t *testing.T) {
 	c.Restart(leader)
 
 	// Bad queries.
-	for _, bad := range []string{"after=-1", "limit=0", "limit=1001", "type=nope", "after=x", "bogus=1", "wait=61"} {
+	for _, bad := range []string{"after=-1", "limit=0", "limit=1001", "type=nope", "after=x", "bogus=1", "wait=61", "order=up"} {
 		req, _ := http.NewRequest("GET", c.URL(0)+"/admin/v1/audit?"+bad, nil)
 		req.Header.Set("Authorization", "Bearer "+testcluster.AdminToken)
 		resp, err := c.Client().Do(req)

@@ -61,7 +61,10 @@ type auditPage struct {
 	NextAfter uint64      `json:"next_after"`
 }
 
-// listAudit is GET /audit?after=&limit=&type=&subject=&client_id=&organization_id=.
+// listAudit is GET /audit?after=&limit=&type=&subject=&client_id=&organization_id=
+// (CONTRACT.md section 8), and two additions: wait= (seconds, a long poll
+// for tail --follow) and order=desc (newest first; after=N then lists
+// the events before N, and next_after is the last, oldest, seq returned).
 func (a *api) listAudit(w http.ResponseWriter, r *http.Request) {
 	q, wait, details := parseAuditQuery(r.URL.Query())
 	if len(details) > 0 {
@@ -106,7 +109,7 @@ func parseAuditQuery(v map[string][]string) (fsm.AuditQuery, time.Duration, []ht
 	q := fsm.AuditQuery{Limit: 100}
 	var wait time.Duration
 	var details []httpx.Detail
-	known := map[string]bool{"after": true, "limit": true, "type": true, "subject": true, "client_id": true, "organization_id": true, "wait": true}
+	known := map[string]bool{"after": true, "limit": true, "type": true, "subject": true, "client_id": true, "organization_id": true, "wait": true, "order": true}
 	for name, vals := range v {
 		switch {
 		case !known[name]:
@@ -141,6 +144,14 @@ func parseAuditQuery(v map[string][]string) (fsm.AuditQuery, time.Duration, []ht
 			details = append(details, httpx.Detail{Field: "wait", Message: "must be a number of seconds from 0 to 60", Code: "invalid"})
 		}
 		wait = time.Duration(n) * time.Second
+	}
+	switch get("order") {
+	case "", "asc":
+	case "desc":
+		// Newest first: after then bounds from above (the events before it).
+		q.Newest = true
+	default:
+		details = append(details, httpx.Detail{Field: "order", Message: "must be asc or desc", Code: "invalid"})
 	}
 	q.Type, q.Subject, q.ClientID, q.OrgID = get("type"), get("subject"), get("client_id"), get("organization_id")
 	if q.Type != "" && !auditTypes[q.Type] {

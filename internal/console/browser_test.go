@@ -59,6 +59,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		{"memberships", "console-memberships", "demo@example.com"},
 		{"clients", "console-clients", "demo-rp"},
 		{"keys", "console-keys", "active"},
+		{"audit", "console-audit", "created"},
 	} {
 		chrometest.Do(t, ctx, chromedp.Navigate(base+p.path), chromedp.WaitVisible(css("main h1")))
 		if got := chrometest.Text(t, ctx, "main"); !strings.Contains(got, p.want) {
@@ -78,6 +79,13 @@ func TestConsoleInBrowser(t *testing.T) {
 	if got := chrometest.Text(t, ctx, "main"); !strings.Contains(got, "Acme Corporation") {
 		t.Errorf("after create: got %q", got)
 	}
+	// The creation is the newest event of the audit trail, filtered by type.
+	chrometest.Do(t, ctx, chromedp.Navigate(base+"audit?type=admin"), chromedp.WaitVisible(css("main h1")))
+	if got := chrometest.Text(t, ctx, "main table tbody tr"); !strings.Contains(got, "POST /organizations") || !strings.Contains(got, "admin") {
+		t.Errorf("audit page after the create: got %q", got)
+	}
+	chrometest.CheckForm(t, ctx)
+	chrometest.Screenshot(t, ctx, "console-audit-admin")
 
 	// A person, then their page with the membership form.
 	chrometest.Do(t, ctx,

@@ -13,7 +13,7 @@ import (
 
 func TestSignedOutBrowserIsSentToSignIn(t *testing.T) {
 	e := newEnv(t)
-	for _, path := range []string{"", "cluster", "organizations", "people", "memberships", "clients", "keys",
+	for _, path := range []string{"", "cluster", "organizations", "people", "memberships", "clients", "keys", "audit",
 		"people/5b0c8a43-0d33-4a57-a8ae-0c9d3c6d0c51", "organizations/5b0c8a43-0d33-4a57-a8ae-0c9d3c6d0c51/delete"} {
 		r := e.get(Prefix + path)
 		if r.Status != http.StatusSeeOther || r.Location != Prefix+"signin" {

@@ -38,6 +38,7 @@ func (c *Console) routes() {
 	auth("POST "+Prefix+"memberships/{id}/status", c.setMembershipStatus)
 	auth("POST "+Prefix+"clients/{id}/suspended", c.setClientSuspended)
 	auth("GET "+Prefix+"keys", c.keysPage)
+	auth("GET "+Prefix+"audit", c.auditPage)
 	auth("POST "+Prefix+"keys/rotate", c.rotateKey)
 	m.HandleFunc(Prefix, func(w http.ResponseWriter, r *http.Request) {
 		c.message(w, r, http.StatusNotFound, "Not found", "There is no such console page.")

@@ -203,6 +203,9 @@ func TestSoakAndLoginStorm(t *testing.T) {
 			t.Errorf("%s figures: %+v; want start, mark, end and a peak at least as high", name, *f)
 		}
 	}
+	if a := m.Soak.AuditBytes; a == nil || a.End <= 0 || a.Peak < a.End {
+		t.Errorf("audit trail figures: %+v; want the trail measured", a)
+	}
 	if m.Soak.MarkS < 1.9 {
 		t.Errorf("mark taken at %.1f s, want 2 s", m.Soak.MarkS)
 	}

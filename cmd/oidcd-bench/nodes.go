@@ -51,6 +51,7 @@ type nodesConfig struct {
 	sessionIdle time.Duration
 	reapGrace   time.Duration
 	reapEvery   time.Duration
+	auditKeep   time.Duration
 	logLevel    string
 }
 
@@ -75,6 +76,7 @@ func runNodes(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.DurationVar(&nc.sessionIdle, "session-idle", 0, "SSO session idle lifetime (default: the node's)")
 	fs.DurationVar(&nc.reapGrace, "reap-grace", 0, "how long after expiry records are reaped (default: the node's, 5m)")
 	fs.DurationVar(&nc.reapEvery, "reap-every", 0, "how often the leader reaps expired records (default: the node's)")
+	fs.DurationVar(&nc.auditKeep, "audit-retention", 0, "how long audit events are kept (default: the node's, 90 days)")
 	fs.StringVar(&nc.logLevel, "log-level", "error", "node logs on stderr: debug, info, warn, error or none")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -191,6 +193,7 @@ func startNodes(ctx context.Context, nc nodesConfig, log *slog.Logger) (*nodesIn
 			SessionIdle:     nc.sessionIdle,
 			ReapGrace:       nc.reapGrace,
 			ReapEvery:       nc.reapEvery,
+			AuditRetention:  nc.auditKeep,
 			Logger:          log.With("n", i),
 			HTTPListener:    httpLns[i],
 			RaftListener:    raftLns[i],
@@ -217,6 +220,9 @@ func startNodes(ctx context.Context, nc nodesConfig, log *slog.Logger) (*nodesIn
 			return nil, stop, fmt.Errorf("node %d: %w", i, err)
 		}
 		closers = append(closers, func() { n.Close() })
+		if i == 0 {
+			mw.setTrail(func() (fsm.AuditStats, error) { return n.FSM().State().AuditStats() })
+		}
 		nodes = append(nodes, n)
 		info.URLs = append(info.URLs, "http://"+n.Addr())
 		info.DataDirs = append(info.DataDirs, n.DataDir())
@@ -345,12 +351,17 @@ type heapStats struct {
 	// ("/gc/heap/live:bytes"): what a leak would make grow.
 	LiveBytes uint64 `json:"heap_live_bytes"`
 	GCCycles  uint64 `json:"gc_cycles"`
+	// AuditBytes and AuditEvents are the first node's audit trail
+	// (fsm.AuditStats): what --audit-retention keeps; -1 when unknown.
+	AuditBytes  int64 `json:"audit_bytes"`
+	AuditEvents int64 `json:"audit_events"`
 }
 
 // heapWatch samples the heap every period and serves heapStats.
 type heapWatch struct {
-	mu   sync.Mutex
-	peak uint64
+	mu    sync.Mutex
+	peak  uint64
+	trail func() (fsm.AuditStats, error)
 	done chan struct{}
 	wg   sync.WaitGroup
 }
@@ -391,6 +402,12 @@ func (w *heapWatch) sample() heapStats {
 	return st
 }
 
+func (w *heapWatch) setTrail(f func() (fsm.AuditStats, error)) {
+	w.mu.Lock()
+	w.trail = f
+	w.mu.Unlock()
+}
+
 func (w *heapWatch) stop() {
 	close(w.done)
 	w.wg.Wait()
@@ -403,6 +420,15 @@ func (w *heapWatch) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := w.sample()
+	st.AuditBytes, st.AuditEvents = -1, -1
+	w.mu.Lock()
+	trail := w.trail
+	w.mu.Unlock()
+	if trail != nil {
+		if a, err := trail(); err == nil {
+			st.AuditBytes, st.AuditEvents = int64(a.Bytes), int64(a.Events)
+		}
+	}
 	if r.URL.Query().Get("reset") == "1" {
 		w.mu.Lock()
 		w.peak = st.ObjectsBytes

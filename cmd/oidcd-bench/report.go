@@ -116,6 +116,7 @@ func (s *soakReport) writeTable(w io.Writer) {
 	row("data dir", s.DataDirBytes)
 	row("rss", s.RSSBytes)
 	row("go heap", s.HeapBytes)
+	row("audit trail", s.AuditBytes)
 	tw.Flush()
 }
 

@@ -28,6 +28,9 @@ type soakReport struct {
 	// HeapBytes is the node process's live Go heap (as of its last
 	// collection), when the process is one the soak command started.
 	HeapBytes *figures `json:"heap_bytes,omitempty"`
+	// AuditBytes is the node's audit trail (oidcd_audit_bytes): flat once
+	// --audit-retention prunes as much as the load adds.
+	AuditBytes *figures `json:"audit_bytes,omitempty"`
 }
 
 // figures are one quantity over a run; -1 where it could not be read.
@@ -84,6 +87,8 @@ func startSoak(ctx context.Context, cfg *config) *soakProbe {
 	if s.control != "" {
 		n := s.heap()
 		s.rep.HeapBytes = &figures{Start: n, Peak: n}
+		a := s.trail()
+		s.rep.AuditBytes = &figures{Start: a, Peak: a}
 	}
 	go s.sample(ctx, cfg.soakSample)
 	return s
@@ -115,8 +120,8 @@ func (s *soakProbe) sample(ctx context.Context, period time.Duration) {
 }
 
 // take reads the figures once, as the mark when mark is set.
-func (s *soakProbe) take(mark bool) (size, rss, heap int64) {
-	size, rss, heap = -1, -1, -1
+func (s *soakProbe) take(mark bool) (size, rss, heap, trail int64) {
+	size, rss, heap, trail = -1, -1, -1, -1
 	if s.dataDir != "" {
 		size = s.size()
 	}
@@ -124,14 +129,14 @@ func (s *soakProbe) take(mark bool) (size, rss, heap int64) {
 		rss = s.rss()
 	}
 	if s.control != "" {
-		heap = s.heap()
+		heap, trail = s.heap(), s.trail()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, x := range []struct {
 		f *figures
 		v int64
-	}{{s.rep.DataDirBytes, size}, {s.rep.RSSBytes, rss}, {s.rep.HeapBytes, heap}} {
+	}{{s.rep.DataDirBytes, size}, {s.rep.RSSBytes, rss}, {s.rep.HeapBytes, heap}, {s.rep.AuditBytes, trail}} {
 		if x.f == nil {
 			continue
 		}
@@ -143,7 +148,7 @@ func (s *soakProbe) take(mark bool) (size, rss, heap int64) {
 	if mark {
 		s.rep.MarkS = math.Round(time.Since(s.start).Seconds()*10) / 10
 	}
-	return size, rss, heap
+	return size, rss, heap, trail
 }
 
 func (s *soakProbe) heap() int64 {
@@ -154,6 +159,16 @@ func (s *soakProbe) heap() int64 {
 		return -1
 	}
 	return int64(st.LiveBytes)
+}
+
+func (s *soakProbe) trail() int64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := readHeap(ctx, s.control, false)
+	if err != nil {
+		return -1
+	}
+	return st.AuditBytes
 }
 
 func (s *soakProbe) size() int64 {
@@ -176,7 +191,7 @@ func (s *soakProbe) rss() int64 {
 func (s *soakProbe) finish() *soakReport {
 	close(s.stop)
 	<-s.done
-	size, rss, heap := s.take(false)
+	size, rss, heap, trail := s.take(false)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if f := s.rep.DataDirBytes; f != nil {
@@ -187,6 +202,9 @@ func (s *soakProbe) finish() *soakReport {
 	}
 	if f := s.rep.HeapBytes; f != nil {
 		f.End = heap
+	}
+	if f := s.rep.AuditBytes; f != nil {
+		f.End = trail
 	}
 	rep := s.rep
 	return &rep

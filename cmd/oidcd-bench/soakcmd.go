@@ -23,6 +23,7 @@ type soakConfig struct {
 	tokenTTL      int64
 	sessionIdle   time.Duration
 	reapEvery     time.Duration
+	auditKeep     time.Duration
 	storm         int
 	stormDuration time.Duration
 	json          bool
@@ -59,6 +60,7 @@ func parseSoakFlags(args []string, stderr io.Writer) (*soakConfig, error) {
 	fs.Int64Var(&sc.tokenTTL, "token-ttl", 60, "access token lifetime of the provisioned clients, seconds: short, so that codes become reapable within the run")
 	fs.DurationVar(&sc.sessionIdle, "session-idle", time.Minute, "the node's SSO session idle lifetime: short, so that abandoned sessions become reapable within the run")
 	fs.DurationVar(&sc.reapEvery, "reap-every", 0, "how often the leader reaps (default: the node's, 1m)")
+	fs.DurationVar(&sc.auditKeep, "audit-retention", 2*time.Minute, "the node's --audit-retention: short, so that the trail reaches its steady state within the run")
 	fs.IntVar(&sc.storm, "storm", 200, "connections of the login storm after the mixed load (fresh password sign-ins); 0 = none")
 	fs.DurationVar(&sc.stormDuration, "storm-duration", 20*time.Second, "how long the login storm lasts")
 	fs.BoolVar(&sc.json, "json", false, "print the result as JSON")
@@ -120,7 +122,8 @@ func runSoakCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 func soak(ctx context.Context, sc *soakConfig, stderr io.Writer) (*soakResult, error) {
 	// Short lifetimes and a short reap grace bring the run to its steady
 	// state (as many records expiring as are created) within two minutes.
-	args := []string{"--size", "1", "--session-idle", sc.sessionIdle.String(), "--reap-grace", "30s", "--log-level", "none"}
+	args := []string{"--size", "1", "--session-idle", sc.sessionIdle.String(), "--reap-grace", "30s", "--log-level", "none",
+		"--audit-retention", sc.auditKeep.String()}
 	if sc.reapEvery > 0 {
 		args = append(args, "--reap-every", sc.reapEvery.String())
 	}
@@ -191,7 +194,7 @@ func (r *soakResult) writeTable(w io.Writer) {
 		for _, x := range []struct {
 			name string
 			f    *figures
-		}{{"data dir", s.DataDirBytes}, {"rss", s.RSSBytes}, {"go heap", s.HeapBytes}} {
+		}{{"data dir", s.DataDirBytes}, {"rss", s.RSSBytes}, {"go heap", s.HeapBytes}, {"audit trail", s.AuditBytes}} {
 			if x.f == nil {
 				continue
 			}

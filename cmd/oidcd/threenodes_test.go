@@ -226,6 +226,20 @@ join             = [%s]
 	}
 	t.Logf("signed in after %s", time.Since(start).Round(time.Millisecond))
 
+	// The audit trail through the binary's CLI: the sign-in and the
+	// exchange are in it, tail prints JSON lines, and verify asks the
+	// three processes (found through gossip) and finds them in agreement.
+	if out := admin(0, 0, "audit", "list", "--type", "signin", "--subject", user); !strings.Contains(out, "success") || !strings.Contains(out, client) {
+		t.Errorf("audit list of the sign-in:\n%s", out)
+	}
+	tail := admin(2, 0, "audit", "tail", "--after", "0", "--type", "token")
+	if lines := strings.Split(strings.TrimSpace(tail), "\n"); len(lines) != 1 || !strings.Contains(lines[0], `"outcome":"success"`) || !strings.Contains(lines[0], user) {
+		t.Errorf("audit tail of the exchange:\n%s", tail)
+	}
+	if out := admin(1, 0, "audit", "verify"); !strings.Contains(out, "the nodes agree") || strings.Count(out, "  yes  ") != 3 {
+		t.Errorf("audit verify:\n%s", out)
+	}
+
 	// Every node stops cleanly on SIGTERM.
 	for i, cmd := range procs {
 		if code := stop(t, cmd); code != 0 {

@@ -362,8 +362,8 @@ type heapWatch struct {
 	mu    sync.Mutex
 	peak  uint64
 	trail func() (fsm.AuditStats, error)
-	done chan struct{}
-	wg   sync.WaitGroup
+	done  chan struct{}
+	wg    sync.WaitGroup
 }
 
 func startHeapWatch(period time.Duration) *heapWatch {

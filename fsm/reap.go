@@ -37,6 +37,9 @@ func applyReap(tx *bolt.Tx, _ uint64, p []byte) Result {
 	if !r.AuditBefore.IsZero() {
 		st.AuditEvents = pruneAudit(tx, r.AuditBefore, AuditPruneBatch)
 	}
+	if before.IsZero() { // only the audit trail's backlog (node: pruneBacklog)
+		return Result{Value: st}
+	}
 	st.Codes = deleteWhere(tx, bucketCodes, func(v []byte) bool {
 		var c Code
 		mustUnmarshal(v, &c)

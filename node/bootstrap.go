@@ -120,8 +120,29 @@ func (n *Node) reapLoop(ctx context.Context) {
 			continue
 		}
 		if st, ok := res.Value.(fsm.ReapStats); ok && st != (fsm.ReapStats{}) {
-			n.log.Debug("reaped", "codes", st.Codes, "revocations", st.Revocations, "sso_sessions", st.SSOSessions, "app_sessions", st.AppSessions)
+			n.log.Debug("reaped", "codes", st.Codes, "revocations", st.Revocations, "sso_sessions", st.SSOSessions, "app_sessions", st.AppSessions,
+				"audit_events", st.AuditEvents)
+			n.pruneBacklog(ctx, reap.AuditBefore, st.AuditEvents)
 		}
+	}
+}
+
+// auditPruneRounds bounds the extra prunes of one reap tick.
+const auditPruneRounds = 20
+
+// pruneBacklog keeps pruning audit events older than before while each
+// prune fills its batch (fsm.AuditPruneBatch): one apply stays short, and
+// a site that records more events a minute than one batch still keeps
+// its trail at --audit-retention (up to 21 batches a tick).
+func (n *Node) pruneBacklog(ctx context.Context, before time.Time, pruned int) {
+	for round := 0; round < auditPruneRounds && pruned == fsm.AuditPruneBatch && ctx.Err() == nil; round++ {
+		res, err := n.cluster.Apply(ctx, fsm.MustCommand(fsm.TypeReap, fsm.Reap{AuditBefore: before}))
+		if err != nil {
+			n.log.Warn("audit prune failed", "error", err)
+			return
+		}
+		st, _ := res.Value.(fsm.ReapStats)
+		pruned = st.AuditEvents
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/oidcd/oidcd/testcluster"
 )
@@ -70,13 +71,17 @@ func TestAccountPageSessionsActivityPasswordAndApps(t *testing.T) {
 	if status, _ := bearerGet(t, c, "/userinfo", mine.access); status != http.StatusUnauthorized {
 		t.Fatalf("the app's token after its consent was revoked: %d", status)
 	}
-	found := false
-	for _, tok := range recv.waitAccepted(2) {
-		found = found || tok.SID == mine.sid
-	}
-	if !found {
-		t.Fatal("no logout token for the app session whose consent was revoked")
-	}
+	// It ends every session of the person with that app: this browser's
+	// and the one the new password opened, each with its logout token.
+	waitUntil(t, "a logout token for this browser's app session", 10*time.Second, func() bool {
+		for _, tok := range recv.accepted() {
+			if tok.SID == mine.sid {
+				return true
+			}
+		}
+		return false
+	})
+	recv.checkValid()
 
 	es, _ := auditOn(t, c, 0)
 	for _, action := range []string{"session-end", "password-change", "consent-revoke"} {

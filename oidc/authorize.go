@@ -536,7 +536,9 @@ func (f *flow) issue(org fsm.Org, grant bool) {
 	}
 	f.p.log.Info("authorize: code issued", "client_id", f.client.ID, "org_id", org.ID,
 		"sid", res.Value, "reference", f.reference())
-	f.redirect(httpx.AppendQuery(req.RedirectURI, url.Values{"code": {code}, "state": {req.State}}))
+	// iss (RFC 9207) on every authorization response, success or error:
+	// a client of several providers sees which one answered (mix-up).
+	f.redirect(httpx.AppendQuery(req.RedirectURI, url.Values{"code": {code}, "state": {req.State}, "iss": {f.p.cfg.Issuer}}))
 }
 
 // fail redirects an error to the client (SPEC.md 7.2).
@@ -544,7 +546,7 @@ func (f *flow) fail(e *Error) {
 	f.p.log.Info("authorize: error redirected", "error", e.Code, "error_description", e.Description,
 		"client_id", f.pend.Req.ClientID, "reference", f.reference())
 	f.redirect(httpx.AppendQuery(f.pend.Req.RedirectURI, url.Values{
-		"error": {e.Code}, "error_description": {e.Description}, "state": {f.pend.Req.State},
+		"error": {e.Code}, "error_description": {e.Description}, "state": {f.pend.Req.State}, "iss": {f.p.cfg.Issuer},
 	}))
 }
 

@@ -48,6 +48,7 @@ type page struct {
 	status int
 	header http.Header
 	body   string
+	issuer string // of the provider that answered
 }
 
 func (p page) location() string { return p.header.Get("Location") }
@@ -73,7 +74,7 @@ func (b *browser) do(req *http.Request) page {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	return page{status: resp.StatusCode, header: resp.Header, body: string(body)}
+	return page{status: resp.StatusCode, header: resp.Header, body: string(body), issuer: "http://" + b.h.srv.Listener.Addr().String()}
 }
 
 func (b *browser) get(ref string) page {
@@ -283,6 +284,10 @@ func redirectQuery(t testing.TB, p page, wantStatus int) url.Values {
 	q, err := url.ParseQuery(query)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// RFC 9207: every authorization response names its issuer.
+	if got := q.Get("iss"); got != p.issuer {
+		t.Errorf("iss: got %q, want %q", got, p.issuer)
 	}
 	return q
 }

@@ -210,7 +210,7 @@ func TestRedirectKeepsRegisteredQuery(t *testing.T) {
 	h.updateClient(hPublic, func(c *fsm.Client) { c.RedirectURIs = append(c.RedirectURIs, uri) })
 	b := h.browser()
 	p := b.get(authzPath(authzQuery(hPublic, map[string]string{"redirect_uri": uri, "prompt": "none"})))
-	want := uri + "&error=login_required&error_description=The+Authorization+Server+requires+End-User+authentication.&state=" + tState
+	want := uri + "&error=login_required&error_description=The+Authorization+Server+requires+End-User+authentication.&iss=" + url.QueryEscape(p.issuer) + "&state=" + tState
 	if got := p.location(); got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}

@@ -56,6 +56,13 @@ type discovery struct {
 	ACRValuesSupported                []string `json:"acr_values_supported"`
 	PromptValuesSupported             []string `json:"prompt_values_supported"`
 	ClaimsSupported                   []string `json:"claims_supported"`
+	// Beyond SPEC.md 2.1, as OpenID Connect Discovery and RFC 8414
+	// recommend, exactly as the node behaves.
+	ScopesSupported                            []string `json:"scopes_supported"`
+	TokenEndpointAuthMethodsSupported          []string `json:"token_endpoint_auth_methods_supported"`
+	IntrospectionEndpointAuthMethodsSupported  []string `json:"introspection_endpoint_auth_methods_supported"`
+	RevocationEndpointAuthMethodsSupported     []string `json:"revocation_endpoint_auth_methods_supported"`
+	AuthorizationResponseIssParameterSupported bool     `json:"authorization_response_iss_parameter_supported"`
 }
 
 func newDiscovery(issuer string) discovery {
@@ -79,6 +86,12 @@ func newDiscovery(issuer string) discovery {
 		ACRValuesSupported:                acrValuesSupported,
 		PromptValuesSupported:             promptValuesSupported,
 		ClaimsSupported:                   claimsSupported,
+
+		ScopesSupported:                            []string{"openid", "email", "profile"},
+		TokenEndpointAuthMethodsSupported:          []string{"client_secret_basic", "client_secret_post", "none"},
+		IntrospectionEndpointAuthMethodsSupported:  []string{"client_secret_basic", "client_secret_post"},
+		RevocationEndpointAuthMethodsSupported:     []string{"client_secret_basic", "client_secret_post"},
+		AuthorizationResponseIssParameterSupported: true,
 	}
 }
 

@@ -179,6 +179,12 @@ join             = [%s]
 	authURL.Host = nodes[2].http // the browser's load balancer picked node 3
 	b := testcluster.NewBrowser(t)
 	page := b.Get(authURL.String())
+	// One wrong password first (an audit event of its own).
+	if strings.Contains(page.Body, `name="password"`) {
+		if p := b.Submit(page, map[string]string{"email": email, "password": "not the password"}, "method", "password"); p.Status != http.StatusBadRequest {
+			t.Fatalf("wrong password: %d", p.Status)
+		}
+	}
 	for i := 0; i < 8 && !strings.HasPrefix(page.Location(), cb); i++ {
 		switch {
 		case page.Location() != "":
@@ -226,15 +232,71 @@ join             = [%s]
 	}
 	t.Logf("signed in after %s", time.Since(start).Round(time.Millisecond))
 
-	// The audit trail through the binary's CLI: the sign-in and the
-	// exchange are in it, tail prints JSON lines, and verify asks the
-	// three processes (found through gossip) and finds them in agreement.
-	if out := admin(0, 0, "audit", "list", "--type", "signin", "--subject", user); !strings.Contains(out, "success") || !strings.Contains(out, client) {
-		t.Errorf("audit list of the sign-in:\n%s", out)
+	// A replay of the code, then a sign-out.
+	if _, err := oc.Exchange(ctx, loc.Query().Get("code"), oauth2.VerifierOption(verifier)); err == nil {
+		t.Fatal("a replayed code was exchanged")
 	}
-	tail := admin(2, 0, "audit", "tail", "--after", "0", "--type", "token")
-	if lines := strings.Split(strings.TrimSpace(tail), "\n"); len(lines) != 1 || !strings.Contains(lines[0], `"outcome":"success"`) || !strings.Contains(lines[0], user) {
-		t.Errorf("audit tail of the exchange:\n%s", tail)
+	if resp, err := b.Client.PostForm("http://"+nodes[0].http+"/logout", url.Values{"id_token_hint": {tok.Extra("id_token").(string)}}); err != nil || resp.StatusCode >= 400 {
+		t.Fatalf("logout: %v %v", err, resp)
+	} else {
+		resp.Body.Close()
+	}
+
+	// The audit trail through the binary's CLI: each action's event is in
+	// it with the fields CONTRACT.md section 8 names, no secret is, tail
+	// prints JSON lines, and verify asks the three processes (found
+	// through gossip) and finds them in agreement.
+	if out := admin(0, 0, "audit", "list", "--type", "signin", "--subject", user); !strings.Contains(out, "success") || !strings.Contains(out, "failure") || !strings.Contains(out, client) {
+		t.Errorf("audit list of the sign-in and the wrong password:\n%s", out)
+	}
+	all := admin(2, 0, "audit", "tail", "--after", "0")
+	var events []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(all), "\n") {
+		var e map[string]any
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("tail line %q: %v", line, err)
+		}
+		events = append(events, e)
+	}
+	detail := func(e map[string]any, k string) string {
+		d, _ := e["detail"].(map[string]any)
+		s, _ := d[k].(string)
+		return s
+	}
+	for _, want := range []struct {
+		what  string
+		match func(e map[string]any) bool
+	}{
+		{"admin: the client created", func(e map[string]any) bool {
+			return e["type"] == "admin" && detail(e, "action") == "POST /clients" && detail(e, "target") == client
+		}},
+		{"signin failure", func(e map[string]any) bool {
+			return e["type"] == "signin" && e["outcome"] == "failure" && e["subject"] == user && detail(e, "reason") == "wrong_password"
+		}},
+		{"token success", func(e map[string]any) bool {
+			return e["type"] == "token" && e["outcome"] == "success" && e["subject"] == user && e["client_id"] == client && e["sid"] != nil
+		}},
+		{"token replay", func(e map[string]any) bool {
+			return e["type"] == "token" && e["outcome"] == "failure" && detail(e, "reason") == "replay"
+		}},
+		{"logout", func(e map[string]any) bool {
+			return e["type"] == "logout" && e["subject"] == user && detail(e, "cause") != ""
+		}},
+	} {
+		found := false
+		for _, e := range events {
+			if e["seq"] != nil && e["hash"] != nil && e["node"] != nil && e["time"] != nil {
+				found = found || want.match(e)
+			}
+		}
+		if !found {
+			t.Errorf("no audit event for %s in:\n%s", want.what, all)
+		}
+	}
+	for _, secret := range []string{password, "not the password", token, tok.AccessToken, loc.Query().Get("code")} {
+		if strings.Contains(all, secret) {
+			t.Errorf("a secret is in the audit trail: %.10s...", secret)
+		}
 	}
 	if out := admin(1, 0, "audit", "verify"); !strings.Contains(out, "the nodes agree") || strings.Count(out, "  yes  ") != 3 {
 		t.Errorf("audit verify:\n%s", out)

@@ -170,6 +170,11 @@ func New(cfg Config) (_ *Cluster, err error) {
 		rc.LeaderLeaseTimeout = cfg.LeaderLease
 	}
 
+	// A damaged raft log is refused with its name before raft-boltdb
+	// opens it (it would panic on a damaged page later).
+	if err := fsm.CheckBoltFile(filepath.Join(dir, "raft.db")); err != nil {
+		return nil, fmt.Errorf("cluster: log store: %w", err)
+	}
 	bolt, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: log store: %w", err)

@@ -105,7 +105,7 @@ func New(cfg Config) (_ *Node, err error) {
 	}
 	n.fsm, err = fsm.Open(filepath.Join(cfg.DataDir, "state.db"))
 	if err != nil {
-		return nil, err
+		return nil, damaged(err, cfg.DataDir)
 	}
 	cleanup.Push(func() { n.fsm.Close() })
 	// The cluster is built first and started last: raft replays the log
@@ -161,7 +161,7 @@ func New(cfg Config) (_ *Node, err error) {
 		TrailingLogs:      cfg.TrailingLogs,
 	})
 	if err != nil {
-		return nil, err
+		return nil, damaged(err, cfg.DataDir)
 	}
 	cleanup.Push(func() { n.cluster.Shutdown() })
 	// The key manager caches parsed keys and the JWKS bytes; the FSM tells
@@ -592,4 +592,14 @@ func (n *Node) auditBase(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r.WithContext(fsm.WithAuditBase(r.Context(), fsm.AuditBase{Node: n.cfg.NodeID, IP: ip})))
 	})
+}
+
+// damaged adds the way back to a damaged file's error: the node's copy is
+// rebuilt from the others.
+func damaged(err error, dataDir string) error {
+	if !errors.Is(err, fsm.ErrDamaged) {
+		return err
+	}
+	return fmt.Errorf("%w\nthis node's copy cannot be trusted. In a cluster: move %s aside, start the node again with the same --node-id and --join (or peers); "+
+		"it rejoins and catches up from the others (a snapshot). A single node: restore a backup (oidcd admin snapshot restore) on a fresh data directory", err, dataDir)
 }

@@ -366,3 +366,58 @@ func snapRestoreBytes(t testing.TB, c *testcluster.Cluster, backup []byte) {
 		}
 	}
 }
+
+// TestDamagedFileIsRefusedAndTheNodeRebuilt: a follower's state file
+// (bytes flipped, as a bad disk does), then its raft log (both meta pages
+// wiped), damaged while it was down: the node refuses to start, naming the file and the way back; the
+// operator moves the data directory aside and starts it again, and it
+// catches up from the others.
+func TestDamagedFileIsRefusedAndTheNodeRebuilt(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Size: 3, Configure: compacting})
+	leader := c.Leader()
+	snapCreateOrgs(t, c, leader, "before", 30)
+	for _, file := range []string{"state.db", filepath.Join("raft", "raft.db")} {
+		victim := c.Followers()[0]
+		dir := c.DataDir(victim)
+		c.Kill(victim)
+		path := filepath.Join(dir, file)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if file == "state.db" {
+			for i := 2 * 4096; i < len(b); i += 89 {
+				b[i] ^= 0xff
+			}
+		} else {
+			clear(b[:8192]) // both meta pages: what a crash mid-write of a bad disk leaves
+		}
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		httpLn, raftLn := listenLocal(t), listenLocal(t)
+		n, err := node.New(node.Config{DataDir: dir, NodeID: fmt.Sprintf("node-%d", victim), AdminToken: testcluster.AdminToken,
+			HTTPListener: httpLn, RaftListener: raftLn, Issuer: "http://" + httpLn.Addr().String()})
+		if err == nil {
+			n.Close()
+			t.Fatalf("%s damaged: the node started", file)
+		}
+		httpLn.Close()
+		raftLn.Close()
+		for _, want := range []string{path, "move " + dir + " aside", "--join"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s damaged: error %q does not name %q", file, err, want)
+			}
+		}
+		// The way back, as the message says.
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		c.Restart(victim)
+		snapCreateOrgs(t, c, c.WaitNewLeader(), "after-"+strings.TrimSuffix(filepath.Base(file), ".db"), 1)
+		snapConverged(t, c, snapSlugs(t, c, c.WaitNewLeader()))
+	}
+}

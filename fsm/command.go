@@ -53,6 +53,8 @@ const (
 	TypeThrottleReserve
 	TypeAuditEvent
 	TypeRevokeConsent
+	TypeImportUsers
+	TypeRehashPassword
 )
 
 var typeNames = map[Type]string{
@@ -96,6 +98,8 @@ var typeNames = map[Type]string{
 	TypeThrottleReserve:  "throttle_reserve",
 	TypeAuditEvent:       "audit_event",
 	TypeRevokeConsent:    "revoke_consent",
+	TypeImportUsers:      "import_users",
+	TypeRehashPassword:   "rehash_password",
 }
 
 func (t Type) String() string {

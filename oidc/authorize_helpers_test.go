@@ -340,11 +340,17 @@ func wantH1(t testing.TB, p page, want string) {
 // code, allowing consent if asked, and returns the code.
 func (b *browser) fullSignIn(q url.Values, email string) string {
 	b.t.Helper()
+	return b.fullSignInWith(q, email, hPassword)
+}
+
+// fullSignInWith is fullSignIn with the given password.
+func (b *browser) fullSignInWith(q url.Values, email, password string) string {
+	b.t.Helper()
 	p := b.get(authzPath(q))
 	if p.status == http.StatusFound {
 		return codeFrom(b.t, p, http.StatusFound)
 	}
-	p = b.signIn(p, email, hPassword)
+	p = b.signIn(p, email, password)
 	if p.status == http.StatusOK {
 		p = b.submit(postForm(b.t, p, "decision"), "decision", "allow", nil)
 	}

@@ -20,6 +20,7 @@ type metrics struct {
 	lockouts       prometheus.Counter       // throttle keys locked by a failure
 	guesses        *prometheus.CounterVec   // passwords and codes evaluated, by kind
 	signIns        *prometheus.CounterVec   // completed authentications, by method (amr value)
+	rehashes       *prometheus.CounterVec   // stored hashes replaced after a sign-in, by the scheme replaced
 }
 
 // Bearer check outcomes.
@@ -66,8 +67,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		signIns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "oidcd_authentications_total", Help: "Successful authentications by method (pwd, sms, otp, hwk, rcv).",
 		}, []string{"method"}),
+		rehashes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "oidcd_password_rehashes_total", Help: "Password hashes replaced by the node's argon2id at a sign-in, by the scheme replaced (bcrypt, pbkdf2-sha256, pbkdf2-sha512, argon2id of lower cost).",
+		}, []string{"scheme"}),
 	}
 	if reg != nil {
+		m.rehashes = register(reg, m.rehashes)
 		m.lockouts = register(reg, m.lockouts)
 		m.guesses = register(reg, m.guesses)
 		m.signIns = register(reg, m.signIns)

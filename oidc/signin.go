@@ -127,7 +127,36 @@ func (p *Provider) passwordSignIn(r *http.Request, email, secret, clientID strin
 		p.recordFailure(ctx, subject, clientID, reason)
 		return fsm.User{}, nil, errBadPassword
 	}
+	p.rehash(ctx, u, secret)
 	return u, settle(rules, 2), nil
+}
+
+// rehash replaces u's stored hash, just verified with secret, by the
+// node's own argon2id hash when it is an imported one (bcrypt, PBKDF2) or
+// a weaker argon2id (password.Hasher.NeedsRehash). Best effort: the
+// sign-in goes on if it fails, and the next sign-in tries again. The
+// command replaces the hash only if it is still the one checked, so a
+// password changed meanwhile is never undone.
+func (p *Provider) rehash(ctx context.Context, u fsm.User, secret string) {
+	if !p.cfg.Hasher.NeedsRehash(u.PasswordHash) {
+		return
+	}
+	scheme := password.Scheme(u.PasswordHash)
+	h, err := p.cfg.Hasher.Hash(ctx, secret)
+	if err == nil {
+		var res fsm.Result
+		res, err = p.cfg.Applier.Apply(ctx, fsm.MustCommand(fsm.TypeRehashPassword,
+			fsm.RehashPassword{UserID: u.ID, Old: u.PasswordHash, New: h, At: p.now()}))
+		if err == nil {
+			err = res.Err
+		}
+	}
+	if err != nil {
+		p.log.Warn("authorize: replace the password hash", "user_id", u.ID, "scheme", scheme, "err", err)
+		return
+	}
+	p.metrics.rehashes.WithLabelValues(scheme).Inc()
+	p.log.Info("authorize: password hash replaced by argon2id", "user_id", u.ID, "scheme", scheme)
 }
 
 // checkPassword verifies an email and password. Whether the person is

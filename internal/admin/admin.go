@@ -173,6 +173,7 @@ func (a *api) routes(mux *http.ServeMux) {
 		{"/organizations", map[string]http.HandlerFunc{"GET": a.listOrgs, "POST": a.createOrg}},
 		{"/organizations/{id}", map[string]http.HandlerFunc{"GET": a.getOrg, "DELETE": a.deleteOrg}},
 		{"/users", map[string]http.HandlerFunc{"GET": a.listUsers, "POST": a.createUser}},
+		{"/users/import", map[string]http.HandlerFunc{"POST": a.importUsers}},
 		{"/users/{id}", map[string]http.HandlerFunc{"GET": a.getUser, "PATCH": a.updateUser, "DELETE": a.deleteUser}},
 		{"/users/{id}/totp", map[string]http.HandlerFunc{"POST": a.enrollTOTP, "DELETE": a.removeTOTP}},
 		{"/users/{id}/recovery-codes", map[string]http.HandlerFunc{"POST": a.newRecoveryCodes}},
@@ -205,10 +206,16 @@ func (a *api) routes(mux *http.ServeMux) {
 			allow = append(allow, "HEAD")
 		}
 		slices.Sort(allow)
-		// A pattern without a method is less specific than the ones above,
-		// so it only catches the other methods: a 405 envelope instead of
-		// the mux's plain-text one.
-		mux.HandleFunc(Prefix+rt.path, methodNotAllowed(strings.Join(allow, ", ")))
+		// The other methods get a 405 envelope instead of the mux's
+		// plain-text one. Each is named: a pattern without a method would
+		// conflict with a route of the same shape ("/users/import" with
+		// "GET /users/{id}").
+		notAllowed := methodNotAllowed(strings.Join(allow, ", "))
+		for _, m := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"} {
+			if !slices.Contains(allow, m) {
+				mux.HandleFunc(m+" "+Prefix+rt.path, notAllowed)
+			}
+		}
 	}
 	mux.HandleFunc(Prefix+"/", func(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, http.StatusNotFound, httpx.CodeNotFound, "no such route")

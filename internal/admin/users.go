@@ -6,19 +6,24 @@ import (
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/httpx"
+	"github.com/oidcd/oidcd/internal/password"
 )
 
-// User is a person as the API shows it; never the password hash. Phone is
-// "" when none is set.
+// User is a person as the API shows it; never the password hash, only its
+// scheme: "argon2id", an imported "bcrypt", "pbkdf2-sha256" or
+// "pbkdf2-sha512" not yet replaced by a sign-in, or absent when the
+// person has no password. Phone is "" when none is set.
 type User struct {
-	ID            string `json:"id"`
-	Email         string `json:"email"`
-	EmailVerified bool   `json:"email_verified"`
-	Phone         string `json:"phone"`
+	ID             string `json:"id"`
+	Email          string `json:"email"`
+	EmailVerified  bool   `json:"email_verified"`
+	Phone          string `json:"phone"`
+	PasswordScheme string `json:"password_scheme,omitempty"`
 }
 
 func userOut(u fsm.User) User {
-	return User{ID: u.ID, Email: u.Email, EmailVerified: u.EmailVerified, Phone: u.Phone}
+	return User{ID: u.ID, Email: u.Email, EmailVerified: u.EmailVerified, Phone: u.Phone,
+		PasswordScheme: password.Scheme(u.PasswordHash)}
 }
 
 // userBody is the body of POST and PATCH /users; absent fields are nil.

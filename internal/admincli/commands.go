@@ -121,6 +121,20 @@ func commands() []noun {
 			{name: "create", synopsis: "--email E [--email-verified] [--password-stdin | --password P] [--phone P]", summary: "create a user", setup: userCreate,
 				details: "Prefer --password-stdin: a --password value is visible to other local users\nin the process list and lands in shell history. With --password-stdin the\npassword is read from standard input, up to the end or a trailing newline."},
 			{name: "list", synopsis: "[--page N] [--page-size N]", summary: "list users", setup: listOf("/users", userTable)},
+			{name: "import", args: []string{"FILE"}, synopsis: "[--format json|jsonl|csv] [--batch N] [--progress-file F] [--restart]",
+				summary: "import people, with their password hashes, from another provider",
+				details: "FILE holds people as POST /admin/v1/users/import takes them: a JSON array (or\n" +
+					"{\"users\": [...]}), JSON lines, or CSV with a header naming the columns email,\n" +
+					"email_verified, phone, password_hash and organizations (ids separated by \";\").\n" +
+					"password_hash is argon2id, bcrypt ($2a$, $2b$, $2y$) or PBKDF2-SHA256/512 (PHC\n" +
+					"or passlib form); the first sign-in replaces it with the node's argon2id.\n" +
+					"The file is read once to check it, then sent in batches of --batch people,\n" +
+					"each one replicated write, with a progress line. FILE.progress records the\n" +
+					"rows the server acknowledged: run the same command again after an\n" +
+					"interruption and it resumes there. People already present (by address)\n" +
+					"are left as they are and counted as already there. A person the server\n" +
+					"refuses is printed with their row; the exit code is then 1.",
+				setup: userImport},
 			{name: "get", args: []string{"ID"}, summary: "show one user", setup: getOne("/users", userTable)},
 			{name: "update", args: []string{"ID"}, synopsis: "[--email E] [--email-verified=true|false] [--password-stdin | --password P] [--phone P]", summary: "change a user",
 				details: "Only the flags given are sent; the other fields keep their values.",

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -79,9 +80,16 @@ type cli struct {
 	env     map[string]string
 	file    string
 	cluster *fakeCluster
+	state   *fsm.State
 }
 
 func newCLI(t *testing.T) *cli {
+	t.Helper()
+	return newCLIWith(t, nil)
+}
+
+// newCLIWith is newCLI with the admin API wrapped by wrap (nil: as it is).
+func newCLIWith(t *testing.T, wrap func(http.Handler) http.Handler) *cli {
 	t.Helper()
 	app := fsmtest.New(t)
 	cluster := &fakeCluster{fsm: app.FSM}
@@ -94,13 +102,17 @@ func newCLI(t *testing.T) *cli {
 		Hasher:    password.New(password.Params{Memory: 64, Time: 1, Threads: 1}, 2),
 		TokenHash: func() string { return admin.HashToken(token) },
 	})
-	srv := httptest.NewServer(httpx.Correlation(h))
+	h = httpx.Correlation(h)
+	if wrap != nil {
+		h = wrap(h)
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	file := filepath.Join(t.TempDir(), "admin-token")
 	if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return &cli{t: t, env: map[string]string{"OIDCD_ADDR": strings.TrimPrefix(srv.URL, "http://")}, file: file, cluster: cluster}
+	return &cli{t: t, env: map[string]string{"OIDCD_ADDR": strings.TrimPrefix(srv.URL, "http://")}, file: file, cluster: cluster, state: app.State()}
 }
 
 // run runs one command and fails the test unless it exits with want.

@@ -102,13 +102,19 @@ type EnvelopeError struct {
 
 // WriteError answers with the envelope.
 func WriteError(w http.ResponseWriter, r *http.Request, status int, code, message string, details ...Detail) {
-	WriteJSON(w, status, Envelope{Error: EnvelopeError{
+	WriteJSON(w, status, NewEnvelope(r, code, message, details...))
+}
+
+// NewEnvelope is the envelope of an error of r: for WriteError, and for
+// an answer that holds several (one per person of a batch).
+func NewEnvelope(r *http.Request, code, message string, details ...Detail) Envelope {
+	return Envelope{Error: EnvelopeError{
 		Code:          code,
 		Message:       message,
 		CorrelationID: CorrelationID(r.Context()),
 		Timestamp:     time.Now().UTC().Format(time.RFC3339),
 		Details:       details,
-	}})
+	}}
 }
 
 // WriteJSON answers with v as JSON.
@@ -141,13 +147,19 @@ func (e *BodyError) Error() string { return e.Message }
 // rejecting other content types, unknown fields, trailing data and
 // mistyped fields with a *BodyError.
 func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	return DecodeJSONLimit(w, r, v, MaxJSONBody)
+}
+
+// DecodeJSONLimit is DecodeJSON with a body of at most limit bytes, for
+// the few routes that take batches (a user import).
+func DecodeJSONLimit(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
 			return &BodyError{Status: http.StatusUnsupportedMediaType, Code: CodeBadRequest, Message: "Content-Type must be application/json"}
 		}
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxJSONBody))
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return jsonError(err)

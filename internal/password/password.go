@@ -47,9 +47,9 @@ const (
 	maxKeyLen  = 64
 )
 
-// ErrMalformed reports a string that is not an argon2id PHC string this
-// package can check.
-var ErrMalformed = errors.New("password: malformed argon2id hash")
+// ErrMalformed reports a stored string this package cannot check: not a
+// well-formed argon2id, bcrypt or PBKDF2 hash within bounds.
+var ErrMalformed = errors.New("password: malformed hash")
 
 // Hasher derives argon2id hashes with at most a fixed number running at once.
 // Build it with New; the zero value is not usable.
@@ -108,10 +108,15 @@ func (h *Hasher) Hash(ctx context.Context, secret string) (string, error) {
 	return encode(h.params, salt, key), nil
 }
 
-// Verify reports whether secret matches phc. A wrong secret is (false, nil);
-// a string that cannot be parsed is (false, an error wrapping ErrMalformed);
-// a context that ends while waiting for a slot is (false, ctx.Err()).
+// Verify reports whether secret matches phc, an argon2id PHC string or an
+// imported hash (Check). A wrong secret is (false, nil); a string that
+// cannot be parsed is (false, an error wrapping ErrMalformed or
+// ErrUnsupported); a context that ends while waiting for a slot is
+// (false, ctx.Err()).
 func (h *Hasher) Verify(ctx context.Context, secret, phc string) (bool, error) {
+	if Scheme(phc) != SchemeArgon2id {
+		return h.verifyImported(ctx, secret, phc)
+	}
 	p, salt, want, err := decode(phc)
 	if err != nil {
 		return false, err

@@ -26,12 +26,18 @@ import (
 // do sends an admin API request and decodes the JSON answer into out.
 func do(t testing.TB, c *testcluster.Cluster, method, path, token string, body any, out any) *http.Response {
 	t.Helper()
+	return doOn(t, c, 0, method, path, token, body, out)
+}
+
+// doOn is do against node i.
+func doOn(t testing.TB, c *testcluster.Cluster, i int, method, path, token string, body any, out any) *http.Response {
+	t.Helper()
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
 		rd = bytes.NewReader(b)
 	}
-	req, _ := http.NewRequest(method, c.URL(0)+path, rd)
+	req, _ := http.NewRequest(method, c.URL(i)+path, rd)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 
@@ -94,8 +95,30 @@ func (a *api) createUser(w http.ResponseWriter, r *http.Request) {
 	httpx.WriteJSON(w, http.StatusCreated, userOut(u))
 }
 
+// listUsers is GET /users; ?email= finds the one person with that address
+// (any case), or none: how an operator finds an imported person's id.
 func (a *api) listUsers(w http.ResponseWriter, r *http.Request) {
-	serveList(a, w, r, a.State.Users, userOut)
+	read := a.State.Users
+	if q := r.URL.Query(); q.Has("email") {
+		email := q.Get("email")
+		if email == "" || len(email) > maxEmail {
+			writeInvalid(w, r, []httpx.Detail{{Field: "email", Code: codeInvalid, Message: "must be an address of at most 254 bytes"}})
+			return
+		}
+		read = func(pg fsm.Page) ([]fsm.User, int, error) {
+			u, err := a.State.UserByEmail(email)
+			switch {
+			case errors.Is(err, fsm.ErrNotFound):
+				return nil, 0, nil
+			case err != nil:
+				return nil, 0, err
+			case pg.Page > 1:
+				return nil, 1, nil
+			}
+			return []fsm.User{u}, 1, nil
+		}
+	}
+	serveList(a, w, r, read, userOut)
 }
 
 // pathUser reads the person the {id} path value names; it has answered

@@ -261,3 +261,25 @@ func TestSecondFactorRoutes(t *testing.T) {
 	mustApply(t, e.app, fsm.MustCommand(fsm.TypeThrottleHit, fsm.ThrottleHit{Rules: []fsm.ThrottleRule{rule}, At: e.clock.now()}))
 	e.must(204, "DELETE", "/admin/v1/lockouts/"+url.PathEscape(rule.Key), "")
 }
+
+// TestListUsersByEmail: ?email= answers the one person with that address,
+// in any case, or an empty list.
+func TestListUsersByEmail(t *testing.T) {
+	e := newEnv(t)
+	u := e.createUser(`{"email":"Ann@Example.com"}`)
+	e.createUser(`{"email":"bob@example.com"}`)
+	for _, tc := range []struct {
+		query string
+		want  []string
+	}{
+		{"ann@example.com", []string{u.ID}},
+		{"ANN@EXAMPLE.COM", []string{u.ID}},
+		{"nobody@example.com", nil},
+	} {
+		l := decodeAs[List[User]](t, e.must(200, "GET", "/admin/v1/users?email="+url.QueryEscape(tc.query), ""))
+		if len(l.Data) != len(tc.want) || l.Pagination.TotalItems != len(tc.want) || (len(tc.want) == 1 && l.Data[0].ID != tc.want[0]) {
+			t.Errorf("%s: got %+v, want %v", tc.query, l, tc.want)
+		}
+	}
+	e.run(t, []tc{{name: "empty email", method: "GET", path: "/admin/v1/users?email=", status: 400, code: httpx.CodeValidation, field: "email", dcode: codeInvalid}})
+}

@@ -120,7 +120,7 @@ func commands() []noun {
 		{name: "user", aliases: []string{"users"}, summary: "people who sign in; a user's ID is the `sub` of its tokens", verbs: []verb{
 			{name: "create", synopsis: "--email E [--email-verified] [--password-stdin | --password P] [--phone P]", summary: "create a user", setup: userCreate,
 				details: "Prefer --password-stdin: a --password value is visible to other local users\nin the process list and lands in shell history. With --password-stdin the\npassword is read from standard input, up to the end or a trailing newline."},
-			{name: "list", synopsis: "[--page N] [--page-size N]", summary: "list users", setup: listOf("/users", userTable)},
+			{name: "list", synopsis: "[--email E] [--page N] [--page-size N]", summary: "list users, all or the one with an address", setup: userList},
 			{name: "import", args: []string{"FILE"}, synopsis: "[--format json|jsonl|csv] [--batch N] [--progress-file F] [--restart]",
 				summary: "import people, with their password hashes, from another provider",
 				details: "FILE holds people as POST /admin/v1/users/import takes them: a JSON array (or\n" +
@@ -320,6 +320,22 @@ func orgCreate(fs *flag.FlagSet) func(in *inv) (*request, error) {
 }
 
 // ---- users
+
+// userList is user list [--email E].
+func userList(fs *flag.FlagSet) func(in *inv) (*request, error) {
+	pages := pageFlags(fs)
+	email := fs.String("email", "", "only the person with this address (any case)")
+	return func(in *inv) (*request, error) {
+		q, err := pages(in)
+		if err != nil {
+			return nil, err
+		}
+		if in.given("email") {
+			q.Set("email", *email)
+		}
+		return &request{method: http.MethodGet, path: "/users", query: q, show: userTable.list}, nil
+	}
+}
 
 // userFlags are the flags of user create and update.
 type userFlags struct {

@@ -42,7 +42,7 @@ var (
 		col("ID", "id"), col("SLUG", "slug"), col("NAME", "name"), col("STATUS", "status"),
 	}}
 	userTable = view{plural: "users", cols: []column{
-		col("ID", "id"), col("EMAIL", "email"), col("VERIFIED", "email_verified"), col("PHONE", "phone"),
+		col("ID", "id"), col("EMAIL", "email"), col("VERIFIED", "email_verified"), col("PHONE", "phone"), col("PASSWORD", "password_scheme"),
 	}}
 	membershipTable = view{plural: "memberships", cols: []column{
 		col("ID", "id"), col("USER", "user_id"), col("ORG", "org_id", "organization_id"), col("STATUS", "status"),

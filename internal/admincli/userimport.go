@@ -417,6 +417,9 @@ func csvRows(r io.Reader, fn func(int, importRow) error) error {
 		if err == io.EOF {
 			return nil
 		}
+		if errors.Is(err, csv.ErrFieldCount) {
+			return fmt.Errorf("CSV: %v (an argon2id hash holds commas: quote it, \"$argon2id$v=19$m=...\")", err)
+		}
 		if err != nil {
 			return fmt.Errorf("CSV: %v", err)
 		}

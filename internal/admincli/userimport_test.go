@@ -81,6 +81,7 @@ func TestUserImportRefusesBadFiles(t *testing.T) {
 	for _, tc := range []struct{ name, body, want string }{
 		{"bad.csv", "email,password\nx@example.com,secret\n", `unknown column "password"`},
 		{"noemail.csv", "phone\n+15551234567\n", "no email column"},
+		{"unquoted.csv", "email,password_hash\na@example.com,$argon2id$v=19$m=64,t=1,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA\n", "quote it"},
 		{"verified.csv", "email,email_verified\na@example.com,yes\n", `email_verified "yes"`},
 		{"late.json", `[{"email":"a@example.com"},{"email":"b@example.com","pasword_hash":"x"}]`, "person 2"},
 		{"object.json", `{"people":[]}`, `{"users": [...]}`},

@@ -27,12 +27,15 @@ package: build
 	$(GO) run ./cmd/oidcd-package --binary dist/oidcd-linux-$(PKGARCH) --tool $(BIN) --arch $(PKGARCH) --version $(VERSION) --out dist/
 
 ## test: every unit and black-box test, with the race detector.
-## Browser tests need chromium: ensure-chromium.sh installs it (apt-get) when
-## missing; without it they are skipped, except under CI=true where they fail.
+## Browser tests need chromium, the load-balancer tests HAProxy and the
+## directory tests slapd: the ensure-*.sh scripts install them (apt-get) when
+## missing; without them those tests are skipped, except under CI=true where
+## they fail.
 test:
 	$(GO) mod verify
 	@sh scripts/ensure-chromium.sh || [ "$${CI:-}" != true ]
 	@sh scripts/ensure-haproxy.sh || [ "$${CI:-}" != true ]
+	@sh scripts/ensure-slapd.sh || [ "$${CI:-}" != true ]
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) test -race -count=1 -timeout 12m ./...

@@ -21,6 +21,9 @@ type Membership struct {
 	Status    string    `json:"status" cbor:"4,keyasint"`
 	CreatedAt time.Time `json:"created_at" cbor:"5,keyasint"`
 	UpdatedAt time.Time `json:"updated_at" cbor:"6,keyasint"`
+	// DirectoryID: granted by that directory's group mapping, and taken
+	// back by it ("" for one an operator created).
+	DirectoryID string `json:"directory_id,omitempty" cbor:"7,keyasint,omitempty"`
 }
 
 // CreateMembership adds a person to an organization.

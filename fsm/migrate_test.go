@@ -52,7 +52,11 @@ func schema1Records(t *testing.T) map[string]map[string]string {
 		}
 		for _, rb := range recordBuckets() {
 			recs := map[string]string{}
-			err := tx.Bucket(rb.bucket).ForEach(func(k, v []byte) error {
+			b := tx.Bucket(rb.bucket)
+			if b == nil {
+				continue // a bucket added after schema 1 (directories)
+			}
+			err := b.ForEach(func(k, v []byte) error {
 				rec := rb.newRec()
 				if err := json.Unmarshal(v, rec); err != nil {
 					return err
@@ -143,7 +147,7 @@ func TestSchema1Migrates(t *testing.T) {
 	want := schema1Records(t)
 	for _, rb := range recordBuckets() {
 		t.Logf("%s: %d records", rb.bucket, len(want[string(rb.bucket)]))
-		if len(want[string(rb.bucket)]) == 0 {
+		if len(want[string(rb.bucket)]) == 0 && string(rb.bucket) != string(bucketDirectories) { // directories came after schema 2
 			t.Errorf("fixture has no %s record: the migration of that bucket goes untested", rb.bucket)
 		}
 	}

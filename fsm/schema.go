@@ -19,36 +19,38 @@ import (
 const SchemaVersion = 2
 
 var (
-	bucketMeta       = []byte("meta")
-	bucketOrgs       = []byte("orgs")
-	bucketOrgSlugs   = []byte("org_slugs")
-	bucketUsers      = []byte("users")
-	bucketUserEmails = []byte("user_emails")
-	bucketUserPhones = []byte("user_phones")
-	bucketMembers    = []byte("memberships")
-	bucketMemberByU  = []byte("memberships_by_user") // user_id/membership_id
-	bucketMemberByO  = []byte("memberships_by_org")  // org_id/membership_id
-	bucketMemberPair = []byte("membership_pairs")    // user_id/org_id -> membership_id
-	bucketClients    = []byte("clients")
-	bucketKeys       = []byte("keys")
-	bucketSSO        = []byte("sso_sessions")
-	bucketSSOToken   = []byte("sso_by_token") // token hash -> sso id
-	bucketApp        = []byte("app_sessions")
-	bucketAppKey     = []byte("app_by_key")         // sso/client/org -> sid
-	bucketAppBySSO   = []byte("app_by_sso")         // sso/sid
-	bucketAppByUser  = []byte("app_by_user")        // user/sid
-	bucketAppByOrg   = []byte("app_by_org")         // org/sid
-	bucketSSOByUser  = []byte("sso_by_user")        // user/sso id
-	bucketDeliveries = []byte("deliveries")         // delivery id -> Delivery
-	bucketPending    = []byte("deliveries_pending") // delivery id (pending only)
-	bucketCodes      = []byte("codes")              // code hash -> Code
-	bucketRevoked    = []byte("revoked")            // jti -> expiry (RFC 3339)
-	bucketConsents   = []byte("consents")           // user/client -> Consent
-	bucketFactors    = []byte("factors")            // user id -> Factors
-	bucketPasskeyIDs = []byte("passkey_ids")        // credential id (base64url) -> user id
-	bucketChallenges = []byte("challenges")         // challenge id -> Challenge
-	bucketSMSCodes   = []byte("sms_codes")          // handle -> SMSCode
-	bucketThrottle   = []byte("throttle")           // key -> Throttle
+	bucketMeta        = []byte("meta")
+	bucketOrgs        = []byte("orgs")
+	bucketOrgSlugs    = []byte("org_slugs")
+	bucketUsers       = []byte("users")
+	bucketUserEmails  = []byte("user_emails")
+	bucketUserPhones  = []byte("user_phones")
+	bucketMembers     = []byte("memberships")
+	bucketMemberByU   = []byte("memberships_by_user") // user_id/membership_id
+	bucketMemberByO   = []byte("memberships_by_org")  // org_id/membership_id
+	bucketMemberPair  = []byte("membership_pairs")    // user_id/org_id -> membership_id
+	bucketClients     = []byte("clients")
+	bucketKeys        = []byte("keys")
+	bucketSSO         = []byte("sso_sessions")
+	bucketSSOToken    = []byte("sso_by_token") // token hash -> sso id
+	bucketApp         = []byte("app_sessions")
+	bucketAppKey      = []byte("app_by_key")         // sso/client/org -> sid
+	bucketAppBySSO    = []byte("app_by_sso")         // sso/sid
+	bucketAppByUser   = []byte("app_by_user")        // user/sid
+	bucketAppByOrg    = []byte("app_by_org")         // org/sid
+	bucketSSOByUser   = []byte("sso_by_user")        // user/sso id
+	bucketDeliveries  = []byte("deliveries")         // delivery id -> Delivery
+	bucketPending     = []byte("deliveries_pending") // delivery id (pending only)
+	bucketCodes       = []byte("codes")              // code hash -> Code
+	bucketRevoked     = []byte("revoked")            // jti -> expiry (RFC 3339)
+	bucketConsents    = []byte("consents")           // user/client -> Consent
+	bucketFactors     = []byte("factors")            // user id -> Factors
+	bucketPasskeyIDs  = []byte("passkey_ids")        // credential id (base64url) -> user id
+	bucketChallenges  = []byte("challenges")         // challenge id -> Challenge
+	bucketSMSCodes    = []byte("sms_codes")          // handle -> SMSCode
+	bucketThrottle    = []byte("throttle")           // key -> Throttle
+	bucketDirectories = []byte("directories")        // directory id -> Directory
+	bucketDirUsers    = []byte("directory_users")    // directory id/uid -> user id
 
 	keySchema     = []byte("schema_version")
 	keyApplied    = []byte("applied_index")
@@ -64,6 +66,7 @@ var allBuckets = [][]byte{
 	bucketRevoked, bucketConsents, bucketAppByOrg, bucketSSOByUser,
 	bucketDeliveries, bucketPending, bucketFactors, bucketPasskeyIDs,
 	bucketChallenges, bucketSMSCodes, bucketThrottle, bucketAudit, bucketAuditIdx,
+	bucketDirectories, bucketDirUsers,
 }
 
 func initSchema(tx *bolt.Tx) error {
@@ -123,6 +126,7 @@ func recordBuckets() []recordBucket {
 		{bucketChallenges, func() any { return new(Challenge) }},
 		{bucketSMSCodes, func() any { return new(SMSCode) }},
 		{bucketThrottle, func() any { return new(Throttle) }},
+		{bucketDirectories, func() any { return new(Directory) }},
 	}
 }
 

@@ -16,6 +16,10 @@ type User struct {
 	Phone         string    `json:"phone,omitempty" cbor:"5,keyasint,omitempty"`         // E.164
 	CreatedAt     time.Time `json:"created_at" cbor:"6,keyasint"`
 	UpdatedAt     time.Time `json:"updated_at" cbor:"7,keyasint"`
+	// DirectoryID and DirectoryUID: a person of a directory (signed in
+	// there; their id attribute's value), "" for a local person.
+	DirectoryID  string `json:"directory_id,omitempty" cbor:"8,keyasint,omitempty"`
+	DirectoryUID string `json:"directory_uid,omitempty" cbor:"9,keyasint,omitempty"`
 }
 
 // CreateUser creates a person. Email and phone are unique.
@@ -133,6 +137,9 @@ func applyDeleteUser(tx *bolt.Tx, index uint64, p []byte) Result {
 	}
 	deleteFactors(tx, u.ID)
 	del(tx, bucketUsers, u.ID)
+	if u.DirectoryID != "" {
+		del(tx, bucketDirUsers, dirUserKey(u.DirectoryID, u.DirectoryUID))
+	}
 	del(tx, bucketUserEmails, emailKey(u.Email))
 	if u.Phone != "" {
 		del(tx, bucketUserPhones, u.Phone)

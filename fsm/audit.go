@@ -354,6 +354,8 @@ func recordID(v any) string {
 		return r.ID
 	case Key:
 		return r.Kid
+	case Directory:
+		return r.ID
 	}
 	return ""
 }

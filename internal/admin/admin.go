@@ -185,6 +185,8 @@ func (a *api) routes(mux *http.ServeMux) {
 		{"/memberships/{id}", map[string]http.HandlerFunc{"GET": a.getMembership, "PATCH": a.updateMembership, "DELETE": a.deleteMembership}},
 		{"/clients", map[string]http.HandlerFunc{"GET": a.listClients, "POST": a.createClient}},
 		{"/clients/{id}", map[string]http.HandlerFunc{"GET": a.getClient, "PATCH": a.updateClient, "DELETE": a.deleteClient}},
+		{"/directories", map[string]http.HandlerFunc{"GET": a.listDirectories, "POST": a.createDirectory}},
+		{"/directories/{id}", map[string]http.HandlerFunc{"GET": a.getDirectory, "PATCH": a.updateDirectory, "DELETE": a.deleteDirectory}},
 		{"/keys", map[string]http.HandlerFunc{"GET": a.listKeys}},
 		{"/keys/rotate", map[string]http.HandlerFunc{"POST": a.rotateKey}},
 		{"/cluster", map[string]http.HandlerFunc{"GET": a.clusterStatus}},

@@ -160,6 +160,22 @@ func commands() []noun {
 			{name: "clear", args: []string{"KEY"}, summary: "clear one lockout before it ends by itself (KEY from lockout list)",
 				setup: deleteOne("/lockouts", "lockout")},
 		}},
+		{name: "directory", aliases: []string{"directories"}, summary: "LDAP and Active Directory servers people sign in against", verbs: []verb{
+			{name: "create", synopsis: "--name N --url U [--start-tls] [--ca-file F] [--insecure] --bind-dn DN (--bind-password-stdin | --bind-password P) --user-base DN --user-filter F --id-attribute A [--email-attribute A] [--phone-attribute A] [--group-base DN --group-filter F] [--org GROUP_DN=ORG_ID...] [--sync-interval D]",
+				summary: "register a directory",
+				details: "A person who types an address on the sign-in page that no local person has is\n" +
+					"looked up with the search account (--user-filter, the address escaped) and\n" +
+					"signed in by a bind as them over TLS. Their first sign-in creates them; their\n" +
+					"sub comes from --id-attribute. Members of a --org group are members of that\n" +
+					"organization. The leader re-reads the directory every --sync-interval: a\n" +
+					"person disabled or removed there is signed out everywhere.",
+				setup: directoryCreate},
+			{name: "list", summary: "list directories and their last sync", setup: directoryList},
+			{name: "get", args: []string{"ID"}, summary: "show one directory", setup: getOne("/directories", directoryTable)},
+			{name: "update", args: []string{"ID"}, synopsis: "[the flags of create]", summary: "change a directory (the bind password is kept unless given)", setup: directoryUpdate},
+			{name: "delete", args: []string{"ID"}, summary: "remove a directory (its people stay, and cannot sign in)",
+				setup: deleteOne("/directories", "directory")},
+		}},
 		{name: "membership", aliases: []string{"memberships"}, summary: "links between a user and an organization", verbs: []verb{
 			{name: "create", synopsis: "--user U --org O [--status active|suspended]", summary: "add a user to an organization", setup: membershipCreate},
 			{name: "list", synopsis: "[--user U] [--page N] [--page-size N]", summary: "list memberships, all or one user's", setup: membershipList},

@@ -44,6 +44,9 @@ var (
 	userTable = view{plural: "users", cols: []column{
 		col("ID", "id"), col("EMAIL", "email"), col("VERIFIED", "email_verified"), col("PHONE", "phone"), col("PASSWORD", "password_scheme"),
 	}}
+	directoryTable = view{plural: "directories", cols: []column{
+		col("ID", "id"), col("NAME", "name"), col("URL", "url"), col("SYNC", "sync_interval"), col("LAST_SYNC", "last_sync"),
+	}}
 	membershipTable = view{plural: "memberships", cols: []column{
 		col("ID", "id"), col("USER", "user_id"), col("ORG", "org_id", "organization_id"), col("STATUS", "status"),
 	}}

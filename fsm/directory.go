@@ -363,3 +363,11 @@ func (s *State) DirectoryUsers(dirID string) (map[string]User, error) {
 	})
 	return out, err
 }
+
+// DirectoryCount returns how many directories are registered (the
+// sign-in asks them only when there is one).
+func (s *State) DirectoryCount() (int, error) {
+	n := 0
+	err := s.f.view(func(tx *bolt.Tx) error { n = tx.Bucket(bucketDirectories).Stats().KeyN; return nil })
+	return n, err
+}

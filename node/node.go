@@ -62,6 +62,7 @@ type Node struct {
 	draining   atomic.Bool        // Drain began: /readyz answers 503
 	stopWatch  context.CancelFunc // ends certs.watch
 	audit      *auditMetrics
+	dirMetrics directoryMetrics
 	provider   *oidc.Provider
 	logout     *logout.Service
 	pprof      *pprofServer // nil unless Config.PprofAddr is set
@@ -235,6 +236,8 @@ func New(cfg Config) (_ *Node, err error) {
 	n.cluster.OnLeader(system(n.bootstrapOnce))
 	n.cluster.OnLeader(system(n.reapLoop))
 	n.cluster.OnLeader(system(n.logout.RunSender))
+	n.initDirectoryMetrics()
+	n.cluster.OnLeader(system(n.directorySyncLoop))
 	if err := n.cluster.Start(); err != nil {
 		return nil, err
 	}
@@ -336,7 +339,8 @@ func (n *Node) onApply(types []fsm.Type) {
 	for _, t := range types {
 		switch t {
 		case fsm.TypeEndSSOSession, fsm.TypeStartSSOSession, fsm.TypeDeleteUser, fsm.TypeDeleteOrg, fsm.TypeDeliveryOutcome,
-			fsm.TypeUpdateUser, fsm.TypeSetTOTP, fsm.TypeSetRecoveryCodes, fsm.TypeAddPasskey, fsm.TypeRemovePasskey, fsm.TypeRevokeConsent:
+			fsm.TypeUpdateUser, fsm.TypeSetTOTP, fsm.TypeSetRecoveryCodes, fsm.TypeAddPasskey, fsm.TypeRemovePasskey, fsm.TypeRevokeConsent,
+			fsm.TypeDirectorySyncBatch:
 			n.logout.Notify()
 			return
 		}

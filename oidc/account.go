@@ -212,6 +212,9 @@ func (a *account) signIn(form url.Values) {
 	case errors.Is(err, errBadPassword):
 		a.showSignIn(http.StatusBadRequest, msgBadPassword)
 		return
+	case errors.Is(err, errDirectoryDown):
+		a.showSignIn(http.StatusServiceUnavailable, msgDirectoryDown)
+		return
 	case err != nil:
 		a.unavailable(err.Error())
 		return

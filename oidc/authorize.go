@@ -66,6 +66,7 @@ const (
 	msgSMSLimit      = "Too many codes were sent to this number. Wait a while, then try again."
 	msgSMSExpired    = "That code has expired or was used up. Request a new one."
 	msgSMSFailed     = "The text message could not be sent. Try again in a moment."
+	msgDirectoryDown = "Your organization's directory cannot be reached right now, so your password cannot be checked. Try again in a few minutes."
 	titleUnavailable = "Temporarily unavailable"
 )
 

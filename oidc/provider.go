@@ -120,6 +120,7 @@ type Provider struct {
 	metrics *metrics
 	wa      *webauthn.WebAuthn // passkeys; the relying-party id is the issuer's host
 	tokens  *tokenCache        // verified access tokens (bearer.go)
+	dirs    directoryClients   // one client per directory (directory.go)
 }
 
 // New checks cfg and returns a Provider.

@@ -59,6 +59,11 @@ func (f *flow) signIn(form url.Values) {
 		f.p.log.Info("authorize: sign-in failed", "reference", f.reference())
 		f.showSignIn(http.StatusBadRequest, email, msgBadPassword)
 		return
+	case errors.Is(err, errDirectoryDown):
+		f.p.log.Warn("authorize: directory unavailable", "reference", f.reference())
+		f.w.Header().Set("Retry-After", "30")
+		f.showSignIn(http.StatusServiceUnavailable, email, msgDirectoryDown)
+		return
 	case err != nil:
 		f.lockedOrUnavailable(err, func(status int, msg string) { f.showSignIn(status, email, msg) })
 		return
@@ -114,20 +119,28 @@ func (p *Provider) passwordSignIn(r *http.Request, email, secret, clientID strin
 			return fsm.User{}, nil, ctx.Err()
 		}
 	}
-	u, ok, err := p.checkPassword(ctx, email, secret)
+	u, ok, reason, err := p.checkPassword(ctx, email, secret)
+	if errors.Is(err, errDirectoryDown) {
+		p.recordFailure(ctx, subject, clientID, reason)
+		return fsm.User{}, nil, err
+	}
 	if err != nil {
 		return fsm.User{}, nil, fmt.Errorf("password check: %w", err)
 	}
 	p.metrics.guesses.WithLabelValues("password").Inc()
 	if !ok {
-		reason := "wrong_password"
-		if subject == "" {
-			reason = "unknown_account"
+		if reason == "" {
+			reason = "wrong_password"
+			if subject == "" {
+				reason = "unknown_account"
+			}
 		}
 		p.recordFailure(ctx, subject, clientID, reason)
 		return fsm.User{}, nil, errBadPassword
 	}
-	p.rehash(ctx, u, secret)
+	if u.DirectoryID == "" {
+		p.rehash(ctx, u, secret)
+	}
 	return u, settle(rules, 2), nil
 }
 
@@ -159,21 +172,41 @@ func (p *Provider) rehash(ctx context.Context, u fsm.User, secret string) {
 	p.log.Info("authorize: password hash replaced by argon2id", "user_id", u.ID, "scheme", scheme)
 }
 
-// checkPassword verifies an email and password. Whether the person is
-// unknown or has no password, one argon2id derivation runs, so the answer
-// takes the same time. err is only for a store or context problem.
-func (p *Provider) checkPassword(ctx context.Context, email, secret string) (fsm.User, bool, error) {
+// checkPassword verifies an email and password: against the local
+// person's hash, or, for an address no local person holds, against the
+// directories (directoryPassword). Without directories, whether the
+// person is unknown or has no password, one argon2id derivation runs, so
+// the answer takes the same time. reason names a refusal when the
+// directories gave one; err is for a store, context or directory
+// (errDirectoryDown) problem.
+func (p *Provider) checkPassword(ctx context.Context, email, secret string) (fsm.User, bool, string, error) {
 	var u fsm.User
 	var err error
 	if email != "" && len(email) <= maxEmailLen {
 		u, err = p.cfg.State.UserByEmail(email)
 		if err != nil && !errors.Is(err, fsm.ErrNotFound) {
-			return fsm.User{}, false, err
+			return fsm.User{}, false, "", err
 		}
 	} else {
 		err = fsm.ErrNotFound
 	}
-	known := err == nil && u.PasswordHash != ""
+	switch {
+	case err == nil && u.DirectoryID != "":
+		return p.directoryPassword(ctx, email, secret, &u)
+	case errors.Is(err, fsm.ErrNotFound) && email != "" && len(email) <= maxEmailLen:
+		if n, derr := p.cfg.State.DirectoryCount(); derr != nil {
+			return fsm.User{}, false, "", derr
+		} else if n > 0 {
+			return p.directoryPassword(ctx, email, secret, nil)
+		}
+	}
+	ok, verr := p.localPassword(ctx, u, err == nil, secret)
+	return u, ok, "", verr
+}
+
+// localPassword checks secret against u's stored hash (found: u exists).
+func (p *Provider) localPassword(ctx context.Context, u fsm.User, found bool, secret string) (bool, error) {
+	known := found && u.PasswordHash != ""
 	phc := u.PasswordHash
 	if !known {
 		phc = signInDummyHash(p.cfg.Hasher.Params())
@@ -182,11 +215,11 @@ func (p *Provider) checkPassword(ctx context.Context, email, secret string) (fsm
 	switch {
 	case errors.Is(verr, password.ErrMalformed):
 		p.log.Error("authorize: stored password hash malformed", "user_id", u.ID, "err", verr)
-		return fsm.User{}, false, nil
+		return false, nil
 	case verr != nil:
-		return fsm.User{}, false, verr
+		return false, verr
 	}
-	return u, known && ok, nil
+	return known && ok, nil
 }
 
 // signInDummyHash is a well-formed argon2id PHC string (zero salt and key)

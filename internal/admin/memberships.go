@@ -13,10 +13,13 @@ type Membership struct {
 	UserID string `json:"user_id"`
 	OrgID  string `json:"org_id"`
 	Status string `json:"status"`
+	// DirectoryID: granted by that directory's group mapping (and taken
+	// back by its sync); absent for one an operator created.
+	DirectoryID string `json:"directory_id,omitempty"`
 }
 
 func membershipOut(m fsm.Membership) Membership {
-	return Membership{ID: m.ID, UserID: m.UserID, OrgID: m.OrgID, Status: m.Status}
+	return Membership{ID: m.ID, UserID: m.UserID, OrgID: m.OrgID, Status: m.Status, DirectoryID: m.DirectoryID}
 }
 
 type membershipBody struct {

@@ -1,0 +1,178 @@
+package oidc
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/directory"
+)
+
+// Sign-in against the site's directories (CONTRACT.md section 7).
+//
+// The rule between local people and directory people: an address that
+// belongs to a local person (created by an operator or imported) is
+// checked against that person's password only; no directory is asked.
+// Any other address is looked up in the directories, in the order of
+// their names; the first that knows it decides. A directory person whose
+// address a local person already holds cannot sign in until one of the
+// two addresses changes (the local person keeps theirs).
+
+// errDirectoryDown: no directory that might know the address answered.
+var errDirectoryDown = errors.New("oidc: directory unavailable")
+
+// directoryNamespace is the UUID namespace of directory people's ids: a
+// person's sub is UUIDv5(namespace, directory id "/" id attribute), the
+// same on every node and every sign-in, and never derived from the DN or
+// the address.
+var directoryNamespace = uuid.MustParse("8f3a1d52-4c1e-4f53-9a57-3d5f0e2b7c10")
+
+// DirectoryUserID is the user id (sub) of the person with id attribute
+// value uid in directory dirID.
+func DirectoryUserID(dirID, uid string) string {
+	return uuid.NewSHA1(directoryNamespace, []byte(dirID+"/"+uid)).String()
+}
+
+// directoryClients holds one client per directory, rebuilt when the
+// directory's record changes.
+type directoryClients struct {
+	mu sync.Mutex
+	m  map[string]*cachedDirectory
+}
+
+type cachedDirectory struct {
+	updated time.Time
+	client  *directory.Client
+}
+
+// client returns the client of d, building it (and opening the bind
+// password with the KEK) when d is new or changed.
+func (p *Provider) directoryClient(d fsm.Directory) (*directory.Client, error) {
+	p.dirs.mu.Lock()
+	defer p.dirs.mu.Unlock()
+	if c, ok := p.dirs.m[d.ID]; ok && c.updated.Equal(d.UpdatedAt) {
+		return c.client, nil
+	}
+	pw, err := p.cfg.KEK.Open(d.BindPassword, fsm.DirectoryAAD(d.ID))
+	if err != nil {
+		return nil, err
+	}
+	c, err := directory.New(DirectoryConfig(d, string(pw)))
+	if err != nil {
+		return nil, err
+	}
+	if old, ok := p.dirs.m[d.ID]; ok {
+		old.client.Close()
+	}
+	if p.dirs.m == nil {
+		p.dirs.m = map[string]*cachedDirectory{}
+	}
+	p.dirs.m[d.ID] = &cachedDirectory{updated: d.UpdatedAt, client: c}
+	return c, nil
+}
+
+// DirectoryConfig is the client configuration of d with its bind
+// password in the clear.
+func DirectoryConfig(d fsm.Directory, password string) directory.Config {
+	return directory.Config{URL: d.URL, StartTLS: d.StartTLS, CAPEM: d.CAPEM, Insecure: d.Insecure,
+		BindDN: d.BindDN, BindPassword: password, UserBase: d.UserBase, UserFilter: d.UserFilter,
+		IDAttribute: d.IDAttribute, EmailAttribute: d.EmailAttribute, PhoneAttribute: d.PhoneAttribute,
+		GroupBase: d.GroupBase, GroupFilter: d.GroupFilter}
+}
+
+// DirectoryPerson turns what directory d says of a person into the
+// command's form: groups mapped to organizations, a fresh membership id
+// per organization, and the address typed when the directory has none.
+func DirectoryPerson(d fsm.Directory, p directory.Person, typed string) fsm.DirectoryPerson {
+	out := fsm.DirectoryPerson{UID: p.ID, Email: p.Email, Phone: p.Phone, Gone: p.Disabled}
+	if out.Email == "" {
+		out.Email = typed
+	}
+	seen := map[string]bool{}
+	for _, m := range d.Organizations {
+		for _, g := range p.Groups {
+			if !seen[m.OrgID] && directory.SameDN(g, m.GroupDN) {
+				seen[m.OrgID] = true
+				out.OrgIDs = append(out.OrgIDs, m.OrgID)
+				out.MembershipIDs = append(out.MembershipIDs, uuid.NewString())
+			}
+		}
+	}
+	return out
+}
+
+// directoryPassword checks email and secret against the directories that
+// may hold the person (only theirs for a known directory person), and on
+// success records the sign-in (creating the person the first time). ok
+// false with reason: refused; errDirectoryDown: none could answer.
+func (p *Provider) directoryPassword(ctx context.Context, email, secret string, known *fsm.User) (u fsm.User, ok bool, reason string, err error) {
+	dirs, err := p.cfg.State.Directories()
+	if err != nil {
+		return u, false, "", err
+	}
+	if known != nil {
+		mine := dirs[:0]
+		for _, d := range dirs {
+			if d.ID == known.DirectoryID {
+				mine = append(mine, d)
+			}
+		}
+		dirs = mine
+	}
+	sort.Slice(dirs, func(i, j int) bool { return dirs[i].Name < dirs[j].Name })
+	down := false
+	for _, d := range dirs {
+		c, cerr := p.directoryClient(d)
+		if cerr != nil {
+			p.log.Error("authorize: directory unusable", "directory", d.ID, "err", cerr)
+			down = true
+			continue
+		}
+		person, aerr := c.Authenticate(ctx, email, secret)
+		switch {
+		case errors.Is(aerr, directory.ErrNoSuchPerson):
+			continue
+		case errors.Is(aerr, directory.ErrUnavailable):
+			p.log.Warn("authorize: directory unavailable", "directory", d.ID, "err", aerr)
+			down = true
+			continue
+		case errors.Is(aerr, directory.ErrInvalidCredentials):
+			return u, false, "directory_refused", nil
+		case errors.Is(aerr, directory.ErrDisabled):
+			return u, false, "directory_disabled", nil
+		case aerr != nil:
+			return u, false, "", aerr
+		}
+		cmd := fsm.DirectorySignIn{DirectoryID: d.ID, UserID: DirectoryUserID(d.ID, person.ID),
+			Person: DirectoryPerson(d, person, email), At: p.now()}
+		cmd.Person.Gone = false
+		res, aerr := p.cfg.Applier.Apply(ctx, fsm.MustCommand(fsm.TypeDirectorySignIn, cmd))
+		if aerr == nil {
+			aerr = res.Err
+		}
+		var ce *fsm.ConflictError
+		if errors.As(aerr, &ce) {
+			p.log.Warn("authorize: a directory person's address belongs to a local person", "directory", d.ID, "field", ce.Field)
+			return u, false, "address_taken", nil
+		}
+		if aerr != nil {
+			return u, false, "", aerr
+		}
+		u, _ = res.Value.(fsm.User)
+		if u.ID == "" {
+			if u, err = p.cfg.State.User(cmd.UserID); err != nil {
+				return u, false, "", err
+			}
+		}
+		return u, true, "", nil
+	}
+	if down {
+		return u, false, "directory_unavailable", errDirectoryDown
+	}
+	return u, false, "unknown_account", nil
+}

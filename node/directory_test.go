@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"github.com/oidcd/oidcd/internal/factor"
 	"github.com/oidcd/oidcd/internal/ldaptest"
 	"github.com/oidcd/oidcd/node"
 	"github.com/oidcd/oidcd/oidc"
@@ -181,6 +182,51 @@ func TestDirectorySignIn(t *testing.T) {
 	s.Start()
 	carol := world{email: "carol@corp.example", password: "carol-directory-pw", cb: w.cb, orgB: w.orgB}
 	signInApp(t, c, testcluster.NewBrowser(t), multi, carol)
+
+	// A second factor enrolled here still answers an app that asks for
+	// mfa, after the bind.
+	carolID := userByEmail(t, c, "carol@corp.example")
+	var totp struct{ Secret string }
+	if r := do(t, c, "POST", "/admin/v1/users/"+carolID+"/totp", testcluster.AdminToken, nil, &totp); r.StatusCode != 201 {
+		t.Fatalf("totp: %d", r.StatusCode)
+	}
+	b := testcluster.NewBrowser(t)
+	page := b.Follow(b.Get(multi.oauth.AuthCodeURL("state-0123456789", oauth2.S256ChallengeOption(oauth2.GenerateVerifier()),
+		acrValues("urn:service:sso:acr:mfa"))), multi.authBase())
+	page = b.Follow(b.Submit(page, map[string]string{"email": carol.email, "password": carol.password}, "method", "password"), multi.authBase())
+	if !strings.Contains(page.Body, `value="otp"`) {
+		t.Fatalf("after the directory bind, want the second-factor page; got %d\n%s", page.Status, page.Body)
+	}
+	code, err := factor.TOTPCode(totp.Secret, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	page = b.Follow(b.Submit(page, map[string]string{"code": code}, "method", "otp"), multi.authBase())
+	if strings.Contains(page.Body, `value="otp"`) || page.Status >= 400 {
+		t.Fatalf("after the code: %d\n%s", page.Status, page.Body)
+	}
+
+	// The audit trail holds the directory's sign-out and refusals.
+	var events struct {
+		Data []struct {
+			Subject string            `json:"subject"`
+			SID     string            `json:"sid"`
+			Actor   string            `json:"actor"`
+			Detail  map[string]string `json:"detail"`
+		} `json:"data"`
+	}
+	do(t, c, "GET", "/admin/v1/audit?type=logout&subject="+annID, testcluster.AdminToken, nil, &events)
+	if len(events.Data) != 1 || events.Data[0].SID != sess.sid || events.Data[0].Detail["cause"] != "directory_disabled" || events.Data[0].Actor != "system" {
+		t.Fatalf("logout events of ann: %+v", events.Data)
+	}
+	do(t, c, "GET", "/admin/v1/audit?type=signin&limit=1000", testcluster.AdminToken, nil, &events)
+	reasons := map[string]int{}
+	for _, e := range events.Data {
+		reasons[e.Detail["reason"]]++
+	}
+	if reasons["directory_refused"] < 10 || reasons["directory_unavailable"] != 1 || reasons["unknown_account"] < 3 {
+		t.Fatalf("sign-in failure reasons: %v", reasons)
+	}
 
 	var d struct {
 		LastSync struct {

@@ -1,6 +1,7 @@
 package deploy_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -428,6 +429,27 @@ func exercise(t *testing.T, c *testcluster.Cluster) {
 	}
 	if !limited {
 		t.Fatal("the token endpoint never answered 429 with --rate-limit 3/60s")
+	}
+	// A directory nobody answers at: the leader's first sync fails, so the
+	// sync metrics have a series.
+	body, _ := json.Marshal(map[string]any{"name": "Nowhere", "url": "ldaps://127.0.0.1:1", "bind_dn": "cn=x,dc=example",
+		"bind_password": "x", "user_base": "dc=example", "user_filter": "(mail=%s)", "id_attribute": "entryUUID", "sync_interval": "1m"})
+	req, _ = http.NewRequest("POST", c.URL(0)+"/admin/v1/directories", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+testcluster.AdminToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("POST /directories: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if samples, _ := scrape(t, c.URL(0)+"/metrics"); samples["oidcd_directory_syncs_total"] {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no directory sync within 10 s")
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

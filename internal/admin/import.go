@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/httpx"
@@ -124,7 +125,7 @@ func (a *api) importedUser(u importUser, i int) (fsm.ImportedUser, problems) {
 			if errors.Is(err, password.ErrUnsupported) {
 				code = "unsupported"
 			}
-			p.add("password_hash", code, "%s", err)
+			p.add("password_hash", code, "%s", strings.TrimPrefix(err.Error(), "password: "))
 		}
 	}
 	if len(u.Organizations) > maxOrganizations {

@@ -221,11 +221,12 @@ func (imp *importer) run(ctx context.Context, c *conn, asJSON bool, stdout, stde
 		b, _ := json.MarshalIndent(out, "", "  ")
 		fmt.Fprintf(stdout, "%s\n", b)
 	} else {
-		fmt.Fprintf(stdout, "imported %d rows: %d created, %d already there, %d failed\n", total, out.Created, out.Exists, out.Failed)
+		fmt.Fprintf(stdout, "imported %s: %d created, %d already there, %d failed\n", plural(total, "row", "rows"), out.Created, out.Exists, out.Failed)
 	}
 	if out.Failed > 0 {
 		if !asJSON {
-			fmt.Fprintf(stderr, "%d people were not imported: fix their rows and run again (the others are then reported as already there)\n", out.Failed)
+			fmt.Fprintf(stderr, "%s not imported: fix the rows above and run again (the others are then reported as already there)\n",
+				plural(out.Failed, "person was", "people were"))
 		}
 		return ExitServerError
 	}
@@ -435,4 +436,12 @@ func csvRows(r io.Reader, fn func(int, importRow) error) error {
 			return err
 		}
 	}
+}
+
+// plural is "1 row" or "n rows".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }

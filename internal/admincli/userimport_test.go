@@ -52,7 +52,7 @@ func TestUserImportFormats(t *testing.T) {
 			path := writeFile(t, name, body)
 			out, errOut := c.run(admincli.ExitServerError, "", "user", "import", path, "--batch", "2")
 			contains(t, "stdout", out, "imported 3 rows: 2 created, 0 already there, 1 failed")
-			contains(t, "stderr", errOut, "row 3 (", "2/3 rows", "3/3 rows (100%)", "1 people were not imported")
+			contains(t, "stderr", errOut, "row 3 (", "2/3 rows", "3/3 rows (100%)", "1 person was not imported")
 			if _, err := os.Stat(path + ".progress"); !os.IsNotExist(err) {
 				t.Errorf("the progress file is left after a complete run: %v", err)
 			}

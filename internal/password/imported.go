@@ -25,9 +25,14 @@ const (
 )
 
 // ErrUnsupported reports a stored string of a scheme this package does
-// not check (md5-crypt, SHA-crypt, scrypt, a plain password). It wraps
-// ErrMalformed: to Verify, both are a string it cannot check.
-var ErrUnsupported = fmt.Errorf("%w: unsupported scheme", ErrMalformed)
+// not check (md5-crypt, SHA-crypt, scrypt, a plain password). It is also
+// ErrMalformed (errors.Is): to Verify, both are a string it cannot check.
+var ErrUnsupported error = unsupportedError{}
+
+type unsupportedError struct{}
+
+func (unsupportedError) Error() string        { return "password: unsupported hash scheme" }
+func (unsupportedError) Is(target error) bool { return target == ErrMalformed }
 
 // Bounds of imported hashes. A stored string decides how much work a
 // sign-in does, so an import must not bring one that makes every attempt

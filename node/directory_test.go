@@ -29,7 +29,7 @@ func directoryPeople() string {
 
 // registerDirectory registers s through the admin API: LDAPS verified
 // against s's CA, staff -> orgA, admins -> orgB, a sync every second.
-func registerDirectory(t *testing.T, c *testcluster.Cluster, s *ldaptest.Server, w world) string {
+func registerDirectory(t testing.TB, c *testcluster.Cluster, s *ldaptest.Server, w world) string {
 	t.Helper()
 	var d map[string]any
 	resp := do(t, c, "POST", "/admin/v1/directories", testcluster.AdminToken, map[string]any{

@@ -1,11 +1,13 @@
 package console
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/admin"
@@ -446,4 +448,34 @@ func TestSessionNeedsTheNodeSecret(t *testing.T) {
 	if r := e.get(Prefix + "cluster"); r.Status != http.StatusSeeOther {
 		t.Fatalf("with another secret: got %d, want 303 to sign-in", r.Status)
 	}
+}
+
+// TestDirectories: the page lists each directory with its server and the
+// outcome of its last sync, a failure with its reason.
+func TestDirectories(t *testing.T) {
+	e := newEnv(t)
+	e.signIn()
+	wantBody(t, "no directories", e.get(Prefix+"directories"), "No directories")
+	at := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
+	for i, d := range []fsm.Directory{
+		{ID: "00000000-0000-4000-8000-0000000000d1", Name: "Corp AD", URL: "ldaps://dc1:636", SyncInterval: 15 * time.Minute},
+		{ID: "00000000-0000-4000-8000-0000000000d2", Name: "Lab LDAP", URL: "ldap://lab:389", StartTLS: true, SyncInterval: time.Hour},
+	} {
+		res, err := e.app.Apply(context.Background(), fsm.MustCommand(fsm.TypePutDirectory, fsm.PutDirectory{Directory: d, Create: true}))
+		if err != nil || res.Err != nil {
+			t.Fatalf("directory %d: %v %v", i, err, res.Err)
+		}
+	}
+	// The leader's sync records the outcome.
+	for _, id := range []string{"00000000-0000-4000-8000-0000000000d1", "00000000-0000-4000-8000-0000000000d2"} {
+		d, _ := e.state.Directory(id)
+		st := fsm.DirectorySync{At: at, OK: id[len(id)-1] == '1', People: 42, Changed: 2, Ended: 1, Error: "connection refused"}
+		if st.OK {
+			st.Error = ""
+		}
+		e.app.Apply(context.Background(), fsm.MustCommand(fsm.TypeDirectorySyncBatch, fsm.DirectorySyncBatch{DirectoryID: d.ID, Status: &st, At: at}))
+	}
+	r := e.get(Prefix + "directories")
+	wantStatus(t, "directories page", r, http.StatusOK)
+	wantBody(t, "directories page", r, "Corp AD", "ldaps://dc1:636", "15m0s", "2 changed, 1 signed out", "Lab LDAP", "(StartTLS)", "<strong>failed</strong>: connection refused")
 }

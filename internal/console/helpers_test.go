@@ -55,6 +55,7 @@ func (fakeCluster) Restore(context.Context, io.Reader) error     { return nil }
 type env struct {
 	t       *testing.T
 	state   *fsm.State
+	app     *fsmtest.Applier
 	keys    *fakeKeys
 	srv     *httptest.Server
 	client  *http.Client
@@ -67,7 +68,7 @@ func newEnv(t *testing.T) *env {
 	a := fsmtest.New(t)
 	key := make([]byte, 32)
 	rand.Read(key)
-	e := &env{t: t, state: a.State(), keys: &fakeKeys{}}
+	e := &env{t: t, state: a.State(), app: a, keys: &fakeKeys{}}
 	e.token.Store(admin.HashToken(testToken))
 	e.console = New(Config{Issuer: "http://127.0.0.1", Secret: []byte("node secret"), BrowserKey: func() ([]byte, error) { return key, nil }, Admin: admin.Config{
 		State:     a.State(),

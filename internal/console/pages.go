@@ -38,6 +38,7 @@ func (c *Console) routes() {
 	auth("POST "+Prefix+"memberships/{id}/status", c.setMembershipStatus)
 	auth("POST "+Prefix+"clients/{id}/suspended", c.setClientSuspended)
 	auth("GET "+Prefix+"keys", c.keysPage)
+	auth("GET "+Prefix+"directories", c.directoriesPage)
 	auth("GET "+Prefix+"audit", c.auditPage)
 	auth("POST "+Prefix+"keys/rotate", c.rotateKey)
 	m.HandleFunc(Prefix, func(w http.ResponseWriter, r *http.Request) {
@@ -619,6 +620,21 @@ func (c *Console) setClientSuspended(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	done(w, r, Prefix+"clients", "client-updated")
+}
+
+// ----- directories -----
+
+func (c *Console) directoriesPage(w http.ResponseWriter, r *http.Request) {
+	v := c.newView(w, r, "Directories", "directories")
+	var list struct {
+		Data []admin.Directory `json:"data"`
+	}
+	status := 0
+	if err := c.call(r, "GET", "/directories", nil, &list); err != nil {
+		status = c.fail(r, v, err)
+	}
+	v.Data = list.Data
+	c.render(w, status, "directories", v)
 }
 
 // ----- keys -----

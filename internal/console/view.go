@@ -63,7 +63,7 @@ var pages = func() map[string]*template.Template {
 	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html"))
 	out := map[string]*template.Template{}
 	for _, name := range []string{"signin", "cluster", "orgs", "people", "person", "memberships",
-		"clients", "client_created", "keys", "audit", "confirm", "shown_once", "message"} {
+		"clients", "client_created", "keys", "directories", "audit", "confirm", "shown_once", "message"} {
 		t := template.Must(base.Clone())
 		template.Must(t.ParseFS(templateFiles, "templates/"+name+".html"))
 		out[name] = t

@@ -315,3 +315,14 @@ func freePort(t testing.TB) int {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
 }
+
+// HashedPassword is password as a real directory stores it: the {SSHA}
+// form slappasswd makes, which slapd checks at every bind.
+func HashedPassword(t testing.TB, password string) string {
+	t.Helper()
+	out, err := exec.Command("/usr/sbin/slappasswd", "-h", "{SSHA}", "-s", password).Output()
+	if err != nil {
+		t.Fatalf("slappasswd: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}

@@ -243,7 +243,7 @@ func TestDirectorySignIn(t *testing.T) {
 
 // TestDirectorySyncRunsOnTheLeaderOnly: of three nodes only the leader
 // syncs; when it is killed the next leader carries on, and a group change
-// made after the failover is applied.
+// made after the failover is applied, then the removal of the person.
 func TestDirectorySyncRunsOnTheLeaderOnly(t *testing.T) {
 	s := ldaptest.Start(t, directoryPeople())
 	c := testcluster.New(t, testcluster.Options{Size: 3, Configure: func(_ int, cfg *node.Config) { cfg.RateLimit = "off" }})
@@ -265,6 +265,9 @@ func TestDirectorySyncRunsOnTheLeaderOnly(t *testing.T) {
 	waitUntil(t, "the new leader syncs", 15*time.Second, func() bool { return syncs(t, c, next) >= 1 })
 	s.Modify(ldaptest.GroupDN("admins"), "member", ldaptest.PersonDN("carol"))
 	waitUntil(t, "the group change after failover", 10*time.Second, func() bool { return directoryOrgs(t, c, next, annID, w) == "A" })
+	// ann's entry is deleted: removed people lose what the directory gave.
+	s.Delete(ldaptest.PersonDN("ann"))
+	waitUntil(t, "ann's removal", 10*time.Second, func() bool { return directoryOrgs(t, c, next, annID, w) == "" })
 }
 
 // syncs is node i's oidcd_directory_syncs_total{outcome="ok"}, summed.

@@ -114,6 +114,10 @@ func (a *account) endSession(id string) bool {
 func (a *account) changePassword(form url.Values) {
 	current, _ := formValue(form, "current_password")
 	next, _ := formValue(form, "new_password")
+	if a.user.DirectoryID != "" {
+		a.showHome(http.StatusBadRequest, "", "Your password is kept by your organization's directory: change it there.")
+		return
+	}
 	if a.user.PasswordHash == "" {
 		a.showHome(http.StatusBadRequest, "", "This account has no password to change. Ask your administrator.")
 		return

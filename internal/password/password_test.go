@@ -3,6 +3,7 @@ package password
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -202,4 +203,20 @@ func BenchmarkHash(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkVerifyDefault: one argon2id check at the production parameters
+// (OWASP's m=19 MiB, t=2, p=1), as many at once as there are cores: the
+// ceiling of a local password sign-in.
+func BenchmarkVerifyDefault(b *testing.B) {
+	h := New(DefaultParams(), runtime.GOMAXPROCS(0))
+	phc, _ := h.Hash(context.Background(), "correct horse battery staple")
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if ok, err := h.Verify(context.Background(), "correct horse battery staple", phc); !ok || err != nil {
+				b.Fatal(ok, err)
+			}
+		}
+	})
 }

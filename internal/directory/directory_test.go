@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-ldap/ldap/v3"
+
 	"github.com/oidcd/oidcd/internal/ldaptest"
 )
 
@@ -187,4 +189,23 @@ func BenchmarkAuthenticate(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestPersonOfActiveDirectoryEntry: what an Active Directory entry says,
+// read as the sync and sign-in read it: objectGUID (binary) as hex, and
+// userAccountControl's bit 2 (ACCOUNTDISABLE) as disabled.
+func TestPersonOfActiveDirectoryEntry(t *testing.T) {
+	c := &Client{cfg: Config{IDAttribute: "objectGUID", EmailAttribute: "mail", PhoneAttribute: "mobile"}}
+	guid := string([]byte{0x10, 0x32, 0x54, 0x76, 0x98, 0xba, 0xdc, 0xfe, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef})
+	for _, tc := range []struct {
+		uac      string
+		disabled bool
+	}{{"512", false}, {"514", true}, {"66050", true}, {"66048", false}, {"", false}} {
+		e := ldap.NewEntry("CN=Ann,OU=Staff,DC=corp,DC=example", map[string][]string{
+			"objectGUID": {guid}, "mail": {"ann@corp.example"}, "mobile": {"+15550100"}, "userAccountControl": {tc.uac}})
+		p := c.person(e)
+		if p.ID != "1032547698badcfe0123456789abcdef" || p.Email != "ann@corp.example" || p.Phone != "+15550100" || p.Disabled != tc.disabled {
+			t.Errorf("userAccountControl %q: %+v, want disabled %v", tc.uac, p, tc.disabled)
+		}
+	}
 }

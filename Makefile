@@ -27,8 +27,9 @@ package: build
 	$(GO) run ./cmd/oidcd-package --binary dist/oidcd-linux-$(PKGARCH) --tool $(BIN) --arch $(PKGARCH) --version $(VERSION) --out dist/
 
 ## test: every unit and black-box test, with the race detector.
-## Browser tests need chromium, the load-balancer tests HAProxy and the
-## directory tests slapd: the ensure-*.sh scripts install them (apt-get) when
+## Browser tests need chromium, the load-balancer tests HAProxy, the
+## directory tests slapd and the Node relying-party tests Node and their npm
+## packages: the ensure-*.sh scripts install them (apt-get, npm ci) when
 ## missing; without them those tests are skipped, except under CI=true where
 ## they fail.
 test:
@@ -36,6 +37,7 @@ test:
 	@sh scripts/ensure-chromium.sh || [ "$${CI:-}" != true ]
 	@sh scripts/ensure-haproxy.sh || [ "$${CI:-}" != true ]
 	@sh scripts/ensure-slapd.sh || [ "$${CI:-}" != true ]
+	@sh scripts/ensure-node.sh || [ "$${CI:-}" != true ]
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) test -race -count=1 -timeout 12m ./...

@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/oidcd/oidcd/cluster"
+	"github.com/oidcd/oidcd/docs"
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/admin"
 	"github.com/oidcd/oidcd/internal/console"
@@ -282,6 +283,7 @@ func (n *Node) routes() (public, adminSurface http.Handler) {
 	n.provider.Register(mux)
 	n.logout.Register(mux)
 	n.health(mux)
+	mux.HandleFunc("GET /openapi.json", serveDocument(docs.OIDC))
 	adminMux := mux
 	if n.separateAdmin() {
 		adminMux = http.NewServeMux()
@@ -303,6 +305,9 @@ func (n *Node) routes() (public, adminSurface http.Handler) {
 		Issuer:    n.cfg.Issuer,
 	}
 	adminMux.Handle("/admin/v1/", admin.New(adminCfg))
+	// The admin API's description needs no token: it is the same
+	// document the repository ships.
+	adminMux.HandleFunc("GET /admin/v1/openapi.json", serveDocument(docs.Admin))
 	adminMux.Handle(console.Prefix, console.New(console.Config{Admin: adminCfg, Issuer: n.cfg.Issuer, Secret: n.consoleSecret(),
 		BrowserKey: func() ([]byte, error) {
 			stored, err := n.fsm.State().Secret(fsm.SecretBrowserKey)
@@ -606,4 +611,13 @@ func damaged(err error, dataDir string) error {
 	}
 	return fmt.Errorf("%w\nthis node's copy cannot be trusted. In a cluster: move %s aside, start the node again with the same --node-id and --join (or peers); "+
 		"it rejoins and catches up from the others (a snapshot). A single node: restore a backup (oidcd admin snapshot restore) on a fresh data directory", err, dataDir)
+}
+
+// serveDocument serves a static JSON document (the OpenAPI descriptions).
+func serveDocument(doc []byte) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "public, max-age=300")
+		w.Write(doc)
+	}
 }

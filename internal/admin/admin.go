@@ -168,8 +168,49 @@ type route struct {
 	methods map[string]http.HandlerFunc
 }
 
+// Routes lists the admin API's operations as "METHOD /path" (under
+// Prefix), for the check that docs/openapi/admin.json describes each.
+func Routes() []string {
+	var out []string
+	for _, rt := range (&api{}).table() {
+		for m := range rt.methods {
+			out = append(out, m+" "+rt.path)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 func (a *api) routes(mux *http.ServeMux) {
-	table := []route{
+	for _, rt := range a.table() {
+		var allow []string
+		for m, h := range rt.methods {
+			mux.HandleFunc(m+" "+Prefix+rt.path, h)
+			allow = append(allow, m)
+		}
+		if _, ok := rt.methods["GET"]; ok {
+			allow = append(allow, "HEAD")
+		}
+		slices.Sort(allow)
+		// The other methods get a 405 envelope instead of the mux's
+		// plain-text one. Each is named: a pattern without a method would
+		// conflict with a route of the same shape ("/users/import" with
+		// "GET /users/{id}").
+		notAllowed := methodNotAllowed(strings.Join(allow, ", "))
+		for _, m := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"} {
+			if !slices.Contains(allow, m) {
+				mux.HandleFunc(m+" "+Prefix+rt.path, notAllowed)
+			}
+		}
+	}
+	mux.HandleFunc(Prefix+"/", func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteError(w, r, http.StatusNotFound, httpx.CodeNotFound, "no such route")
+	})
+}
+
+// table is every route and its handlers by method.
+func (a *api) table() []route {
+	return []route{
 		{"/organizations", map[string]http.HandlerFunc{"GET": a.listOrgs, "POST": a.createOrg}},
 		{"/organizations/{id}", map[string]http.HandlerFunc{"GET": a.getOrg, "DELETE": a.deleteOrg}},
 		{"/users", map[string]http.HandlerFunc{"GET": a.listUsers, "POST": a.createUser}},
@@ -198,30 +239,6 @@ func (a *api) routes(mux *http.ServeMux) {
 		{"/audit", map[string]http.HandlerFunc{"GET": a.listAudit}},
 		{"/audit/verify", map[string]http.HandlerFunc{"GET": a.verifyAudit}},
 	}
-	for _, rt := range table {
-		var allow []string
-		for m, h := range rt.methods {
-			mux.HandleFunc(m+" "+Prefix+rt.path, h)
-			allow = append(allow, m)
-		}
-		if _, ok := rt.methods["GET"]; ok {
-			allow = append(allow, "HEAD")
-		}
-		slices.Sort(allow)
-		// The other methods get a 405 envelope instead of the mux's
-		// plain-text one. Each is named: a pattern without a method would
-		// conflict with a route of the same shape ("/users/import" with
-		// "GET /users/{id}").
-		notAllowed := methodNotAllowed(strings.Join(allow, ", "))
-		for _, m := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"} {
-			if !slices.Contains(allow, m) {
-				mux.HandleFunc(m+" "+Prefix+rt.path, notAllowed)
-			}
-		}
-	}
-	mux.HandleFunc(Prefix+"/", func(w http.ResponseWriter, r *http.Request) {
-		httpx.WriteError(w, r, http.StatusNotFound, httpx.CodeNotFound, "no such route")
-	})
 }
 
 func methodNotAllowed(allow string) http.HandlerFunc {

@@ -59,6 +59,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		{"memberships", "console-memberships", "demo@example.com"},
 		{"clients", "console-clients", "demo-rp"},
 		{"keys", "console-keys", "active"},
+		{"directories", "console-directories", "No directories"},
 		{"audit", "console-audit", "created"},
 	} {
 		chrometest.Do(t, ctx, chromedp.Navigate(base+p.path), chromedp.WaitVisible(css("main h1")))

@@ -27,6 +27,8 @@ require (
 	golang.org/x/oauth2 v0.37.0
 )
 
+require github.com/anishathalye/porcupine v1.3.1
+
 require (
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
 	github.com/basgys/goxml2json v1.1.1-0.20231018121955-e66ee54ceaad // indirect

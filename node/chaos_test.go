@@ -128,6 +128,9 @@ func runChaos(t *testing.T, size int, seed uint64, d time.Duration) {
 		t.Errorf("%s: %s (seed %d)\nhistory:\n%s", viol.What, h.describe(viol.Op), seed, h.excerpt(viol, ops, faults, tokens))
 	}
 
+	checked := chaosLinearizable(t, ops, tokens, seed, size)
+	t.Logf("porcupine: %d operations of %d in the history checked for linearizability (codes, token liveness, admin writes)", checked, len(ops))
+
 	complete := 0
 	for _, op := range ops {
 		if op.Kind == opExchange && op.Outcome == chaosOK {

@@ -64,6 +64,9 @@ type Config struct {
 	FSM        *fsm.FSM
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
+	// Now is the node's clock (default time.Now): what it tells peers in
+	// gossip acks, to measure clock drift (clock.go).
+	Now func() time.Time
 
 	// RateLimiter decides the rate checks of every node while this node
 	// leads (RateLimiter); nil: the cluster has no rate limit.
@@ -92,6 +95,7 @@ type Cluster struct {
 	store     *guardedStore
 	transport *raft.NetworkTransport
 	metrics   *metrics
+	clock     *clock // the peers' clocks (clock.go)
 
 	mu          sync.Mutex
 	loops       []func(ctx context.Context)
@@ -222,6 +226,11 @@ func (c *Cluster) Start() error {
 	}
 	c.raft, c.started = r, true
 	c.metrics = newMetrics(c, c.cfg.Registerer)
+	now := c.cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	c.clock = newClock(now, c.cfg.Registerer, c.log)
 	registerSnapshotMetrics(c.cfg.Registerer, c.fsm)
 	if err := c.startForwarding(); err != nil {
 		return err

@@ -218,7 +218,7 @@ func (g *gossiper) memberlistConfig(key []byte) (*memberlist.Config, error) {
 	mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true
 	mc.Label = gossipLabel
 	mc.DeadNodeReclaimTime = 30 * time.Second
-	mc.Delegate, mc.Events, mc.Alive, mc.Conflict = g, g, g, g
+	mc.Delegate, mc.Events, mc.Alive, mc.Conflict, mc.Ping = g, g, g, g, g
 	mc.Logger = log.New(memberlistWriter{g.log}, "", 0)
 	if g.cfg.Tune != nil {
 		g.cfg.Tune(mc)

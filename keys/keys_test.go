@@ -409,15 +409,24 @@ func TestScheduledRotation(t *testing.T) {
 	}
 }
 
-func TestTickAddsActiveKeyWhenOnlyNextKeysExist(t *testing.T) {
+// TestTheFirstKeySignsBeforeItsActivation: the only key signs even
+// before its activation (a node whose clock runs behind the leader that
+// made it, a rotation on an empty store): it has no predecessor, and it
+// is published; Tick then adds no other.
+func TestTheFirstKeySignsBeforeItsActivation(t *testing.T) {
 	a, c := fsmtest.New(t), newClock()
 	m := newManager(t, a, c, nil)
 	ctx := context.Background()
-	if _, err := m.Rotate(ctx, false); err != nil {
+	if _, err := m.Sign(claims(c), TypJWT); !errors.Is(err, ErrNoKey) {
+		t.Errorf("Sign without a key: got %v, want ErrNoKey", err)
+	}
+	in, err := m.Rotate(ctx, false)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Sign(claims(c), TypJWT); !errors.Is(err, ErrNoKey) {
-		t.Errorf("Sign with only a next key: got %v, want ErrNoKey", err)
+	tok, err := m.Sign(claims(c), TypJWT)
+	if err != nil || header(t, tok).KeyID() != in.Kid {
+		t.Errorf("Sign with only a next key: %v, want it signed by %s", err, in.Kid)
 	}
 	if _, err := m.JWKS(); err != nil {
 		t.Errorf("JWKS with a next key: got %v, want the key published", err)
@@ -425,8 +434,8 @@ func TestTickAddsActiveKeyWhenOnlyNextKeysExist(t *testing.T) {
 	if err := m.Tick(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Sign(claims(c), TypJWT); err != nil {
-		t.Errorf("Sign after Tick: %v", err)
+	if got := len(storedKids(t, a)); got != 1 {
+		t.Errorf("after Tick: %d keys, want the one", got)
 	}
 }
 

@@ -45,11 +45,19 @@ func order(keys []fsm.Key) []entry {
 }
 
 // activeAt is the index of the key that signs at t, or -1.
+//
+// Before the first key's activation the first key is active: it has no
+// predecessor to sign instead, and a node whose clock runs behind the
+// leader that made it (whose skew is not measured yet at a cluster's first
+// start) must not be left without a key until its clock catches up.
 func activeAt(es []entry, t time.Time) int {
 	for i := len(es) - 1; i >= 0; i-- {
 		if !es[i].activatesAt.After(t) {
 			return i
 		}
+	}
+	if len(es) > 0 {
+		return 0
 	}
 	return -1
 }

@@ -104,6 +104,13 @@ func (n *Node) reapLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		if n.cluster.ClockSkewed() {
+			// A leader whose clock is far off would reap what is still
+			// live (or keep what is long dead): wait for NTP, or for a
+			// leader with a good clock.
+			n.log.Warn("reap skipped: this leader's clock is off the cluster's", "skew", n.cluster.ClockSkew().Round(time.Second))
+			continue
+		}
 		// A record is reaped a while after it stopped mattering, so a node
 		// whose clock runs a little behind never sees a live record vanish.
 		now := n.cfg.Now().UTC()

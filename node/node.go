@@ -139,6 +139,7 @@ func New(cfg Config) (_ *Node, err error) {
 		peers = append(peers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.RaftAddr)})
 	}
 	n.cluster, err = cluster.New(cluster.Config{
+		Now:              cfg.Now,
 		NodeID:           id,
 		DataDir:          cfg.DataDir,
 		RaftAddr:         cfg.RaftAddr,

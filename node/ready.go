@@ -2,9 +2,11 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
+	"github.com/oidcd/oidcd/cluster"
 	"github.com/oidcd/oidcd/internal/httpx"
 )
 
@@ -26,6 +28,8 @@ func (n *Node) readiness() []readyCheck {
 		{Name: "signing_key", OK: n.keys.CanSign(), Why: "no active signing key applied here yet"},
 		{Name: "caught_up", OK: n.caughtUp.Load(), Why: "not yet caught up with the writes committed before this node started"},
 		{Name: "not_draining", OK: !n.draining.Load(), Why: "stopping: draining before it closes"},
+		{Name: "clock", OK: !n.cluster.ClockSkewed(), Why: fmt.Sprintf("this node's clock is %s off the cluster's (more than %s): synchronise it",
+			n.cluster.ClockSkew().Round(time.Second), cluster.MaxClockSkew)},
 	}
 	for i := range checks {
 		if checks[i].OK {

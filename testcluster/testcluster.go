@@ -50,6 +50,10 @@ type Options struct {
 	// from one node to another (raft and forwarding; gossip and clients
 	// are not delayed): for example 40 ms between a core and a remote site.
 	LinkLatency func(from, to int) time.Duration
+	// Gossip runs memberlist on every node as a production cluster does
+	// (it is always on with NonVoters); the voters still form the cluster
+	// from static peers. Clock drift is measured on gossip's probes.
+	Gossip bool
 }
 
 // Cluster is a set of running nodes.
@@ -96,7 +100,7 @@ func New(t testing.TB, opts Options) *Cluster {
 		httpLns[i], raftLns[i] = listen(t), listen(t)
 		peers = append(peers, node.Peer{ID: fmt.Sprintf("node-%d", i), RaftAddr: raftLns[i].Addr().String()})
 		c.net.addrs[raftLns[i].Addr().String()] = i
-		if opts.NonVoters > 0 {
+		if opts.NonVoters > 0 || opts.Gossip {
 			gossipAddrs = append(gossipAddrs, freeAddr(t))
 		}
 	}
@@ -127,7 +131,7 @@ func New(t testing.TB, opts Options) *Cluster {
 			m.cfg.BootstrapExpect = voters
 			m.cfg.ClusterKey = base64.StdEncoding.EncodeToString(key)
 		}
-		if opts.NonVoters > 0 {
+		if opts.NonVoters > 0 || opts.Gossip {
 			// Gossip everywhere, so that the leader sees the edges and adds
 			// them; the voters still form the cluster from static peers.
 			m.cfg.GossipAddr = gossipAddrs[i]

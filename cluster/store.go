@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
@@ -24,6 +25,17 @@ type guardedStore struct {
 	mu     sync.RWMutex
 	closed bool
 	s      *raftboltdb.BoltStore
+	// failWrites, when set, fails every log write with its error: a disk
+	// that refuses writes or fsyncs, injected by tests (failLogWrites).
+	failWrites atomic.Pointer[error]
+}
+
+// logWriteErr is the injected failure of a log write, or nil.
+func (g *guardedStore) logWriteErr() error {
+	if e := g.failWrites.Load(); e != nil {
+		return *e
+	}
+	return nil
 }
 
 var (
@@ -76,10 +88,16 @@ func (g *guardedStore) GetLog(idx uint64, l *raft.Log) error {
 }
 
 func (g *guardedStore) StoreLog(l *raft.Log) error {
+	if err := g.logWriteErr(); err != nil {
+		return err
+	}
 	return g.read(func() error { return g.s.StoreLog(l) }) // a lost log write must not look stored
 }
 
 func (g *guardedStore) StoreLogs(ls []*raft.Log) error {
+	if err := g.logWriteErr(); err != nil {
+		return err
+	}
 	return g.read(func() error { return g.s.StoreLogs(ls) })
 }
 

@@ -307,8 +307,12 @@ func orDefault(v, d uint64) uint64 {
 var _ fsm.Applier = (*Cluster)(nil)
 
 // Apply replicates cmd and waits until this node's FSM has applied it. The
-// Result carries the command's domain outcome.
+// Result carries the command's domain outcome. Without a deadline on ctx
+// it waits at most ApplyTimeout: a cluster that cannot apply (no quorum, a
+// state file whose disk is full) answers within a bound.
 func (c *Cluster) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
 	timeout := c.cfg.ApplyTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
@@ -442,6 +446,9 @@ func (c *Cluster) Shutdown() error {
 		if c.started {
 			c.drainForwarding()
 			c.stopGossip()
+			// An apply waiting for disk space gives up, so raft's FSM
+			// goroutine, and with it Shutdown, can end.
+			c.fsm.StopWaiting()
 			err = c.raft.Shutdown().Error()
 			c.stopForwarding()
 		}

@@ -1,6 +1,9 @@
 package fsm
 
-import "errors"
+import (
+	"errors"
+	"syscall"
+)
 
 // Domain outcomes returned in Result.Err. Compare with errors.Is.
 var (
@@ -31,7 +34,16 @@ var (
 	// ErrLocked: a throttle key is locked; the attempt was not counted
 	// and must not be evaluated.
 	ErrLocked = errors.New("fsm: locked")
+	// ErrClosed: the state machine closed before it could apply (it was
+	// waiting for disk space); the entries are applied at the next start.
+	ErrClosed = errors.New("fsm: closed")
 )
+
+// DiskFull reports whether err is a write refused for want of space: the
+// disk is full (ENOSPC) or the quota spent (EDQUOT).
+func DiskFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
 
 // ConflictError says which unique field collided.
 type ConflictError struct{ Field string }

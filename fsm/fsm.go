@@ -58,6 +58,13 @@ type FSM struct {
 	OnAudit func(types []string)
 
 	auditOff atomic.Bool // SetAuditForBenchmark
+
+	// OnDiskFull, when set, hears each commit refused for want of space
+	// (true) and the commit that succeeds after (false): the node's metric
+	// and log. It must not block.
+	OnDiskFull func(full bool, err error)
+	closing    chan struct{} // closed by Close: a waiting apply gives up
+	closeOnce  sync.Once
 }
 
 // SetAuditForBenchmark turns the writing of audit events off (false) or
@@ -97,7 +104,7 @@ func Open(path string) (*FSM, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &FSM{path: path, db: db, appliedCh: make(chan struct{})}
+	f := &FSM{path: path, db: db, appliedCh: make(chan struct{}), closing: make(chan struct{})}
 	f.applied = readApplied(db)
 	return f, nil
 }
@@ -119,10 +126,16 @@ func openDB(path string) (*bolt.DB, error) {
 
 // Close closes the database.
 func (f *FSM) Close() error {
+	f.StopWaiting()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.db.Close()
 }
+
+// StopWaiting makes an apply that waits for disk space give up (nothing
+// of it is applied; the next start replays it), and every later one too:
+// the node is closing.
+func (f *FSM) StopWaiting() { f.closeOnce.Do(func() { close(f.closing) }) }
 
 // Applied is the index of the last raft entry reflected in the state.
 func (f *FSM) Applied() uint64 {
@@ -164,52 +177,49 @@ func (f *FSM) Apply(l *raft.Log) any {
 // ApplyBatch applies committed entries in one bbolt transaction (group
 // commit: one fsync for the batch). Entries at or below the stored applied
 // index were applied before a restart and are skipped.
+//
+// A commit refused for want of space (ENOSPC, EDQUOT) is tried again,
+// with a growing pause, until it succeeds: the entries are committed in
+// raft and must be applied in order, so the replica waits rather than
+// skip or crash. Reads, discovery and the JWKS go on meanwhile; writes
+// wait and time out (503). When space returns the node carries on by
+// itself. If the node closes while waiting, nothing is applied and the
+// stored applied index stays, so the next start replays the entries.
 func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
-	out := make([]any, len(logs))
+	var out []any
 	var types []Type
 	var events []string
 	var last uint64
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	err := f.db.Update(func(tx *bolt.Tx) error {
-		done := getApplied(tx)
-		for i, l := range logs {
-			if l.Index <= done {
-				out[i] = Result{}
-				continue
+	pause := 100 * time.Millisecond
+	for full := false; ; {
+		out, types, events, last = make([]any, len(logs)), nil, nil, 0
+		err := f.applyTx(logs, out, &types, &events, &last)
+		if err == nil {
+			if full && f.OnDiskFull != nil {
+				f.OnDiskFull(false, nil)
 			}
-			last = l.Index
-			if l.Type != raft.LogCommand {
-				continue
-			}
-			cmd, err := Decode(l.Data)
-			if err != nil {
-				panic(fmt.Sprintf("fsm: entry %d: %v", l.Index, err))
-			}
-			h, ok := handlers[cmd.Type]
-			if !ok {
-				if cmd.Flags&FlagIgnorable != 0 {
-					out[i] = Result{}
-					continue
-				}
-				panic(fmt.Sprintf("fsm: entry %d: unknown command %s", l.Index, cmd.Type))
-			}
-			res := h(tx, l.Index, cmd.Payload)
-			out[i] = res
-			types = append(types, cmd.Type)
-			if !f.auditOff.Load() {
-				events = append(events, auditApply(tx, cmd, res)...)
-			}
+			break
 		}
-		if last == 0 {
-			return nil
+		if !DiskFull(err) {
+			// Any other failed commit (an I/O error) leaves this replica
+			// behind the log; continuing would diverge silently.
+			panic(fmt.Sprintf("fsm: commit: %v", err))
 		}
-		return putApplied(tx, last)
-	})
-	if err != nil {
-		// A failed bbolt commit (disk full, I/O error) leaves this replica
-		// behind the log; continuing would diverge silently.
-		panic(fmt.Sprintf("fsm: commit: %v", err))
+		full = true
+		if f.OnDiskFull != nil {
+			f.OnDiskFull(true, err)
+		}
+		select {
+		case <-f.closing:
+			for i := range out {
+				out[i] = Result{Err: ErrClosed}
+			}
+			return out
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 5*time.Second)
 	}
 	if last != 0 {
 		f.appliedMu.Lock()
@@ -228,6 +238,46 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		}
 	}
 	return out
+}
+
+// applyTx applies logs in one transaction, filling out, types, events
+// and last.
+func (f *FSM) applyTx(logs []*raft.Log, out []any, types *[]Type, events *[]string, last *uint64) error {
+	return f.db.Update(func(tx *bolt.Tx) error {
+		done := getApplied(tx)
+		for i, l := range logs {
+			if l.Index <= done {
+				out[i] = Result{}
+				continue
+			}
+			*last = l.Index
+			if l.Type != raft.LogCommand {
+				continue
+			}
+			cmd, err := Decode(l.Data)
+			if err != nil {
+				panic(fmt.Sprintf("fsm: entry %d: %v", l.Index, err))
+			}
+			h, ok := handlers[cmd.Type]
+			if !ok {
+				if cmd.Flags&FlagIgnorable != 0 {
+					out[i] = Result{}
+					continue
+				}
+				panic(fmt.Sprintf("fsm: entry %d: unknown command %s", l.Index, cmd.Type))
+			}
+			res := h(tx, l.Index, cmd.Payload)
+			out[i] = res
+			*types = append(*types, cmd.Type)
+			if !f.auditOff.Load() {
+				*events = append(*events, auditApply(tx, cmd, res)...)
+			}
+		}
+		if *last == 0 {
+			return nil
+		}
+		return putApplied(tx, *last)
+	})
 }
 
 // Snapshot starts a read transaction; Persist streams it.

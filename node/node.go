@@ -64,6 +64,7 @@ type Node struct {
 	stopWatch  context.CancelFunc // ends certs.watch
 	audit      *auditMetrics
 	dirMetrics directoryMetrics
+	diskFull   diskFullState
 	provider   *oidc.Provider
 	logout     *logout.Service
 	pprof      *pprofServer // nil unless Config.PprofAddr is set
@@ -229,6 +230,8 @@ func New(cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n.fsm.OnApply = n.onApply
+	n.initDiskFull()
+	n.fsm.OnDiskFull = n.onDiskFull
 	n.initAudit()
 	// The leader's own work: its audit events name this node.
 	system := func(run func(context.Context)) func(context.Context) {

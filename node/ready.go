@@ -28,6 +28,7 @@ func (n *Node) readiness() []readyCheck {
 		{Name: "signing_key", OK: n.keys.CanSign(), Why: "no active signing key applied here yet"},
 		{Name: "caught_up", OK: n.caughtUp.Load(), Why: "not yet caught up with the writes committed before this node started"},
 		{Name: "not_draining", OK: !n.draining.Load(), Why: "stopping: draining before it closes"},
+		{Name: "state_writable", OK: n.diskFull.since.Load() == 0, Why: "the data directory's disk is full: writes wait until space returns"},
 		{Name: "clock", OK: !n.cluster.ClockSkewed(), Why: fmt.Sprintf("this node's clock is %s off the cluster's (more than %s): synchronise it",
 			n.cluster.ClockSkew().Round(time.Second), cluster.MaxClockSkew)},
 	}

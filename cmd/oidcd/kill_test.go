@@ -31,11 +31,17 @@ type killable struct {
 
 func newKillable(t *testing.T) *killable {
 	t.Helper()
+	return newKillableIn(t, filepath.Join(t.TempDir(), "data"))
+}
+
+// newKillableIn starts the node with its data in dataDir.
+func newKillableIn(t *testing.T, dataDir string) *killable {
+	t.Helper()
 	dir := t.TempDir()
 	ports := freePorts(t, 3)
 	k := &killable{t: t, bin: builtBinary(t), issuer: "http://" + ports[0], token: strings.Repeat("k9", 24)}
 	k.args = []string{"serve", "--issuer", k.issuer, "--http-addr", ports[0], "--raft-addr", ports[1],
-		"--gossip-addr", ports[2], "--data-dir", filepath.Join(dir, "data")}
+		"--gossip-addr", ports[2], "--data-dir", dataDir}
 	var err error
 	if k.log, err = os.Create(filepath.Join(dir, "node.log")); err != nil {
 		t.Fatal(err)

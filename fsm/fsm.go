@@ -264,7 +264,11 @@ func (f *FSM) applyTx(logs []*raft.Log, out []any, types *[]Type, events *[]stri
 					out[i] = Result{}
 					continue
 				}
-				panic(fmt.Sprintf("fsm: entry %d: unknown command %s", l.Index, cmd.Type))
+				// A newer node wrote a command this version does not know.
+				// Skipping it would leave this replica apart from the
+				// others for good: stop, and say what to do.
+				panic(fmt.Sprintf("fsm: entry %d: unknown command %s: a node of a newer version wrote it; "+
+					"upgrade this node (it stops rather than diverge from the others)", l.Index, cmd.Type))
 			}
 			res := h(tx, l.Index, cmd.Payload)
 			out[i] = res

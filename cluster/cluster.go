@@ -183,7 +183,7 @@ func New(cfg Config) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: log store: %w", err)
 	}
-	store := &guardedStore{s: bolt}
+	store := &guardedStore{s: bolt, closing: make(chan struct{}), log: cfg.Logger.Warn}
 	cleanup.Push(func() { store.Close() })
 	removeTransferFiles(cfg.DataDir)
 	snaps, err := openSnapshotStore(dir, cfg.FSM, cfg.Logger, newHCLog(cfg.Logger, "snapshot"))

@@ -4,9 +4,12 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/oidcd/oidcd/fsm"
 )
 
 // errStoreClosed is returned by reads after Close.
@@ -28,6 +31,13 @@ type guardedStore struct {
 	// failWrites, when set, fails every log write with its error: a disk
 	// that refuses writes or fsyncs, injected by tests (failLogWrites).
 	failWrites atomic.Pointer[error]
+	// failStable, likewise for the stable store (the term and vote).
+	failStable atomic.Pointer[error]
+	// closing is closed by Close: a stable-store write waiting for disk
+	// space gives up.
+	closing   chan struct{}
+	closeOnce sync.Once
+	log       func(msg string, args ...any)
 }
 
 // logWriteErr is the injected failure of a log write, or nil.
@@ -44,6 +54,11 @@ var (
 )
 
 func (g *guardedStore) Close() error {
+	g.closeOnce.Do(func() {
+		if g.closing != nil {
+			close(g.closing)
+		}
+	})
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
@@ -64,7 +79,35 @@ func (g *guardedStore) read(fn func() error) error {
 }
 
 // write runs fn unless closed, when it is dropped.
+//
+// A write refused for want of disk space is tried again, with a growing
+// pause, until it succeeds or the store closes: raft cannot go on without
+// its term and vote saved (it panics when a save fails), so the node waits
+// for space (it neither votes nor leads meanwhile) instead of crashing,
+// and carries on by itself when space returns.
 func (g *guardedStore) write(fn func() error) error {
+	pause := 100 * time.Millisecond
+	for {
+		err := g.writeOnce(fn)
+		if !fsm.DiskFull(err) {
+			return err
+		}
+		if g.log != nil {
+			g.log("raft: cannot save the term or vote: the disk is full; waiting for space", "err", err)
+		}
+		select {
+		case <-g.closing:
+			return err
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 5*time.Second)
+	}
+}
+
+func (g *guardedStore) writeOnce(fn func() error) error {
+	if e := g.failStable.Load(); e != nil {
+		return *e
+	}
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	if g.closed {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -89,9 +90,14 @@ func DirectoryConfig(d fsm.Directory, password string) directory.Config {
 // command's form: groups mapped to organizations, a fresh membership id
 // per organization, and the address typed when the directory has none.
 func DirectoryPerson(d fsm.Directory, p directory.Person, typed string) fsm.DirectoryPerson {
-	out := fsm.DirectoryPerson{UID: p.ID, Email: p.Email, Phone: p.Phone, Gone: p.Disabled}
+	out := fsm.DirectoryPerson{UID: p.ID, Email: p.Email, Gone: p.Disabled}
 	if out.Email == "" {
 		out.Email = typed
+	}
+	// Only a number text messages can reach: E.164 ("+" and 8 to 15
+	// digits, spaces and dashes as directories often write them removed).
+	if phone := strings.NewReplacer(" ", "", "-", "", "(", "", ")", "").Replace(p.Phone); e164(phone) {
+		out.Phone = phone
 	}
 	seen := map[string]bool{}
 	for _, m := range d.Organizations {
@@ -175,4 +181,10 @@ func (p *Provider) directoryPassword(ctx context.Context, email, secret string, 
 		return u, false, "directory_unavailable", errDirectoryDown
 	}
 	return u, false, "unknown_account", nil
+}
+
+// e164 reports whether s is "+" and 8 to 15 digits, the first not 0.
+func e164(s string) bool {
+	digits, ok := strings.CutPrefix(s, "+")
+	return ok && len(digits) >= 8 && len(digits) <= 15 && digits[0] != '0' && strings.TrimLeft(digits, "0123456789") == ""
 }

@@ -248,8 +248,10 @@ func TestRollingUpgradeFromThePreviousRelease(t *testing.T) {
 	if signIns.Load() == 0 {
 		t.Fatal("no sign-in succeeded during the upgrade")
 	}
-	// Every acknowledged organization is on every node.
-	for i := range 3 {
+	// Every acknowledged organization is on every node (admin reads are
+	// local: a node may still be applying the last writes, so it gets a
+	// few seconds).
+	orgsOn := func(i int) map[string]bool {
 		req, _ := http.NewRequest("GET", "http://"+https[i]+"/admin/v1/organizations?page_size=100", nil)
 		req.Header.Set("Authorization", "Bearer "+token)
 		seen := map[string]bool{}
@@ -276,10 +278,26 @@ func TestRollingUpgradeFromThePreviousRelease(t *testing.T) {
 				break
 			}
 		}
-		for _, slug := range acked {
-			if !seen[slug] {
-				t.Fatalf("node %d lost the acknowledged organization %s", i, slug)
+		return seen
+	}
+	for i := range 3 {
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			seen := orgsOn(i)
+			missing := ""
+			for _, slug := range acked {
+				if !seen[slug] {
+					missing = slug
+					break
+				}
 			}
+			if missing == "" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d lost the acknowledged organization %s", i, missing)
+			}
+			time.Sleep(200 * time.Millisecond)
 		}
 	}
 	// The session opened before the upgrade still signs in silently.

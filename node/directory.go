@@ -145,7 +145,7 @@ func (n *Node) directoryDiff(ctx context.Context, d fsm.Directory) ([]fsm.Direct
 	status.People = len(known)
 	seen := map[string]bool{}
 	var out []fsm.DirectoryPerson
-	err = c.People(ctx, func(p directory.Person) error {
+	err = c.People(ctx, func(id string) bool { _, ok := known[id]; return ok }, func(p directory.Person) error {
 		u, ok := known[p.ID]
 		if !ok {
 			return nil // never signed in here

@@ -359,10 +359,12 @@ func (c *Client) groups(l *ldap.Conn, dn string) ([]string, error) {
 }
 
 // People reads every person UserFilter matches with any address (its %s
-// as *), in pages, with their groups, and calls fn for each. It stops at
-// fn's first error. The leader's sync compares them with the people it
-// knows.
-func (c *Client) People(ctx context.Context, fn func(Person) error) error {
+// as *), in pages, and calls fn for each that want accepts (nil: all),
+// with their groups. It stops at fn's first error. The leader's sync
+// compares them with the people it knows, and reads the groups of those
+// only: a directory of 100,000 people of whom 1,000 signed in here costs
+// 1,000 group searches, not 100,000.
+func (c *Client) People(ctx context.Context, want func(id string) bool, fn func(Person) error) error {
 	l, err := c.searcher()
 	if err != nil {
 		return err
@@ -380,7 +382,7 @@ func (c *Client) People(ctx context.Context, fn func(Person) error) error {
 			return err
 		}
 		p := c.person(e)
-		if p.ID == "" {
+		if p.ID == "" || (want != nil && !want(p.ID)) {
 			continue
 		}
 		if !p.Disabled {

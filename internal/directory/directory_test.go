@@ -82,7 +82,7 @@ func TestDisabledAndUnavailable(t *testing.T) {
 		t.Fatalf("locked person: got %v, want ErrDisabled", err)
 	}
 	var people []Person
-	if err := c.People(ctx, func(p Person) error { people = append(people, p); return nil }); err != nil {
+	if err := c.People(ctx, nil, func(p Person) error { people = append(people, p); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(people) != 3 {
@@ -93,6 +93,15 @@ func TestDisabledAndUnavailable(t *testing.T) {
 			t.Errorf("%s: disabled %v", p.Email, p.Disabled)
 		}
 	}
+	// Only the people the caller knows are read further.
+	annID := s.EntryUUID(ldaptest.PersonDN("ann"))
+	people = nil
+	if err := c.People(ctx, func(id string) bool { return id == annID }, func(p Person) error { people = append(people, p); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(people) != 1 || people[0].ID != annID || len(people[0].Groups) != 2 {
+		t.Fatalf("People with a filter: %+v", people)
+	}
 
 	s.Stop()
 	start := time.Now()
@@ -102,7 +111,7 @@ func TestDisabledAndUnavailable(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("the stopped directory took %v to answer", d)
 	}
-	if err := c.People(ctx, func(Person) error { return nil }); !errors.Is(err, ErrUnavailable) {
+	if err := c.People(ctx, nil, func(Person) error { return nil }); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("People with the directory stopped: %v", err)
 	}
 	s.Start()

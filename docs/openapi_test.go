@@ -3,7 +3,6 @@ package docs_test
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -364,5 +363,3 @@ func (d *docValidator) operation(method, path string) string {
 	}
 	return best
 }
-
-var _ = fmt.Sprintf

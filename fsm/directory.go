@@ -268,12 +268,8 @@ func reconcileDirectoryMemberships(tx *bolt.Tx, userID, dirID string, p Director
 			exists(tx, bucketMembers, p.MembershipIDs[i]) {
 			continue
 		}
-		m := Membership{ID: p.MembershipIDs[i], UserID: userID, OrgID: orgID, Status: MembershipActive,
-			CreatedAt: at, UpdatedAt: at, DirectoryID: dirID}
-		put(tx, bucketMembers, m.ID, m)
-		putIndex(tx, bucketMemberByU, m.UserID+"/"+m.ID, "")
-		putIndex(tx, bucketMemberByO, m.OrgID+"/"+m.ID, "")
-		putIndex(tx, bucketMemberPair, pairKey(m.UserID, m.OrgID), m.ID)
+		putMembership(tx, Membership{ID: p.MembershipIDs[i], UserID: userID, OrgID: orgID, Status: MembershipActive,
+			CreatedAt: at, UpdatedAt: at, DirectoryID: dirID})
 		changed = true
 	}
 	return changed
@@ -351,12 +347,10 @@ func (s *State) Directories() ([]Directory, error) {
 func (s *State) DirectoryUsers(dirID string) (map[string]User, error) {
 	out := map[string]User{}
 	err := s.f.view(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketDirUsers).Cursor()
-		prefix := []byte(dirID + "/")
-		for k, v := c.Seek(prefix); k != nil && len(k) >= len(prefix) && string(k[:len(prefix)]) == string(prefix); k, v = c.Next() {
+		for _, uid := range prefixKeys(tx, bucketDirUsers, dirID) {
 			var u User
-			if get(tx, bucketUsers, string(v), &u) {
-				out[string(k[len(prefix):])] = u
+			if id, ok := getIndex(tx, bucketDirUsers, dirUserKey(dirID, uid)); ok && get(tx, bucketUsers, id, &u) {
+				out[uid] = u
 			}
 		}
 		return nil
@@ -364,10 +358,15 @@ func (s *State) DirectoryUsers(dirID string) (map[string]User, error) {
 	return out, err
 }
 
-// DirectoryCount returns how many directories are registered (the
-// sign-in asks them only when there is one).
-func (s *State) DirectoryCount() (int, error) {
-	n := 0
-	err := s.f.view(func(tx *bolt.Tx) error { n = tx.Bucket(bucketDirectories).Stats().KeyN; return nil })
-	return n, err
+// HasDirectories reports whether a directory is registered (the sign-in
+// asks directories only then). One cursor step, not a count: it runs for
+// every attempt with an unknown address.
+func (s *State) HasDirectories() (bool, error) {
+	var any bool
+	err := s.f.view(func(tx *bolt.Tx) error {
+		k, _ := tx.Bucket(bucketDirectories).Cursor().First()
+		any = k != nil
+		return nil
+	})
+	return any, err
 }

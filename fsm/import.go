@@ -135,11 +135,7 @@ func importOne(tx *bolt.Tx, iu ImportedUser, at time.Time) ImportOutcome {
 		putIndex(tx, bucketUserPhones, u.Phone, u.ID)
 	}
 	for i, orgID := range iu.OrgIDs {
-		m := Membership{ID: iu.MembershipIDs[i], UserID: u.ID, OrgID: orgID, Status: MembershipActive, CreatedAt: at, UpdatedAt: at}
-		put(tx, bucketMembers, m.ID, m)
-		putIndex(tx, bucketMemberByU, m.UserID+"/"+m.ID, "")
-		putIndex(tx, bucketMemberByO, m.OrgID+"/"+m.ID, "")
-		putIndex(tx, bucketMemberPair, pairKey(m.UserID, m.OrgID), m.ID)
+		putMembership(tx, Membership{ID: iu.MembershipIDs[i], UserID: u.ID, OrgID: orgID, Status: MembershipActive, CreatedAt: at, UpdatedAt: at})
 	}
 	return ImportOutcome{Status: ImportCreated, ID: u.ID}
 }

@@ -69,10 +69,7 @@ func applyCreateMembership(tx *bolt.Tx, _ uint64, p []byte) Result {
 	if exists(tx, bucketMemberPair, pairKey(m.UserID, m.OrgID)) {
 		return Result{Err: &ConflictError{Field: "org_id"}}
 	}
-	put(tx, bucketMembers, m.ID, m)
-	putIndex(tx, bucketMemberByU, m.UserID+"/"+m.ID, "")
-	putIndex(tx, bucketMemberByO, m.OrgID+"/"+m.ID, "")
-	putIndex(tx, bucketMemberPair, pairKey(m.UserID, m.OrgID), m.ID)
+	putMembership(tx, m)
 	return Result{Value: m}
 }
 
@@ -100,6 +97,15 @@ func applyDeleteMembership(tx *bolt.Tx, _ uint64, p []byte) Result {
 	}
 	deleteMembership(tx, c.ID)
 	return Result{}
+}
+
+// putMembership writes a new membership with its indexes; deleteMembership
+// undoes it.
+func putMembership(tx *bolt.Tx, m Membership) {
+	put(tx, bucketMembers, m.ID, m)
+	putIndex(tx, bucketMemberByU, m.UserID+"/"+m.ID, "")
+	putIndex(tx, bucketMemberByO, m.OrgID+"/"+m.ID, "")
+	putIndex(tx, bucketMemberPair, pairKey(m.UserID, m.OrgID), m.ID)
 }
 
 func deleteMembership(tx *bolt.Tx, id string) {

@@ -3,7 +3,6 @@ package node_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -80,33 +79,4 @@ func TestClockSkewTakesTheNodeOutOfService(t *testing.T) {
 			}
 		})
 	}
-}
-
-// metricOf is the value of an unlabelled metric on node i.
-func metricOf(t *testing.T, c *testcluster.Cluster, i int, name string) float64 {
-	t.Helper()
-	resp, err := c.Client().Get(c.URL(i) + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var b strings.Builder
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := resp.Body.Read(buf)
-		b.Write(buf[:n])
-		if err != nil {
-			break
-		}
-	}
-	for _, line := range strings.Split(b.String(), "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			var f float64
-			if _, err := fmt.Sscan(v, &f); err == nil {
-				return f
-			}
-		}
-	}
-	t.Fatalf("node %d: no metric %s", i, name)
-	return 0
 }

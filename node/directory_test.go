@@ -2,7 +2,6 @@ package node_test
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -273,14 +272,8 @@ func TestDirectorySyncRunsOnTheLeaderOnly(t *testing.T) {
 // syncs is node i's oidcd_directory_syncs_total{outcome="ok"}, summed.
 func syncs(t *testing.T, c *testcluster.Cluster, i int) float64 {
 	t.Helper()
-	resp, err := c.Client().Get(c.URL(i) + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
 	total := 0.0
-	for _, line := range strings.Split(string(body), "\n") {
+	for _, line := range metricsLines(t, c, i) {
 		if strings.HasPrefix(line, "oidcd_directory_syncs_total{") && strings.Contains(line, `outcome="ok"`) {
 			f, _ := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
 			total += f

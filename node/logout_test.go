@@ -342,16 +342,28 @@ func validLocally(t *testing.T, c *testcluster.Cluster, token string, now func()
 	return err
 }
 
-// metricValue reads an unlabelled metric from /metrics.
+// metricValue reads an unlabelled metric from node 0's /metrics.
 func metricValue(t *testing.T, c *testcluster.Cluster, name string) float64 {
 	t.Helper()
-	resp, err := c.Client().Get(c.URL(0) + "/metrics")
+	return metricOf(t, c, 0, name)
+}
+
+// metricsLines is node i's /metrics page, a line each.
+func metricsLines(t *testing.T, c *testcluster.Cluster, i int) []string {
+	t.Helper()
+	resp, err := c.Client().Get(c.URL(i) + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(body), "\n") {
+	return strings.Split(string(body), "\n")
+}
+
+// metricOf reads an unlabelled metric from node i's /metrics.
+func metricOf(t *testing.T, c *testcluster.Cluster, i int, name string) float64 {
+	t.Helper()
+	for _, line := range metricsLines(t, c, i) {
 		if v, ok := strings.CutPrefix(line, name+" "); ok {
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
@@ -360,7 +372,7 @@ func metricValue(t *testing.T, c *testcluster.Cluster, name string) float64 {
 			return f
 		}
 	}
-	t.Fatalf("no metric %s at /metrics", name)
+	t.Fatalf("no metric %s at node %d's /metrics", name, i)
 	return 0
 }
 

@@ -156,7 +156,6 @@ func (p *Provider) directoryPassword(ctx context.Context, email, secret string, 
 		}
 		cmd := fsm.DirectorySignIn{DirectoryID: d.ID, UserID: DirectoryUserID(d.ID, person.ID),
 			Person: DirectoryPerson(d, person, email), At: p.now()}
-		cmd.Person.Gone = false
 		res, aerr := p.cfg.Applier.Apply(ctx, fsm.MustCommand(fsm.TypeDirectorySignIn, cmd))
 		if aerr == nil {
 			aerr = res.Err

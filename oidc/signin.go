@@ -194,9 +194,9 @@ func (p *Provider) checkPassword(ctx context.Context, email, secret string) (fsm
 	case err == nil && u.DirectoryID != "":
 		return p.directoryPassword(ctx, email, secret, &u)
 	case errors.Is(err, fsm.ErrNotFound) && email != "" && len(email) <= maxEmailLen:
-		if n, derr := p.cfg.State.DirectoryCount(); derr != nil {
+		if has, derr := p.cfg.State.HasDirectories(); derr != nil {
 			return fsm.User{}, false, "", derr
-		} else if n > 0 {
+		} else if has {
 			return p.directoryPassword(ctx, email, secret, nil)
 		}
 	}

@@ -206,7 +206,7 @@ func TestRollingUpgradeFromThePreviousRelease(t *testing.T) {
 	var mu sync.Mutex
 	var acked []string
 	var signIns, failures atomic.Int64
-	stop := make(chan struct{})
+	loadDone := make(chan struct{})
 	var wg sync.WaitGroup
 	for w := range 2 {
 		wg.Add(1)
@@ -214,7 +214,7 @@ func TestRollingUpgradeFromThePreviousRelease(t *testing.T) {
 			defer wg.Done()
 			for i := 0; ; i++ {
 				select {
-				case <-stop:
+				case <-loadDone:
 					return
 				default:
 				}
@@ -234,7 +234,7 @@ func TestRollingUpgradeFromThePreviousRelease(t *testing.T) {
 	}
 	for i := range 3 {
 		time.Sleep(time.Second)
-		if code := stopProc(t, procs[i]); code != 0 {
+		if code := stop(t, procs[i]); code != 0 {
 			t.Errorf("node %d (%s) exited %d on SIGTERM", i, version, code)
 		}
 		procs[i] = startNode(t, newBin, configs[i], secrets, filepath.Join(dir, fmt.Sprintf("node%d-new.log", i)))
@@ -242,7 +242,7 @@ func TestRollingUpgradeFromThePreviousRelease(t *testing.T) {
 		t.Logf("node %d upgraded", i)
 	}
 	time.Sleep(time.Second)
-	close(stop)
+	close(loadDone)
 	wg.Wait()
 	t.Logf("during the upgrade: %d sign-ins, %d failed attempts, %d organizations acknowledged", signIns.Load(), failures.Load(), len(acked))
 	if signIns.Load() == 0 {
@@ -309,6 +309,3 @@ func TestRollingUpgradeFromThePreviousRelease(t *testing.T) {
 		t.Fatalf("import after the upgrade: %d %v", status, out)
 	}
 }
-
-// stopProc sends SIGTERM and waits for the exit code.
-func stopProc(t *testing.T, cmd *exec.Cmd) int { return stop(t, cmd) }

@@ -73,7 +73,7 @@ func (a *api) importUsers(w http.ResponseWriter, r *http.Request) {
 	var sent []int // index in b.Users of each person in cmd
 	for i, u := range b.Users {
 		out[i] = importResult{Index: i, Email: u.Email}
-		iu, p := a.importedUser(u, i)
+		iu, p := a.importedUser(u)
 		if len(p) > 0 {
 			out[i].Status = fsm.ImportFailed
 			out[i].Error = importError(r, p)
@@ -115,7 +115,7 @@ func (a *api) importUsers(w http.ResponseWriter, r *http.Request) {
 
 // importedUser checks one person of the request and builds their part of
 // the command, with fresh ids.
-func (a *api) importedUser(u importUser, i int) (fsm.ImportedUser, problems) {
+func (a *api) importedUser(u importUser) (fsm.ImportedUser, problems) {
 	var p problems
 	p.email("email", u.Email)
 	p.phone("phone", u.Phone)

@@ -2,6 +2,7 @@ package admincli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/csv"
@@ -368,7 +369,7 @@ func jsonlRows(r *bufio.Reader, fn func(int, importRow) error) error {
 			continue
 		}
 		var row importRow
-		dec := json.NewDecoder(strings.NewReader(string(b)))
+		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&row); err != nil {
 			return fmt.Errorf("line %d: %v", line, err)

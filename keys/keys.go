@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lestrrat-go/jwx/v2/jwt"
-
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/kek"
 )
@@ -62,14 +60,14 @@ var (
 type Applier = fsm.Applier
 
 // Signer signs claims with the active key. claims is anything that encodes
-// to a JSON object (a map, a struct, a jwt.Token).
+// to a JSON object (a map, a struct, a json.RawMessage).
 type Signer interface {
 	Sign(claims any, typ string) ([]byte, error)
 }
 
 // Verifier checks a token's signature against the published keys.
 type Verifier interface {
-	Verify(token []byte) (jwt.Token, error)
+	Verify(token []byte) ([]byte, error)
 }
 
 var (

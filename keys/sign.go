@@ -10,12 +10,11 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jwk"
 	"github.com/lestrrat-go/jwx/v2/jws"
-	"github.com/lestrrat-go/jwx/v2/jwt"
 )
 
 // Sign returns a compact JWS (RS256) of claims made with the key active now.
-// claims must encode to a JSON object: a map[string]any, a struct, a
-// jwt.Token or a json.RawMessage. The protected header always carries kid,
+// claims must encode to a JSON object: a map[string]any, a struct or a
+// json.RawMessage. The protected header always carries kid,
 // and typ when typ is not empty (TypJWT for ID and access tokens, TypLogout
 // for logout tokens). It fails with ErrNoKey when no key is active.
 func (m *Manager) Sign(claims any, typ string) ([]byte, error) {
@@ -58,11 +57,13 @@ func (m *Manager) CanSign() bool {
 }
 
 // Verify checks that token is a compact JWS signed with RS256 by a key that
-// is published now, chosen by the kid header, and returns its claims. It
-// rejects alg none, any other algorithm and unknown or unpublished kids,
-// all wrapped in ErrInvalidToken. It does not validate exp, iat, iss or
-// aud: callers decide (an expired id_token_hint is still ours).
-func (m *Manager) Verify(token []byte) (jwt.Token, error) {
+// is published now, chosen by the kid header, and returns its payload: the
+// claims, a JSON object (jws checks the signature; the payload is decoded
+// by the caller into the claims it needs). It rejects alg none, any other
+// algorithm, unknown or unpublished kids and a payload that is not a JSON
+// object, all wrapped in ErrInvalidToken. It does not validate exp, iat,
+// iss or aud: callers decide (an expired id_token_hint is still ours).
+func (m *Manager) Verify(token []byte) ([]byte, error) {
 	t, _, err := m.VerifyKid(token)
 	return t, err
 }
@@ -71,7 +72,7 @@ func (m *Manager) Verify(token []byte) (jwt.Token, error) {
 // the token. A kid is the thumbprint of its key, so for that token and
 // kid, Published(kid) later tells whether Verify would still accept the
 // signature: callers that cache verified tokens ask it on every hit.
-func (m *Manager) VerifyKid(token []byte) (jwt.Token, string, error) {
+func (m *Manager) VerifyKid(token []byte) ([]byte, string, error) {
 	if len(token) > MaxTokenSize {
 		return nil, "", fmt.Errorf("%w: larger than %d bytes", ErrInvalidToken, MaxTokenSize)
 	}
@@ -97,11 +98,14 @@ func (m *Manager) VerifyKid(token []byte) (jwt.Token, string, error) {
 		sink.Key(jwa.RS256, &ks.priv[i].PublicKey)
 		return nil
 	})
-	t, err := jwt.Parse(token, jwt.WithKeyProvider(provider), jwt.WithValidate(false))
+	payload, err := jws.Verify(token, jws.WithKeyProvider(provider))
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: %w", ErrInvalidToken, err)
 	}
-	return t, kid, nil
+	if !jsonObject(payload) {
+		return nil, "", fmt.Errorf("%w: claims are not a JSON object", ErrInvalidToken)
+	}
+	return payload, kid, nil
 }
 
 // Published reports whether kid names a key that is published now, which
@@ -182,7 +186,7 @@ var strictB64URL = base64.RawURLEncoding.Strict()
 
 // compactJWS reports whether token has the shape of a compact JWS: three
 // parts of canonical unpadded base64url separated by dots, and nothing
-// else. jwt.Parse is more lenient: it trims surrounding white space and
+// else. jws.Parse is more lenient: it trims surrounding white space and
 // ignores the unused low bits of a part's last character, so one token
 // would have many spellings that all verify. (The decoder skips CR and
 // LF even when strict: they are refused first.)
@@ -198,4 +202,10 @@ func compactJWS(token []byte) bool {
 		}
 	}
 	return true
+}
+
+// jsonObject reports whether b is one valid JSON object.
+func jsonObject(b []byte) bool {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	return len(b) > 0 && b[0] == '{' && json.Valid(b)
 }

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lestrrat-go/jwx/v2/jwt"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/oidcd/oidcd/fsm"
@@ -23,7 +22,7 @@ type Applier = fsm.Applier
 // Keys signs logout tokens and verifies id_token_hint.
 type Keys interface {
 	Sign(claims any, typ string) ([]byte, error)
-	Verify(token []byte) (jwt.Token, error)
+	Verify(token []byte) (claims []byte, err error)
 }
 
 var _ Keys = (*keys.Manager)(nil)

@@ -1,15 +1,16 @@
 package oidc
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 	"time"
-
-	"github.com/lestrrat-go/jwx/v2/jwt"
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/httpx"
@@ -82,7 +83,7 @@ func (p *Provider) parseAccessToken(raw string, now time.Time) (accessToken, err
 // verifyAccessToken is parseAccessToken without the cache; it also
 // returns the kid of the key that verified raw.
 func (p *Provider) verifyAccessToken(raw string, now time.Time) (accessToken, string, error) {
-	t, kid, err := p.cfg.Keys.VerifyKid([]byte(raw))
+	payload, kid, err := p.cfg.Keys.VerifyKid([]byte(raw))
 	if err != nil {
 		if errors.Is(err, keys.ErrUnknownKey) {
 			return accessToken{}, "", errTokenKeyUnknown
@@ -92,37 +93,49 @@ func (p *Provider) verifyAccessToken(raw string, now time.Time) (accessToken, st
 		}
 		return accessToken{}, "", err
 	}
-	out := accessToken{jti: t.JwtID(), sub: t.Subject(), exp: t.Expiration()}
-	if t.Issuer() != p.cfg.Issuer || out.exp.IsZero() || !now.Before(out.exp.Add(clockSkew)) ||
-		len(t.Audience()) != 0 || out.jti == "" || out.sub == "" {
+	var c bearerClaims
+	if json.Unmarshal(payload, &c) != nil || c.Iss != p.cfg.Issuer || !noAudience(c.Aud) ||
+		c.JTI == "" || c.Sub == "" || c.SID == "" || c.Org == "" || c.Scp == nil {
 		return accessToken{}, "", errTokenInvalid
 	}
-	var ok bool
-	if out.sid, ok = stringClaim(t, "sid"); !ok {
+	out := accessToken{jti: c.JTI, sub: c.Sub, sid: c.SID, org: c.Org, scopes: *c.Scp}
+	if out.exp = numericDate(c.Exp); out.exp.IsZero() || !now.Before(out.exp.Add(clockSkew)) {
 		return accessToken{}, "", errTokenInvalid
-	}
-	if out.org, ok = stringClaim(t, "organization_id"); !ok {
-		return accessToken{}, "", errTokenInvalid
-	}
-	v, ok := t.Get("scp")
-	list, isList := v.([]any)
-	if !ok || !isList {
-		return accessToken{}, "", errTokenInvalid
-	}
-	out.scopes = make([]string, len(list))
-	for i, s := range list {
-		if out.scopes[i], ok = s.(string); !ok {
-			return accessToken{}, "", errTokenInvalid
-		}
 	}
 	return out, kid, nil
 }
 
-// stringClaim returns a non-empty string claim.
-func stringClaim(t jwt.Token, name string) (string, bool) {
-	v, ok := t.Get(name)
-	s, isString := v.(string)
-	return s, ok && isString && s != ""
+// bearerClaims are what the bearer check reads of an access token
+// (accessClaims), decoded from the payload keys.Manager has verified. A
+// claim of the wrong JSON type fails the decoding, and so the token.
+type bearerClaims struct {
+	Iss string          `json:"iss"`
+	Sub string          `json:"sub"`
+	Aud json.RawMessage `json:"aud"`
+	Exp *float64        `json:"exp"`
+	JTI string          `json:"jti"`
+	SID string          `json:"sid"`
+	Org string          `json:"organization_id"`
+	Scp *[]string       `json:"scp"`
+}
+
+// noAudience reports whether an aud claim is absent, null or an empty
+// array: an ID token's aud is a non-empty array, a logout token's a
+// string, and neither is an access token.
+func noAudience(aud json.RawMessage) bool {
+	aud = bytes.TrimSpace(aud)
+	return len(aud) == 0 || string(aud) == "null" || string(aud) == "[]"
+}
+
+// numericDate is a JSON NumericDate (seconds since the epoch, possibly
+// fractional) as a time, or the zero time when it is absent, not
+// positive or out of range. A float64 holds every whole second exactly.
+func numericDate(n *float64) time.Time {
+	if n == nil || !(*n > 0 && *n < 1<<33) {
+		return time.Time{}
+	}
+	sec, frac := math.Modf(*n)
+	return time.Unix(int64(sec), int64(frac*1e9))
 }
 
 // errTokenKeyUnknown is errTokenInvalid for a token whose kid this node

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/go-webauthn/webauthn/webauthn"
-	"github.com/lestrrat-go/jwx/v2/jwt"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/oidcd/oidcd/fsm"
@@ -34,7 +33,7 @@ type Applier = fsm.Applier
 type Keys interface {
 	KeySource
 	Sign(claims any, typ string) ([]byte, error)
-	VerifyKid(token []byte) (jwt.Token, string, error)
+	VerifyKid(token []byte) (claims []byte, kid string, err error)
 	Published(kid string) (bool, error)
 }
 

@@ -3,18 +3,20 @@ GO        ?= go
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
 BIN       := bin/oidcd
+DEMO_RP   := bin/oidcd-demo-rp
 DATA_DIR  ?= ./data
 
 .PHONY: build run test bench bench-lifecycle bench-edge bench-audit bench-micro soak lint fmt clean fuzz package
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/oidcd
+	$(GO) build -o $(DEMO_RP) ./cmd/oidcd-demo-rp
 
 ## run: a single-node provider on http://127.0.0.1:8080 with data in ./data
 ## and a demo organization, person and client, and beside it the demo
-## relying party on http://127.0.0.1:9090 (oidcd demo-rp). Ctrl-C stops both.
+## relying party on http://127.0.0.1:9090 (bin/oidcd-demo-rp). Ctrl-C stops both.
 run: build
-	@./$(BIN) demo-rp --issuer http://127.0.0.1:8080 --addr 127.0.0.1:9090 & rp=$$!; \
+	@./$(DEMO_RP) --issuer http://127.0.0.1:8080 --addr 127.0.0.1:9090 & rp=$$!; \
 	trap 'kill $$rp 2>/dev/null' INT TERM EXIT; \
 	./$(BIN) serve --demo --data-dir $(DATA_DIR); \
 	status=$$?; kill $$rp 2>/dev/null; wait $$rp; exit $$status
@@ -24,7 +26,7 @@ run: build
 PKGARCH ?= $(shell $(GO) env GOARCH)
 package: build
 	GOOS=linux GOARCH=$(PKGARCH) CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o dist/oidcd-linux-$(PKGARCH) ./cmd/oidcd
-	$(GO) run ./cmd/oidcd-package --binary dist/oidcd-linux-$(PKGARCH) --tool $(BIN) --arch $(PKGARCH) --version $(VERSION) --out dist/
+	cd tools && $(GO) run ./cmd/oidcd-package --binary ../dist/oidcd-linux-$(PKGARCH) --tool ../$(BIN) --root .. --arch $(PKGARCH) --version $(VERSION) --out ../dist/
 
 ## test: every unit and black-box test, with the race detector.
 ## Browser tests need chromium, the load-balancer tests HAProxy, the
@@ -41,6 +43,7 @@ test:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) test -race -count=1 -timeout 12m ./...
+	cd tools && $(GO) vet ./packaging/ ./cmd/... && $(GO) test -count=1 -timeout 5m ./packaging/
 
 ## bench: the matrix of BENCHMARKS.md in one run: this machine's ceilings
 ## (RS256 per core, one argon2id hash, a trivial net/http handler), then
@@ -122,15 +125,17 @@ fuzz:
 ##     nodes, and uses math/rand to vary its workers' choices.
 GOSEC_FLAGS := -quiet -exclude=G104 -exclude-dir=testcluster -exclude-dir=internal/fsmtest \
 	-exclude-dir=internal/chrometest -exclude-dir=cmd/oidcd-bench
-## The linters live in their own module (tools/go.mod), so the product's
-## go.mod and go.sum list only what oidcd and its tests use; they are built
-## from there into bin/ and run over this module.
+## The linters and the Debian packager (nfpm) live in their own module
+## (tools/go.mod), so the product's go.mod and go.sum list only what oidcd
+## and its tests use; the linters are built from there into bin/ and run
+## over both modules.
 lint:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	cd tools && $(GO) build -o ../bin/ honnef.co/go/tools/cmd/staticcheck github.com/securego/gosec/v2/cmd/gosec
 	./bin/staticcheck ./...
 	./bin/gosec $(GOSEC_FLAGS) ./...
+	cd tools && ../bin/staticcheck ./packaging/ ./cmd/... && ../bin/gosec -quiet -exclude=G104 ./packaging/ ./cmd/...
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -159,7 +159,7 @@ const (
 	DemoEmail    = "demo@example.com"
 	DemoPassword = "demo-password"
 	DemoClientID = "demo-rp"
-	// DemoRedirectURI is where `oidcd demo-rp` (internal/demorp) listens
+	// DemoRedirectURI is where oidcd-demo-rp (internal/demorp) listens
 	// for the code by default.
 	DemoRedirectURI = "http://127.0.0.1:9090/callback"
 )
@@ -219,6 +219,6 @@ func (n *Node) seedDemo(ctx context.Context) error {
 
 // demoBanner prints the demo sign-in, on every start with --demo.
 func (n *Node) demoBanner(title string) {
-	fmt.Fprintf(n.cfg.Out, "%s:\n  organization %q, person %s / %s\n  public client %q, redirect URI %s (oidcd demo-rp)\n  discovery: %s/.well-known/openid-configuration\n\n",
+	fmt.Fprintf(n.cfg.Out, "%s:\n  organization %q, person %s / %s\n  public client %q, redirect URI %s (oidcd-demo-rp)\n  discovery: %s/.well-known/openid-configuration\n\n",
 		title, DemoOrgSlug, DemoEmail, DemoPassword, DemoClientID, n.cfg.DemoRedirectURI, n.cfg.Issuer)
 }

@@ -75,7 +75,7 @@ type Config struct {
 	AuditRetention time.Duration
 	Demo           bool // seed a demo organization, person and client on an empty store
 	// DemoRedirectURI is the demo client's redirect URI (default
-	// DemoRedirectURI, `oidcd demo-rp`'s); its siblings signed-out and
+	// DemoRedirectURI, oidcd-demo-rp's); its siblings signed-out and
 	// backchannel-logout are registered as the post-logout redirect URI
 	// and the back-channel logout URI.
 	DemoRedirectURI string

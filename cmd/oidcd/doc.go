@@ -1,8 +1,8 @@
 // Command oidcd is the OpenID Connect provider: `oidcd serve` runs a node,
 // `oidcd admin` drives the admin API, `oidcd config check|example` checks
 // and prints a configuration, `oidcd keygen` prints a cluster key or KEK,
-// `oidcd demo-rp` runs the demo relying party, and `oidcd version` prints
-// the version.
+// and `oidcd version` prints the version. The demo relying party is its
+// own binary, oidcd-demo-rp (cmd/oidcd-demo-rp).
 //
 // This package only turns flags, OIDCD_* environment variables and the
 // TOML file (in that order of precedence, over the defaults of

@@ -11,7 +11,6 @@ import (
 	"syscall"
 
 	"github.com/oidcd/oidcd/internal/admincli"
-	"github.com/oidcd/oidcd/internal/demorp"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -25,7 +24,6 @@ Usage:
   oidcd config check FILE check a configuration file (oidcd config help)
   oidcd config example    print a configuration file with every key
   oidcd man               print the manual page (roff; man -l - reads it)
-  oidcd demo-rp [flags]   a demo relying party on 127.0.0.1:9090 (oidcd demo-rp -h)
   oidcd recover [flags]   make a stopped node the new core after its voters are lost (oidcd recover -h)
   oidcd keygen            print a fresh --cluster-key
   oidcd version           print the version
@@ -51,7 +49,8 @@ func run(args []string, env func(string) string, stdin io.Reader, stdout, stderr
 	case "config":
 		return configCmd(args[1:], stdout, stderr)
 	case "demo-rp":
-		return demorp.Main(args[1:], stdout, stderr)
+		fmt.Fprintln(stderr, "oidcd: the demo relying party is its own binary now: oidcd-demo-rp (make build puts it in bin/)")
+		return 2
 	case "man":
 		return manPage(stdout, stderr)
 	case "recover":

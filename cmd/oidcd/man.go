@@ -26,7 +26,6 @@ func manPage(stdout, stderr io.Writer) int {
 		"oidcd admin [global flags] NOUN VERB [flags] [args]",
 		"oidcd config check [--env-file ENVFILE] FILE",
 		"oidcd config example [flags]",
-		"oidcd demo-rp [flags]",
 		"oidcd recover --data-dir DIR [--voters ID,ID,...]",
 		"oidcd keygen",
 		"oidcd version",

@@ -1,4 +1,4 @@
-// Package demorp is `oidcd demo-rp`: a tiny relying party for trying the
+// Package demorp is the oidcd-demo-rp command: a tiny relying party for trying the
 // provider on 127.0.0.1, built on github.com/coreos/go-oidc/v3 and
 // golang.org/x/oauth2 as a real application would be.
 //

@@ -22,10 +22,10 @@ const (
 	DefaultClientID = "demo-rp"
 )
 
-const usage = `oidcd demo-rp: a tiny relying party to try the provider with.
+const usage = `oidcd-demo-rp: a tiny relying party to try the provider with.
 
 Usage:
-  oidcd demo-rp [flags]
+  oidcd-demo-rp [flags]
 
 It serves http://<addr>/ with a "Sign in" button, shows the ID token's
 claims, the userinfo answer and /api/v1/me/memberships after sign-in, signs

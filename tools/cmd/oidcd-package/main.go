@@ -9,7 +9,7 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/oidcd/oidcd/internal/packaging"
+	"github.com/oidcd/oidcd/tools/packaging"
 )
 
 func main() {

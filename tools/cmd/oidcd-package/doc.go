@@ -1,0 +1,7 @@
+// Command oidcd-package builds the Debian package of oidcd (see package
+// tools/packaging): `make package` runs it on bin/oidcd. It lives in the
+// tools module with the linters, so nfpm and what it pulls in stay out of
+// the product's go.mod and go.sum. From tools/:
+//
+//	go run ./cmd/oidcd-package --binary ../bin/oidcd --root .. --version "$(git describe --tags --always --dirty)" --out ../dist/
+package main

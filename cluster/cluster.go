@@ -34,6 +34,11 @@ var (
 	ErrNonVoterBootstrap = errors.New("cluster: a non-voter joins an existing cluster (give it join addresses); it does not bootstrap one")
 )
 
+// logCacheSize is how many of the newest log entries stay in memory
+// (raft.LogCache). An entry is at most a few MiB (a user import batch), so
+// the cache stays bounded; usually it is a few KiB each.
+const logCacheSize = 64
+
 // Config configures one node's raft.
 type Config struct {
 	NodeID   string
@@ -93,6 +98,7 @@ type Cluster struct {
 	raft      *raft.Raft
 	fsm       *fsm.FSM
 	store     *guardedStore
+	logs      raft.LogStore // store behind a cache of the newest entries
 	transport *raft.NetworkTransport
 	metrics   *metrics
 	clock     *clock // the peers' clocks (clock.go)
@@ -208,7 +214,14 @@ func New(cfg Config) (_ *Cluster, err error) {
 	if err := recoverFromPeersFile(dir, cfg.NodeID, cfg.FSM, store, snaps, existing, cfg.Logger); err != nil {
 		return nil, err
 	}
-	return &Cluster{cfg: cfg, log: cfg.Logger, fsm: cfg.FSM, store: store, transport: transport, stream: stream,
+	// The newest entries stay in memory: the leader sends each to every
+	// follower and non-voter, and the read index checks the commit's term,
+	// and without the cache each of those is a bbolt read and a decode.
+	logs, err := raft.NewLogCache(logCacheSize, store)
+	if err != nil {
+		return nil, err
+	}
+	return &Cluster{cfg: cfg, log: cfg.Logger, fsm: cfg.FSM, store: store, logs: logs, transport: transport, stream: stream,
 		stopped: make(chan struct{}), raftConfig: rc, snaps: snaps, existing: existing}, nil
 }
 
@@ -220,7 +233,7 @@ func (c *Cluster) Start() error {
 	if c.started {
 		return errors.New("cluster: started twice")
 	}
-	r, err := raft.NewRaft(c.raftConfig, c.fsm, c.store, c.store, c.snaps, c.transport)
+	r, err := raft.NewRaft(c.raftConfig, c.fsm, c.logs, c.store, c.snaps, c.transport)
 	if err != nil {
 		return fmt.Errorf("cluster: raft: %w", err)
 	}
@@ -512,7 +525,7 @@ func (c *Cluster) settleLost(ctx context.Context, index uint64, data []byte) (co
 		return false, fmt.Errorf("%w: write outcome unknown: entry %d not applied here: %w", ErrNoLeader, index, err)
 	}
 	var l raft.Log
-	if err := c.store.GetLog(index, &l); err != nil {
+	if err := c.logs.GetLog(index, &l); err != nil {
 		return false, fmt.Errorf("%w: write outcome unknown: entry %d: %w", ErrNoLeader, index, err)
 	}
 	return l.Type == raft.LogCommand && bytes.Equal(l.Data, data), nil

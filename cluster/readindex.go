@@ -81,7 +81,7 @@ func (c *Cluster) verifiedReadIndex() (uint64, error) {
 	for attempt := 0; ; attempt++ {
 		term := c.raft.CurrentTerm()
 		commit := c.raft.CommitIndex()
-		commitTerm, fsmIndex, err := c.fwd.reads.scan(c.store, commit, c.fsm.Applied)
+		commitTerm, fsmIndex, err := c.fwd.reads.scan(c.logs, commit, c.fsm.Applied)
 		if err != nil {
 			return 0, err
 		}

@@ -100,6 +100,7 @@ func (f *FSM) ResultAt(index uint64) (Result, bool) {
 
 // Open opens or creates the state file at path.
 func Open(path string) (*FSM, error) {
+	removeCompactLeftovers(path)
 	db, err := openDB(path)
 	if err != nil {
 		return nil, err
@@ -321,26 +322,26 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 		sink.Cancel()
 		return errRestoredSince
 	}
-	if _, err := s.tx.WriteTo(sink); err != nil {
+	if _, err := s.f.writeCompact(s.tx, sink); err != nil {
 		sink.Cancel()
 		return err
 	}
 	return sink.Close()
 }
 
-func (s *snapshot) Release() { s.tx.Rollback() }
+// Release ends the snapshot's read transaction unless Persist has.
+func (s *snapshot) Release() { _ = s.tx.Rollback() }
 
-// WriteTo streams a consistent copy of the state file to w (for backups).
+// WriteTo streams a consistent, compacted copy of the state (live data
+// only: writeCompact) to w (for backups).
 func (f *FSM) WriteTo(w io.Writer) (int64, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	var n int64
-	err := f.db.View(func(tx *bolt.Tx) error {
-		var err error
-		n, err = tx.WriteTo(w)
-		return err
-	})
-	return n, err
+	tx, err := f.db.Begin(false)
+	if err != nil {
+		return 0, err
+	}
+	return f.writeCompact(tx, w)
 }
 
 // ExpectRestore tells the FSM the raft index of the snapshot that the next

@@ -87,8 +87,10 @@ type Config struct {
 	// SnapshotThreshold and SnapshotInterval govern compaction; defaults
 	// 8192 entries and 2 minutes. TrailingLogs defaults to 10240.
 	SnapshotThreshold uint64
-	SnapshotInterval  time.Duration
-	TrailingLogs      uint64
+	// RetainSnapshots is how many snapshots stay on disk; default 1.
+	RetainSnapshots  int
+	SnapshotInterval time.Duration
+	TrailingLogs     uint64
 }
 
 // Cluster is one node's membership in the raft group.
@@ -192,7 +194,7 @@ func New(cfg Config) (_ *Cluster, err error) {
 	store := &guardedStore{s: bolt, closing: make(chan struct{}), log: cfg.Logger.Warn}
 	cleanup.Push(func() { store.Close() })
 	removeTransferFiles(cfg.DataDir)
-	snaps, err := openSnapshotStore(dir, cfg.FSM, cfg.Logger, newHCLog(cfg.Logger, "snapshot"))
+	snaps, err := openSnapshotStore(dir, orDefault(cfg.RetainSnapshots, defaultRetainSnapshots), cfg.FSM, cfg.Logger, newHCLog(cfg.Logger, "snapshot"))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: snapshot store: %w", err)
 	}
@@ -310,7 +312,7 @@ func (c *Cluster) bootstrap(servers []raft.Server) error {
 	return nil
 }
 
-func orDefault(v, d uint64) uint64 {
+func orDefault[T uint64 | int](v, d T) T {
 	if v == 0 {
 		return d
 	}

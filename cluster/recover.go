@@ -42,7 +42,7 @@ func Recover(dataDir, nodeID string, f *fsm.FSM, voters []string, log *slog.Logg
 		return nil, fmt.Errorf("cluster: log store: %w", err)
 	}
 	defer store.Close()
-	snaps, err := openSnapshotStore(dir, f, log, newHCLog(log, "snapshot"))
+	snaps, err := openSnapshotStore(dir, defaultRetainSnapshots, f, log, newHCLog(log, "snapshot"))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: snapshot store: %w", err)
 	}

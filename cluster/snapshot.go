@@ -21,8 +21,10 @@ import (
 // build can use (not bbolt, truncated, corrupt, or another schema).
 var ErrInvalidBackup = errors.New("cluster: not a state file of this version")
 
-// retainSnapshots is how many raft snapshots stay on disk.
-const retainSnapshots = 2
+// defaultRetainSnapshots is how many raft snapshots stay on disk unless
+// Config.RetainSnapshots says otherwise. One is enough to send a lagging
+// or wiped node and to resume from; the state file itself is durable.
+const defaultRetainSnapshots = 1
 
 // restoreTimeout bounds the queueing of a restore in raft. raft measures
 // it from the start of Restore, so it must also cover copying the backup
@@ -76,8 +78,8 @@ func (s *snapshotStore) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, erro
 // no longer in the log. The FSM also lags its own snapshot by the raft
 // no-ops and barriers at the snapshot's end, which it never sees; a
 // restore then reinstalls the same data.
-func openSnapshotStore(dir string, f *fsm.FSM, log *slog.Logger, hlog hclog.Logger) (*snapshotStore, error) {
-	fss, err := raft.NewFileSnapshotStoreWithLogger(dir, retainSnapshots, hlog)
+func openSnapshotStore(dir string, retain int, f *fsm.FSM, log *slog.Logger, hlog hclog.Logger) (*snapshotStore, error) {
+	fss, err := raft.NewFileSnapshotStoreWithLogger(dir, max(retain, 1), hlog)
 	if err != nil {
 		return nil, err
 	}

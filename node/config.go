@@ -112,11 +112,13 @@ type Config struct {
 	KeyRetention          time.Duration
 	// Log compaction (cluster.Config): a snapshot every SnapshotThreshold
 	// entries, checked every SnapshotInterval, keeping TrailingLogs entries
-	// for followers that lag. Zero values take cluster's defaults (8192
-	// entries, 2 minutes, 10240 entries).
+	// for followers that lag, and RetainSnapshots snapshots on disk. Zero
+	// values take cluster's defaults (8192 entries, 2 minutes, 10240
+	// entries, one snapshot).
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
 	TrailingLogs      uint64
+	RetainSnapshots   int
 }
 
 // MinAdminTokenLen is the shortest --admin-token a node accepts.

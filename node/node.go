@@ -163,6 +163,7 @@ func New(cfg Config) (_ *Node, err error) {
 		SnapshotThreshold: cfg.SnapshotThreshold,
 		SnapshotInterval:  cfg.SnapshotInterval,
 		TrailingLogs:      cfg.TrailingLogs,
+		RetainSnapshots:   cfg.RetainSnapshots,
 	})
 	if err != nil {
 		return nil, damaged(err, cfg.DataDir)

@@ -16,7 +16,20 @@ type Reap struct {
 	// AuditBefore, when set, prunes audit events older than it, at most
 	// AuditPruneBatch per reap (the oldest first).
 	AuditBefore time.Time `json:"audit_before,omitzero"`
+	// Limit, when set, bounds the records one Reap examines in each
+	// bucket: it goes on from where the last one stopped (a position kept
+	// in the state, so every replica examines the same records) and wraps
+	// around at the end. Zero examines every record, as nodes before
+	// Limit existed do; such a node ignores the field and reaps more at
+	// once, never less, and readers treat an expired record that is still
+	// there as gone.
+	Limit int `json:"limit,omitzero"`
 }
+
+// ReapLimit is the Limit the leader's reaper proposes: one reap then costs
+// the apply loop a few milliseconds however large the store (a full scan
+// of 100,000 sessions took 218 ms: BenchmarkReapLive).
+const ReapLimit = 4096
 
 // AuditPruneBatch bounds the audit events one Reap deletes, so that one
 // apply stays short however far behind pruning is.
@@ -26,6 +39,8 @@ const AuditPruneBatch = 10000
 type ReapStats struct {
 	Codes, Revocations, SSOSessions, AppSessions, Deliveries int
 	Challenges, SMSCodes, Throttles, AuditEvents             int
+	// More: with a Limit, some bucket has records this reap did not reach.
+	More bool
 }
 
 func init() { register(TypeReap, applyReap) }
@@ -34,6 +49,11 @@ func applyReap(tx *bolt.Tx, _ uint64, p []byte) Result {
 	r := decode[Reap](p)
 	before := r.Before
 	var st ReapStats
+	deleteWhere := func(tx *bolt.Tx, bucket []byte, dead func(v []byte) bool) int {
+		n, more := reapBucket(tx, bucket, r.Limit, dead)
+		st.More = st.More || more
+		return n
+	}
 	if !r.AuditBefore.IsZero() {
 		st.AuditEvents = pruneAudit(tx, r.AuditBefore, AuditPruneBatch)
 	}
@@ -97,13 +117,40 @@ func applyReap(tx *bolt.Tx, _ uint64, p []byte) Result {
 	return Result{Value: st}
 }
 
-// deleteWhere deletes the records of bucket for which dead is true.
-func deleteWhere(tx *bolt.Tx, bucket []byte, dead func(v []byte) bool) int {
+// reapBucket deletes the records of bucket for which dead is true, among
+// all of them (limit 0) or among the next limit after the position the
+// last call left in the meta bucket, wrapping around at the end. more
+// reports that records remain before the end.
+func reapBucket(tx *bolt.Tx, bucket []byte, limit int, dead func(v []byte) bool) (n int, more bool) {
+	meta := tx.Bucket(bucketMeta)
+	posKey := append([]byte(keyReapPrefix), bucket...)
 	var keys [][]byte
 	c := tx.Bucket(bucket).Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
+	k, v := c.First()
+	if limit > 0 {
+		if pos := meta.Get(posKey); pos != nil {
+			if k, v = c.Seek(pos); k != nil && string(k) == string(pos) {
+				k, v = c.Next()
+			}
+		}
+	}
+	var last []byte
+	for seen := 0; k != nil && (limit == 0 || seen < limit); k, v = c.Next() {
+		seen++
+		last = k
 		if dead(v) {
 			keys = append(keys, append([]byte(nil), k...))
+		}
+	}
+	if limit > 0 {
+		var err error
+		if more = k != nil; more {
+			err = meta.Put(posKey, append([]byte(nil), last...))
+		} else {
+			err = meta.Delete(posKey)
+		}
+		if err != nil {
+			panic(err)
 		}
 	}
 	for _, k := range keys {
@@ -111,5 +158,5 @@ func deleteWhere(tx *bolt.Tx, bucket []byte, dead func(v []byte) bool) int {
 			panic(err)
 		}
 	}
-	return len(keys)
+	return len(keys), more
 }

@@ -58,6 +58,10 @@ var (
 	keyKeysIndex  = []byte("keys_index")
 )
 
+// keyReapPrefix and a bucket's name: the key after which the next limited
+// Reap goes on in that bucket (reapBucket).
+const keyReapPrefix = "reap_position/"
+
 var allBuckets = [][]byte{
 	bucketMeta, bucketOrgs, bucketOrgSlugs, bucketUsers, bucketUserEmails,
 	bucketUserPhones, bucketMembers, bucketMemberByU, bucketMemberByO,

@@ -115,7 +115,7 @@ func (n *Node) reapLoop(ctx context.Context) {
 		// whose clock runs a little behind never sees a live record vanish.
 		now := n.cfg.Now().UTC()
 		before := now.Add(-n.cfg.ReapGrace)
-		reap := fsm.Reap{Before: before}
+		reap := fsm.Reap{Before: before, Limit: fsm.ReapLimit}
 		if n.cfg.AuditRetention > 0 {
 			reap.AuditBefore = now.Add(-n.cfg.AuditRetention)
 		}
@@ -128,9 +128,30 @@ func (n *Node) reapLoop(ctx context.Context) {
 		}
 		if st, ok := res.Value.(fsm.ReapStats); ok && st != (fsm.ReapStats{}) {
 			n.log.Debug("reaped", "codes", st.Codes, "revocations", st.Revocations, "sso_sessions", st.SSOSessions, "app_sessions", st.AppSessions,
-				"audit_events", st.AuditEvents)
+				"audit_events", st.AuditEvents, "more", st.More)
 			n.pruneBacklog(ctx, reap.AuditBefore, st.AuditEvents)
+			n.reapOn(ctx, before, st.More)
 		}
+	}
+}
+
+// reapRounds bounds the reaps of one tick: each examines at most
+// fsm.ReapLimit records a bucket, so a tick examines at most
+// reapRounds*fsm.ReapLimit (about 100,000), and a larger store is swept
+// over several minutes, a few milliseconds of apply at a time.
+const reapRounds = 24
+
+// reapOn goes on with the sweep of one tick while the last reap left
+// records it did not reach.
+func (n *Node) reapOn(ctx context.Context, before time.Time, more bool) {
+	for round := 1; round < reapRounds && more && ctx.Err() == nil; round++ {
+		res, err := n.cluster.Apply(ctx, fsm.MustCommand(fsm.TypeReap, fsm.Reap{Before: before, Limit: fsm.ReapLimit}))
+		if err != nil {
+			n.log.Warn("reap failed", "error", err)
+			return
+		}
+		st, _ := res.Value.(fsm.ReapStats)
+		more = st.More
 	}
 }
 

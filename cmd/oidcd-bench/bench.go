@@ -204,6 +204,11 @@ func prepare(ctx context.Context, cfg *config, stderr io.Writer) (*env, func(), 
 		return nil, cleanup, fmt.Errorf("provisioning through %s: %w", e.adm.base, err)
 	}
 	e.w = w
+	if cfg.preload > 0 {
+		if err := preload(ctx, e.adm, w, cfg.preload, stderr); err != nil {
+			return nil, cleanup, err
+		}
+	}
 	logf(stderr, "provisioned organization %s: %d people, public client %s, confidential client %s",
 		w.slug, len(w.people), w.publicID, w.confID)
 	return e, cleanup, nil

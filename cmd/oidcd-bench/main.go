@@ -41,6 +41,7 @@ type config struct {
 	json           bool
 	users          int
 	keep           bool
+	preload        int // more people imported before the run (preload)
 	soak           bool
 	dataDir        string
 	pid            int
@@ -87,6 +88,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&cfg.json, "json", false, "print the report as JSON instead of a table")
 	fs.IntVar(&cfg.users, "users", 16, "how many people to provision")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the provisioned organization, people and clients afterwards")
+	fs.IntVar(&cfg.preload, "preload", 0, "import this many more people (members of the bench organization and a ballast one) before the run, to measure a grown store")
 	fs.BoolVar(&cfg.soak, "soak", false, "report --data-dir size and --pid RSS at start and end, and progress every --report-interval")
 	fs.StringVar(&cfg.dataDir, "data-dir", "", "with --soak: the node's data directory")
 	fs.IntVar(&cfg.pid, "pid", 0, "with --soak: the node's process id (RSS from /proc/PID/status)")
@@ -127,6 +129,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, errors.New("--concurrency must be at least 1")
 	case cfg.users < 1:
 		return nil, errors.New("--users must be at least 1")
+	case cfg.preload < 0:
+		return nil, errors.New("--preload must not be negative")
 	case cfg.duration < 0 || cfg.requests < 0:
 		return nil, errors.New("--duration and --requests must not be negative")
 	case cfg.duration == 0 && cfg.requests == 0:

@@ -95,6 +95,24 @@ func TestScenariosAgainstARealNode(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a grown store", func(t *testing.T) {
+		rep := benchJSON(t, append(common, "--scenario", "userinfo", "--preload", "1500")...)
+		if rep.Ops == 0 || len(rep.Errors) != 0 {
+			t.Fatalf("ops %d, errors %v; want ops > 0 and no error", rep.Ops, rep.Errors)
+		}
+		var page struct {
+			Pagination struct {
+				TotalItems int `json:"total_items"`
+			} `json:"pagination"`
+		}
+		a := &admin{base: c.URL(0) + "/admin/v1", token: testcluster.AdminToken, hc: http.DefaultClient}
+		if err := a.do(context.Background(), "GET", "/users?page_size=1", nil, &page, 200); err != nil {
+			t.Fatal(err)
+		}
+		if page.Pagination.TotalItems < 1500 {
+			t.Errorf("%d people in the store after a preload of 1,500", page.Pagination.TotalItems)
+		}
+	})
 	t.Run("request count", func(t *testing.T) {
 		rep := benchJSON(t, append(common, "--scenario", "userinfo", "--duration", "0", "--requests", "25")...)
 		if rep.Ops != 25 || len(rep.Errors) != 0 {

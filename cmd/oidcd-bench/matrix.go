@@ -21,6 +21,7 @@ type matrixConfig struct {
 	ceilingTime time.Duration
 	concurrency int
 	users       int
+	preload     int
 	sizes       []int
 	scenarios   []string
 	write       string // BENCHMARKS.md to rewrite; "" = markdown on stdout
@@ -78,6 +79,7 @@ func parseMatrixFlags(args []string, stderr io.Writer) (*matrixConfig, error) {
 	fs.DurationVar(&mc.ceilingTime, "ceiling-time", 2*time.Second, "how long each CPU ceiling (RS256 on one and on every core, argon2id) is measured")
 	fs.IntVar(&mc.concurrency, "concurrency", 32, "concurrent workers of every run, the trivial handler's included")
 	fs.IntVar(&mc.users, "users", 16, "people provisioned on each set of nodes")
+	fs.IntVar(&mc.preload, "preload", 0, "import this many more people on each set of nodes before its scenarios (a grown store)")
 	fs.StringVar(&sizes, "sizes", "1,3", "comma-separated node counts")
 	fs.StringVar(&scen, "scenarios", strings.Join(matrixScenarios, ","), "comma-separated scenarios")
 	fs.StringVar(&mc.write, "write", "", "rewrite the generated section of this markdown file (BENCHMARKS.md); default: print the section")
@@ -118,6 +120,8 @@ func parseMatrixFlags(args []string, stderr io.Writer) (*matrixConfig, error) {
 		return nil, errors.New("--concurrency must be between 1 and 1024")
 	case mc.users < 1:
 		return nil, errors.New("--users must be at least 1")
+	case mc.preload < 0:
+		return nil, errors.New("--preload must not be negative")
 	}
 	if mc.command == "" {
 		mc.command = "oidcd-bench matrix " + strings.Join(args, " ")
@@ -218,7 +222,7 @@ func measureTrivial(ctx context.Context, mc *matrixConfig, stderr io.Writer, c *
 func loadConfig(mc *matrixConfig, targets []string, issuer, token string) *config {
 	return &config{
 		targets: targets, issuer: issuer, adminToken: token, concurrency: mc.concurrency,
-		duration: mc.benchtime, timeout: 10 * time.Second, users: mc.users, tokenTTL: 86400,
+		duration: mc.benchtime, timeout: 10 * time.Second, users: mc.users, preload: mc.preload, tokenTTL: 86400,
 		soakSample: time.Second,
 	}
 }

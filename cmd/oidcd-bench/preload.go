@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"time"
+
+	"golang.org/x/crypto/argon2"
+)
+
+// preloadBatch is the people of one import request (the API's maximum).
+const preloadBatch = 1000
+
+// preload grows the store before the measurements: n more people, each a
+// member of the bench organization and of a ballast one, written through
+// the admin API's import (POST /users/import, one replicated write per
+// batch), as a site that has run for years would hold them. They share
+// one argon2id hash of a random password: nobody signs in as them.
+func preload(ctx context.Context, a *admin, w *world, n int, stderr io.Writer) error {
+	var ballast struct{ ID string }
+	slug := "ballast-" + randomHex(4)
+	if err := a.do(ctx, "POST", "/organizations", map[string]any{"slug": slug, "name": "oidcd-bench ballast"}, &ballast, 201); err != nil {
+		return err
+	}
+	salt := make([]byte, 16)
+	rand.Read(salt)
+	b64 := base64.RawStdEncoding.EncodeToString
+	hash := fmt.Sprintf("$argon2id$v=19$m=19456,t=2,p=1$%s$%s", b64(salt),
+		b64(argon2.IDKey([]byte(randomHex(16)), salt, 2, 19456, 1, 32)))
+	began := time.Now()
+	for done := 0; done < n; {
+		batch := make([]map[string]any, 0, min(preloadBatch, n-done))
+		for ; done < n && len(batch) < preloadBatch; done++ {
+			batch = append(batch, map[string]any{
+				"email": fmt.Sprintf("ballast-%s-%d@example.com", slug, done), "email_verified": true,
+				"password_hash": hash, "organizations": []string{w.orgID, ballast.ID},
+			})
+		}
+		var out struct {
+			Created int `json:"created"`
+		}
+		if err := a.do(ctx, "POST", "/users/import", map[string]any{"users": batch}, &out, 200); err != nil {
+			return fmt.Errorf("preload: %w", err)
+		}
+		if out.Created != len(batch) {
+			return fmt.Errorf("preload: %d of %d people created", out.Created, len(batch))
+		}
+		if done%(100*preloadBatch) == 0 || done == n {
+			logf(stderr, "preloaded %d of %d people (%.0f/s)", done, n, float64(done)/time.Since(began).Seconds())
+		}
+	}
+	return nil
+}

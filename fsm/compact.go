@@ -21,11 +21,10 @@ const compactTxBytes = 8 << 20
 const compactSuffix = ".compact-"
 
 // writeCompact streams to w a bbolt file holding exactly the buckets,
-// keys, values and sequences that tx sees, and nothing else, when a
-// quarter or more of the state file is free pages (worthCompacting);
-// otherwise the page copy of tx.WriteTo. The page copy carries free pages
-// too: a state file that has churned for a while holds as much free space
-// as data or more, and every snapshot, catch-up and backup would carry it. The copy is built in a
+// keys, values and sequences that tx sees, and nothing else. tx.WriteTo
+// copies the file page by page, free pages included: a state file that
+// has churned for a while holds far more free space than data, and every
+// snapshot, catch-up and backup would carry it. The copy is built in a
 // temporary file beside the state file (bbolt needs a file), with its
 // pages filled (keys go in in order), then streamed and removed.
 //
@@ -34,16 +33,6 @@ const compactSuffix = ".compact-"
 // would otherwise reuse, and the stream may be slow (a snapshot sent to a
 // far replica).
 func (f *FSM) writeCompact(tx *bolt.Tx, w io.Writer) (int64, error) {
-	if !worthCompacting(tx) {
-		n, err := tx.WriteTo(w)
-		_ = tx.Rollback()
-		return n, err
-	}
-	return f.writeCompacted(tx, w)
-}
-
-// writeCompacted is writeCompact's compacted copy, whatever the file.
-func (f *FSM) writeCompacted(tx *bolt.Tx, w io.Writer) (int64, error) {
 	tmp, err := os.CreateTemp(filepath.Dir(f.path), filepath.Base(f.path)+compactSuffix+"*")
 	if err != nil {
 		_ = tx.Rollback()
@@ -66,18 +55,6 @@ func (f *FSM) writeCompacted(tx *bolt.Tx, w io.Writer) (int64, error) {
 	}
 	defer src.Close()
 	return io.Copy(w, src)
-}
-
-// worthCompacting reports whether a quarter or more of the file tx reads
-// is free pages. Below that the page copy is far cheaper: the compacted
-// copy puts every key again (0.93 s for 100,000 people, against 47 ms for
-// the page copy: BenchmarkSnapshot). It also packs pages that bbolt's
-// splits left half full (that store's copy is 149 MiB against 272), which
-// this test does not see: a store that only grew is copied page by page.
-func worthCompacting(tx *bolt.Tx) bool {
-	st := tx.DB().Stats()
-	free := int64(st.FreePageN+st.PendingPageN) * int64(tx.DB().Info().PageSize)
-	return free*4 >= tx.Size()
 }
 
 // compactInto copies what tx sees into a new bbolt file at path (which

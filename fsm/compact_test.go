@@ -3,12 +3,10 @@ package fsm
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/hashicorp/raft"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -136,32 +134,6 @@ func TestSnapshotIsCompacted(t *testing.T) {
 		}
 	}
 
-	// A store that only grew is copied page by page: as large as its file.
-	dense, err := Open(filepath.Join(dir, "dense.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dense.Close()
-	if err := dense.db.Update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists([]byte("grown"))
-		for i := 0; err == nil && i < 2000; i++ {
-			err = b.Put(fmt.Appendf(nil, "%06d", i), value)
-		}
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	var page bytes.Buffer
-	n, err := dense.WriteTo(&page)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// (The page copy streams the pages in use up to the last, not the
-	// room bbolt allocated beyond it.)
-	if dinfo, err := os.Stat(filepath.Join(dir, "dense.db")); err != nil || n < dinfo.Size()*9/10 {
-		t.Errorf("a dense store: %d bytes streamed, file of %d (%v): want the page copy", n, dinfo.Size(), err)
-	}
-
 	// The backup path is the same copy.
 	var backup bytes.Buffer
 	if _, err := f.WriteTo(&backup); err != nil {
@@ -187,60 +159,5 @@ func TestSnapshotIsCompacted(t *testing.T) {
 	defer f2.Close()
 	if _, err := os.Stat(leftover); !os.IsNotExist(err) {
 		t.Errorf("leftover copy after Open: %v", err)
-	}
-}
-
-// BenchmarkSnapshot: the compacted copy (writeCompacted) of a store of n
-// people with two memberships each, written through ImportUsers, against
-// the page copy of tx.WriteTo of the same file, with the bytes each
-// streams. (Persist picks the page copy for such a store, which has few
-// free pages: worthCompacting.)
-func BenchmarkSnapshot(b *testing.B) {
-	for _, n := range []int{10_000, 100_000} {
-		f, err := Open(filepath.Join(b.TempDir(), "state.db"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		index := uint64(0)
-		apply := func(typ Type, v any) {
-			index++
-			if r := f.Apply(&raft.Log{Index: index, Type: raft.LogCommand, Data: MustCommand(typ, v).Encode()}).(Result); r.Err != nil {
-				b.Fatal(r.Err)
-			}
-		}
-		apply(TypeCreateOrg, CreateOrg{ID: orgA, Slug: "alpha", Name: "Alpha", CreatedAt: t0})
-		apply(TypeCreateOrg, CreateOrg{ID: orgB, Slug: "beta", Name: "Beta", CreatedAt: t0})
-		const hash = "$2b$10$q1InSmxkjI2d.mwrmiq6HeRxID781AhVXqicbKVRGOj3mZZl5g8vS"
-		for done := 0; done < n; {
-			c := ImportUsers{At: t0}
-			for ; done < n && len(c.Users) < MaxImportBatch; done++ {
-				c.Users = append(c.Users, ImportedUser{User: User{ID: importID(done), Email: fmt.Sprintf("p%d@example.com", done), PasswordHash: hash},
-					OrgIDs: []string{orgA, orgB}, MembershipIDs: []string{importID(10_000_000 + 2*done), importID(10_000_001 + 2*done)}})
-			}
-			apply(TypeImportUsers, c)
-		}
-		for _, compact := range []bool{true, false} {
-			name := map[bool]string{true: "compacted", false: "tx.WriteTo"}[compact]
-			b.Run(fmt.Sprintf("people=%d/%s", n, name), func(b *testing.B) {
-				var bytes int64
-				for b.Loop() {
-					tx, err := f.db.Begin(false)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if compact {
-						bytes, err = f.writeCompacted(tx, io.Discard)
-					} else {
-						bytes, err = tx.WriteTo(io.Discard)
-						_ = tx.Rollback()
-					}
-					if err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.ReportMetric(float64(bytes)/(1<<20), "MiB")
-			})
-		}
-		f.Close()
 	}
 }

@@ -57,7 +57,7 @@ func applyReap(tx *bolt.Tx, _ uint64, p []byte) Result {
 	if !r.AuditBefore.IsZero() {
 		st.AuditEvents = pruneAudit(tx, r.AuditBefore, AuditPruneBatch)
 	}
-	if before.IsZero() { // only the audit trail's backlog (node: pruneBacklog)
+	if before.IsZero() { // only the audit trail's backlog (node: reapOn)
 		return Result{Value: st}
 	}
 	st.Codes = deleteWhere(tx, bucketCodes, func(v []byte) bool {

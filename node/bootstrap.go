@@ -129,48 +129,53 @@ func (n *Node) reapLoop(ctx context.Context) {
 		if st, ok := res.Value.(fsm.ReapStats); ok && st != (fsm.ReapStats{}) {
 			n.log.Debug("reaped", "codes", st.Codes, "revocations", st.Revocations, "sso_sessions", st.SSOSessions, "app_sessions", st.AppSessions,
 				"audit_events", st.AuditEvents, "more", st.More)
-			n.pruneBacklog(ctx, reap.AuditBefore, st.AuditEvents)
-			n.reapOn(ctx, before, st.More)
+			reapOn(ctx, reap, st, func(r fsm.Reap) (fsm.ReapStats, error) {
+				res, err := n.cluster.Apply(ctx, fsm.MustCommand(fsm.TypeReap, r))
+				if err != nil {
+					n.log.Warn("reap failed", "error", err)
+					return fsm.ReapStats{}, err
+				}
+				st, _ := res.Value.(fsm.ReapStats)
+				return st, nil
+			})
 		}
 	}
 }
 
-// reapRounds bounds the reaps of one tick: each examines at most
-// fsm.ReapLimit records a bucket, so a tick examines at most
-// reapRounds*fsm.ReapLimit (about 100,000), and a larger store is swept
-// over several minutes, a few milliseconds of apply at a time.
-const reapRounds = 24
+const (
+	// reapRounds bounds the limited reaps of one tick: each examines at
+	// most fsm.ReapLimit records a bucket, so a tick examines at most
+	// reapRounds*fsm.ReapLimit (about 100,000), and a larger store is
+	// swept over several minutes, a few milliseconds of apply at a time.
+	reapRounds = 24
+	// auditPruneRounds bounds the audit prunes of one tick after the
+	// first: a site that records more events a minute than one batch
+	// (fsm.AuditPruneBatch) still keeps its trail at --audit-retention,
+	// up to 21 batches a tick.
+	auditPruneRounds = 20
+)
 
-// reapOn goes on with the sweep of one tick while the last reap left
-// records it did not reach.
-func (n *Node) reapOn(ctx context.Context, before time.Time, more bool) {
-	for round := 1; round < reapRounds && more && ctx.Err() == nil; round++ {
-		res, err := n.cluster.Apply(ctx, fsm.MustCommand(fsm.TypeReap, fsm.Reap{Before: before, Limit: fsm.ReapLimit}))
-		if err != nil {
-			n.log.Warn("reap failed", "error", err)
+// reapOn goes on with one tick's reap, given what its first reap (reap)
+// did (st), through apply: while a reap left records its Limit did not
+// reach (More) and while a prune filled its audit batch, each bounded
+// by its rounds; both go in the same reap. It stops at apply's first
+// error or when the context ends.
+func reapOn(ctx context.Context, reap fsm.Reap, st fsm.ReapStats, apply func(fsm.Reap) (fsm.ReapStats, error)) {
+	for round := 1; ctx.Err() == nil; round++ {
+		var next fsm.Reap
+		if st.More && round < reapRounds {
+			next.Before, next.Limit = reap.Before, reap.Limit
+		}
+		if st.AuditEvents == fsm.AuditPruneBatch && round <= auditPruneRounds {
+			next.AuditBefore = reap.AuditBefore
+		}
+		if next.Before.IsZero() && next.AuditBefore.IsZero() {
 			return
 		}
-		st, _ := res.Value.(fsm.ReapStats)
-		more = st.More
-	}
-}
-
-// auditPruneRounds bounds the extra prunes of one reap tick.
-const auditPruneRounds = 20
-
-// pruneBacklog keeps pruning audit events older than before while each
-// prune fills its batch (fsm.AuditPruneBatch): one apply stays short, and
-// a site that records more events a minute than one batch still keeps
-// its trail at --audit-retention (up to 21 batches a tick).
-func (n *Node) pruneBacklog(ctx context.Context, before time.Time, pruned int) {
-	for round := 0; round < auditPruneRounds && pruned == fsm.AuditPruneBatch && ctx.Err() == nil; round++ {
-		res, err := n.cluster.Apply(ctx, fsm.MustCommand(fsm.TypeReap, fsm.Reap{AuditBefore: before}))
-		if err != nil {
-			n.log.Warn("audit prune failed", "error", err)
+		var err error
+		if st, err = apply(next); err != nil {
 			return
 		}
-		st, _ := res.Value.(fsm.ReapStats)
-		pruned = st.AuditEvents
 	}
 }
 

@@ -253,6 +253,21 @@ func chaosCheck(ops []chaosOp, tokens []chaosToken) []chaosViolation {
 	return out
 }
 
+// chaosTokenIndex returns the tokens of each session and, for each code,
+// the token of its successful exchange.
+func chaosTokenIndex(ops []chaosOp, tokens []chaosToken) (bySession map[int][]int, winner map[int]int) {
+	bySession, winner = map[int][]int{}, map[int]int{}
+	for _, tok := range tokens {
+		bySession[tok.Session] = append(bySession[tok.Session], tok.ID)
+	}
+	for _, op := range ops {
+		if op.Kind == opExchange && op.Outcome == chaosOK {
+			winner[op.Code] = op.Token
+		}
+	}
+	return bySession, winner
+}
+
 // chaosEnds returns, for each token whose end was acknowledged, when it
 // first was: a revocation answered 200, a logout of its session answered
 // with the redirect, or a replay of its code refused with invalid_grant
@@ -266,16 +281,7 @@ func chaosEnds(ops []chaosOp, tokens []chaosToken) map[int]time.Time {
 			endAt[token] = at
 		}
 	}
-	bySession := map[int][]int{}
-	for _, tok := range tokens {
-		bySession[tok.Session] = append(bySession[tok.Session], tok.ID)
-	}
-	winner := map[int]int{} // code -> token of its successful exchange
-	for _, op := range ops {
-		if op.Kind == opExchange && op.Outcome == chaosOK {
-			winner[op.Code] = op.Token
-		}
-	}
+	bySession, winner := chaosTokenIndex(ops, tokens)
 	for _, op := range ops {
 		switch {
 		case op.Outcome == chaosOK && op.Kind == opRevoke:

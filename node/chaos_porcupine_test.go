@@ -127,16 +127,7 @@ func pcHistory(ops []chaosOp, tokens []chaosToken) []porcupine.Operation {
 		}
 	}
 	never := end.Add(time.Hour).UnixNano() // an info operation's return
-	bySession := map[int][]int{}
-	for _, tok := range tokens {
-		bySession[tok.Session] = append(bySession[tok.Session], tok.ID)
-	}
-	winner := map[int]int{} // code -> token of its successful exchange
-	for _, op := range ops {
-		if op.Kind == opExchange && op.Outcome == chaosOK {
-			winner[op.Code] = op.Token
-		}
-	}
+	bySession, winner := chaosTokenIndex(ops, tokens)
 	var out []porcupine.Operation
 	add := func(op chaosOp, key, output string) {
 		ret := op.End.UnixNano()

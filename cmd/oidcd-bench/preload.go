@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"io"
 	"time"
 
-	"golang.org/x/crypto/argon2"
+	"github.com/oidcd/oidcd/internal/password"
 )
 
 // preloadBatch is the people of one import request (the API's maximum).
@@ -25,11 +23,10 @@ func preload(ctx context.Context, a *admin, w *world, n int, stderr io.Writer) e
 	if err := a.do(ctx, "POST", "/organizations", map[string]any{"slug": slug, "name": "oidcd-bench ballast"}, &ballast, 201); err != nil {
 		return err
 	}
-	salt := make([]byte, 16)
-	rand.Read(salt)
-	b64 := base64.RawStdEncoding.EncodeToString
-	hash := fmt.Sprintf("$argon2id$v=19$m=19456,t=2,p=1$%s$%s", b64(salt),
-		b64(argon2.IDKey([]byte(randomHex(16)), salt, 2, 19456, 1, 32)))
+	hash, err := password.New(password.DefaultParams(), 1).Hash(ctx, randomHex(16))
+	if err != nil {
+		return err
+	}
 	began := time.Now()
 	for done := 0; done < n; {
 		batch := make([]map[string]any, 0, min(preloadBatch, n-done))

@@ -173,9 +173,11 @@ func TestWipedNodeCatchesUpFromSnapshot(t *testing.T) {
 	if got := n.FSM().Restores(); got < 1 {
 		t.Fatalf("wiped node restores: got %d, want a snapshot install", got)
 	}
-	if got := snapStat(c, victim, "last_snapshot_index"); got <= had {
-		t.Fatalf("wiped node last_snapshot_index: got %d, want the leader's (above %d)", got, had)
-	}
+	// raft records the installed snapshot just after the FSM restored it.
+	snapWait(t, "wiped node snapshot recorded", func() (bool, string) {
+		got := snapStat(c, victim, "last_snapshot_index")
+		return got > had, fmt.Sprintf("last_snapshot_index %d, want the leader's (above %d)", got, had)
+	})
 
 	// The configuration is the cluster's: same three voters, no new cluster.
 	members, err := n.Cluster().Members()

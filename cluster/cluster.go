@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -84,8 +85,11 @@ type Config struct {
 	HeartbeatTimeout time.Duration
 	ElectionTimeout  time.Duration
 	LeaderLease      time.Duration
-	// SnapshotThreshold and SnapshotInterval govern compaction; defaults
-	// 8192 entries and 2 minutes. TrailingLogs defaults to 10240.
+	// SnapshotThreshold and SnapshotInterval govern compaction: a
+	// snapshot when SnapshotThreshold entries (default 8192) have gathered,
+	// checked every SnapshotInterval to twice that. Unset, the interval is
+	// paced by the snapshots' own cost (snapshotInterval): 30 s while they
+	// are cheap, longer as the state grows. TrailingLogs defaults to 10240.
 	SnapshotThreshold uint64
 	// RetainSnapshots is how many snapshots stay on disk; default 1.
 	RetainSnapshots  int
@@ -99,6 +103,7 @@ type Cluster struct {
 	log       *slog.Logger
 	raft      *raft.Raft
 	fsm       *fsm.FSM
+	paced     atomic.Pointer[raft.Raft] // c.raft for paceSnapshots, which raft's goroutine calls
 	store     *guardedStore
 	logs      raft.LogStore // store behind a cache of the newest entries
 	transport *raft.NetworkTransport
@@ -169,8 +174,9 @@ func New(cfg Config) (_ *Cluster, err error) {
 	rc.CommitTimeout = 5 * time.Millisecond
 	rc.SnapshotThreshold = orDefault(cfg.SnapshotThreshold, 8192)
 	rc.TrailingLogs = orDefault(cfg.TrailingLogs, 10240)
-	if cfg.SnapshotInterval > 0 {
-		rc.SnapshotInterval = cfg.SnapshotInterval
+	rc.SnapshotInterval = cfg.SnapshotInterval
+	if cfg.SnapshotInterval <= 0 {
+		rc.SnapshotInterval = minSnapshotInterval // then paced: paceSnapshots
 	}
 	if cfg.HeartbeatTimeout > 0 {
 		rc.HeartbeatTimeout = cfg.HeartbeatTimeout
@@ -235,11 +241,15 @@ func (c *Cluster) Start() error {
 	if c.started {
 		return errors.New("cluster: started twice")
 	}
+	if c.cfg.SnapshotInterval <= 0 {
+		c.fsm.OnSnapshot = c.paceSnapshots
+	}
 	r, err := raft.NewRaft(c.raftConfig, c.fsm, c.logs, c.store, c.snaps, c.transport)
 	if err != nil {
 		return fmt.Errorf("cluster: raft: %w", err)
 	}
 	c.raft, c.started = r, true
+	c.paced.Store(r)
 	c.metrics = newMetrics(c, c.cfg.Registerer)
 	now := c.cfg.Now
 	if now == nil {

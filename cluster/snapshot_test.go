@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/oidcd/oidcd/fsm"
 )
@@ -162,4 +163,64 @@ func fsmCheckBytes(t *testing.T, b []byte) error {
 		t.Fatal(err)
 	}
 	return fsm.CheckFile(p)
+}
+
+func TestSnapshotInterval(t *testing.T) {
+	for _, tc := range []struct {
+		took, want time.Duration
+	}{
+		{0, minSnapshotInterval},
+		{5 * time.Millisecond, minSnapshotInterval},
+		{600 * time.Millisecond, minSnapshotInterval},
+		{time.Second, 50 * time.Second},
+		{27 * time.Second, 1350 * time.Second},
+		{time.Minute, maxSnapshotInterval},
+		{time.Hour, maxSnapshotInterval},
+	} {
+		if got := snapshotInterval(tc.took); got != tc.want {
+			t.Errorf("snapshotInterval(%v) = %v, want %v", tc.took, got, tc.want)
+		}
+	}
+}
+
+// TestSnapshotsArePacedByTheirCost: unless the operator fixed the
+// interval, each snapshot sets raft's next interval from its own cost
+// (and reports it); a fixed interval stays as given.
+func TestSnapshotsArePacedByTheirCost(t *testing.T) {
+	for _, fixed := range []time.Duration{0, 3 * time.Second} {
+		n := start(t, t.TempDir(), "127.0.0.1:0", func(c *Config) { c.SnapshotInterval = fixed })
+		first := fixed
+		if fixed == 0 {
+			first = minSnapshotInterval
+		}
+		if got := n.c.raft.ReloadableConfig().SnapshotInterval; got != first {
+			t.Fatalf("interval %v before any snapshot, want %v", got, first)
+		}
+		// A slow snapshot, as a large state makes, as raft's goroutine
+		// reports it.
+		if fixed == 0 {
+			n.f.OnSnapshot(2 * time.Second)
+			if got := n.c.raft.ReloadableConfig().SnapshotInterval; got != 100*time.Second {
+				t.Fatalf("after a 2 s snapshot: interval %v, want 100s", got)
+			}
+		} else if n.f.OnSnapshot != nil {
+			t.Fatal("a fixed interval is paced")
+		}
+		// A real one: cheap, so back to the floor; its cost is recorded.
+		applyOn(t, n, org("00000000-0000-4000-8000-0000000000a1", "paced"))
+		if err := n.c.Snapshot(); err != nil {
+			t.Fatal(err)
+		}
+		took := n.f.SnapshotCost()
+		if took <= 0 {
+			t.Fatalf("snapshot cost %v after a snapshot", took)
+		}
+		want := snapshotInterval(took)
+		if fixed > 0 {
+			want = fixed
+		}
+		if got := n.c.raft.ReloadableConfig().SnapshotInterval; got != want {
+			t.Errorf("fixed %v: interval %v after a %v snapshot, want %v", fixed, got, took, want)
+		}
+	}
 }

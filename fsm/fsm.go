@@ -63,8 +63,13 @@ type FSM struct {
 	// (true) and the commit that succeeds after (false): the node's metric
 	// and log. It must not block.
 	OnDiskFull func(full bool, err error)
-	closing    chan struct{} // closed by Close: a waiting apply gives up
-	closeOnce  sync.Once
+	// OnSnapshot, when set, hears how long each snapshot took to build
+	// and stream (Persist): the cluster spaces snapshots by it. It runs
+	// on raft's snapshot goroutine and must not wait for raft.
+	OnSnapshot   func(took time.Duration)
+	snapshotCost atomic.Int64  // nanoseconds of the last Persist
+	closing      chan struct{} // closed by Close: a waiting apply gives up
+	closeOnce    sync.Once
 }
 
 // SetAuditForBenchmark turns the writing of audit events off (false) or
@@ -322,12 +327,26 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 		sink.Cancel()
 		return errRestoredSince
 	}
+	start := time.Now()
 	if _, err := s.f.writeCompact(s.tx, sink); err != nil {
 		sink.Cancel()
 		return err
 	}
-	return sink.Close()
+	if err := sink.Close(); err != nil {
+		return err
+	}
+	took := time.Since(start)
+	s.f.snapshotCost.Store(int64(took))
+	if s.f.OnSnapshot != nil {
+		s.f.OnSnapshot(took)
+	}
+	return nil
 }
+
+// SnapshotCost is how long the last snapshot this node took lasted, from
+// the start of its compacted copy to the file's close; zero before the
+// first.
+func (f *FSM) SnapshotCost() time.Duration { return time.Duration(f.snapshotCost.Load()) }
 
 // Release ends the snapshot's read transaction unless Persist has.
 func (s *snapshot) Release() { _ = s.tx.Rollback() }

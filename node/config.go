@@ -113,8 +113,9 @@ type Config struct {
 	// Log compaction (cluster.Config): a snapshot every SnapshotThreshold
 	// entries, checked every SnapshotInterval, keeping TrailingLogs entries
 	// for followers that lag, and RetainSnapshots snapshots on disk. Zero
-	// values take cluster's defaults (8192 entries, 2 minutes, 10240
-	// entries, one snapshot).
+	// values take cluster's defaults (8192 entries, an interval paced by
+	// each snapshot's cost from 30 s to 30 minutes, 10240 entries, one
+	// snapshot).
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
 	TrailingLogs      uint64

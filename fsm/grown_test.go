@@ -1,6 +1,7 @@
 package fsm_test
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -47,16 +48,16 @@ func grownStore(tb testing.TB, dir string, n int) *fsm.FSM {
 	return f
 }
 
-// grownSizes are the stores the grown-store benchmarks build. A million
-// takes minutes to build: pick sizes with -bench, e.g.
-// 'Snapshot/people=100000'.
-var grownSizes = []int{10_000, 100_000, 1_000_000}
+// grownPeople bounds the stores the grown-store benchmarks build (10,000,
+// 100,000, 1,000,000 people): a million takes a few minutes and 3 GiB,
+// so it is asked for with -grown.people 1000000.
+var grownPeople = flag.Int("grown.people", 100_000, "the largest store BenchmarkSnapshot and BenchmarkRestore grow")
 
 // BenchmarkSnapshot: a snapshot or backup of a grown store, as streamed
 // (WriteTo: the compacted copy Persist sends too) against the page copy of
 // tx.WriteTo it replaced, with the bytes each streams.
 func BenchmarkSnapshot(b *testing.B) {
-	for _, n := range grownSizes {
+	for _, n := range fsmtest.GrownSizes(*grownPeople) {
 		b.Run(fmt.Sprintf("people=%d", n), func(b *testing.B) {
 			f := grownStore(b, b.TempDir(), n)
 			defer f.Close()
@@ -83,7 +84,7 @@ func BenchmarkSnapshot(b *testing.B) {
 // stream written to a file, opened, checked, stamped and swapped in), what
 // a wiped node does once the snapshot has arrived.
 func BenchmarkRestore(b *testing.B) {
-	for _, n := range grownSizes {
+	for _, n := range fsmtest.GrownSizes(*grownPeople) {
 		b.Run(fmt.Sprintf("people=%d", n), func(b *testing.B) {
 			dir := b.TempDir()
 			src := grownStore(b, dir, n)

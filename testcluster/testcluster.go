@@ -370,6 +370,11 @@ func (c *Cluster) RestartTogether(is ...int) {
 	c.WaitLeader()
 }
 
+// Launch starts node i again (stopping it first if it runs) and returns at
+// once: the caller waits for what it needs, such as a wiped node of a
+// large store catching up, which can outlast WaitLeader's 15 s.
+func (c *Cluster) Launch(i int) { c.t.Helper(); c.relaunch(i) }
+
 func (c *Cluster) relaunch(i int) {
 	c.t.Helper()
 	if c.Node(i) != nil {

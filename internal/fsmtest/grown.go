@@ -80,3 +80,15 @@ func Grown(n int, at time.Time, emit func([]fsm.Command) error) error {
 	}
 	return nil
 }
+
+// GrownSizes are the store sizes the grown-store benchmarks measure
+// (10,000, 100,000 and 1,000,000 people) up to most.
+func GrownSizes(most int) []int {
+	var out []int
+	for _, n := range []int{10_000, 100_000, 1_000_000} {
+		if n <= most {
+			out = append(out, n)
+		}
+	}
+	return out
+}

@@ -24,37 +24,80 @@ const compactSuffix = ".compact-"
 // keys, values and sequences that tx sees, and nothing else. tx.WriteTo
 // copies the file page by page, free pages included: a state file that
 // has churned for a while holds far more free space than data, and every
-// snapshot, catch-up and backup would carry it. The copy is built in a
-// temporary file beside the state file (bbolt needs a file), with its
-// pages filled (keys go in in order), then streamed and removed.
+// snapshot, catch-up and backup would carry it. The compacted copy is
+// built beside the state file (bbolt needs a file), with its pages filled
+// (keys go in in order), then streamed and removed.
 //
-// tx is rolled back as soon as the copy is built, before the stream: a
-// read transaction held open pins the pages it sees, which the state file
-// would otherwise reuse, and the stream may be slow (a snapshot sent to a
-// far replica).
+// tx is held only for a page copy, then rolled back: a read transaction
+// held open pins the pages it sees, so that every write meanwhile takes
+// new pages at the end of the state file, which never shrinks. The page
+// copy is sequential and about 30 times faster than the compaction (0.64 s
+// against 22 s at a million signed-in people), which then reads the copy,
+// and the stream may be slow (a snapshot sent to a far replica).
 func (f *FSM) writeCompact(tx *bolt.Tx, w io.Writer) (int64, error) {
-	tmp, err := os.CreateTemp(filepath.Dir(f.path), filepath.Base(f.path)+compactSuffix+"*")
+	pages, err := f.compactTemp()
 	if err != nil {
-		_ = tx.Rollback()
-		return 0, fmt.Errorf("fsm: compact copy: %w", err)
-	}
-	path := tmp.Name()
-	defer os.Remove(path)
-	if err := tmp.Close(); err != nil {
 		_ = tx.Rollback()
 		return 0, err
 	}
-	err = compactInto(tx, path)
+	defer os.Remove(pages)
+	err = writePages(tx, pages)
 	_ = tx.Rollback()
 	if err != nil {
 		return 0, fmt.Errorf("fsm: compact copy: %w", err)
 	}
-	src, err := os.Open(path) // #nosec G304 -- our own temporary file
+	compact, err := f.compactTemp()
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(compact)
+	if err := compactFile(pages, compact); err != nil {
+		return 0, fmt.Errorf("fsm: compact copy: %w", err)
+	}
+	_ = os.Remove(pages)         // before the stream: it is as large as the state file
+	src, err := os.Open(compact) // #nosec G304 -- our own temporary file
 	if err != nil {
 		return 0, fmt.Errorf("fsm: compact copy: %w", err)
 	}
 	defer src.Close()
 	return io.Copy(w, src)
+}
+
+// compactTemp creates an empty temporary file beside the state file, named
+// so that Open removes it after a crash, and returns its path.
+func (f *FSM) compactTemp() (string, error) {
+	tmp, err := os.CreateTemp(filepath.Dir(f.path), filepath.Base(f.path)+compactSuffix+"*")
+	if err != nil {
+		return "", fmt.Errorf("fsm: compact copy: %w", err)
+	}
+	path := tmp.Name()
+	if err := tmp.Close(); err != nil {
+		_ = os.Remove(path)
+		return "", err
+	}
+	return path, nil
+}
+
+// writePages writes tx's page copy to the file at path (not synced: it
+// is temporary).
+func writePages(tx *bolt.Tx, path string) error {
+	out, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0o600) // #nosec G304 -- our own temporary file
+	if err != nil {
+		return err
+	}
+	_, err = tx.WriteTo(out)
+	return errors.Join(err, out.Close())
+}
+
+// compactFile copies the bbolt file at src, opened read-only, into a new
+// one at dst (compactInto).
+func compactFile(src, dst string) error {
+	db, err := bolt.Open(src, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	err = db.View(func(tx *bolt.Tx) error { return compactInto(tx, dst) })
+	return errors.Join(err, db.Close())
 }
 
 // compactInto copies what tx sees into a new bbolt file at path (which

@@ -171,10 +171,10 @@ func TestSnapshotInterval(t *testing.T) {
 	}{
 		{0, minSnapshotInterval},
 		{5 * time.Millisecond, minSnapshotInterval},
-		{600 * time.Millisecond, minSnapshotInterval},
-		{time.Second, 50 * time.Second},
-		{27 * time.Second, 1350 * time.Second},
-		{time.Minute, maxSnapshotInterval},
+		{minSnapshotInterval / snapshotSpacing, minSnapshotInterval},
+		{3 * time.Second, 3 * time.Second * snapshotSpacing},
+		{27 * time.Second, 27 * time.Second * snapshotSpacing},
+		{maxSnapshotInterval / snapshotSpacing, maxSnapshotInterval},
 		{time.Hour, maxSnapshotInterval},
 	} {
 		if got := snapshotInterval(tc.took); got != tc.want {
@@ -199,9 +199,9 @@ func TestSnapshotsArePacedByTheirCost(t *testing.T) {
 		// A slow snapshot, as a large state makes, as raft's goroutine
 		// reports it.
 		if fixed == 0 {
-			n.f.OnSnapshot(2 * time.Second)
-			if got := n.c.raft.ReloadableConfig().SnapshotInterval; got != 100*time.Second {
-				t.Fatalf("after a 2 s snapshot: interval %v, want 100s", got)
+			n.f.OnSnapshot(3 * time.Second)
+			if got, want := n.c.raft.ReloadableConfig().SnapshotInterval, 3*time.Second*snapshotSpacing; got != want {
+				t.Fatalf("after a 3 s snapshot: interval %v, want %v", got, want)
 			}
 		} else if n.f.OnSnapshot != nil {
 			t.Fatal("a fixed interval is paced")

@@ -230,9 +230,10 @@ func registerSnapshotMetrics(reg prometheus.Registerer, f *fsm.FSM) {
 
 // Snapshot pacing. Every snapshot is a compacted copy of the whole state
 // (fsm.writeCompact), on every node: about 0.2 s at 10,000 signed-in
-// people and 22 s at a million, more under load. Between snapshots the raft log keeps every
-// entry, so checking often keeps the log (and the data dir) small while
-// the state is small, and would spend most of a core copying a large one.
+// people and 22 s at a million, more under load. Between snapshots the
+// raft log keeps every entry, so checking often keeps the log (and the
+// data dir) small while the state is small, and would spend most of a
+// core copying a large one.
 // Unless the operator fixed the interval, each snapshot sets the next
 // interval to snapshotSpacing times its own cost: snapshots then take at
 // most 1/snapshotSpacing of one core, and the log holds about as many

@@ -55,7 +55,7 @@ func growCluster(b *testing.B, c *testcluster.Cluster, n int) int {
 					}
 					if err != nil {
 						mu.Lock()
-						first = cmp(first, fmt.Errorf("%v: %w", cmd.Type, err))
+						first = firstErr(first, fmt.Errorf("%v: %w", cmd.Type, err))
 						mu.Unlock()
 					}
 				}
@@ -77,8 +77,8 @@ func growCluster(b *testing.B, c *testcluster.Cluster, n int) int {
 	return leader
 }
 
-// cmp keeps the first error.
-func cmp(first, err error) error {
+// firstErr keeps the first error.
+func firstErr(first, err error) error {
 	if first != nil {
 		return first
 	}

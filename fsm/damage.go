@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -21,8 +22,12 @@ var ErrDamaged = errors.New("damaged file")
 // a file that does not open as a database, or whose pages do not read
 // back as what they claim to be, is ErrDamaged, named with path. bbolt
 // panics on a damaged page instead of failing; that panic is the same
-// error here. The walk reads the live pages once, at open.
+// error here, and so is a fault: a damaged page pointer can lead bbolt
+// past the end of its memory map, which would otherwise crash the process
+// (debug.SetPanicOnFault, for this goroutine while it walks). The walk
+// reads the live pages once, at open.
 func OpenBolt(path string, opts *bolt.Options) (db *bolt.DB, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
 			if db != nil {

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -25,6 +26,24 @@ func TestDamagedStateFileIsRefused(t *testing.T) {
 			return b
 		}},
 		{"header wiped", func(b []byte) []byte { clear(b[:8192]); return b }},
+		// A branch page's first child pointer sent far past the end of
+		// the file (and of bbolt's memory map): reading it faults, which
+		// must not crash the process (a full CI run met this with bytes
+		// flipped at random).
+		{"page pointer past the end", func(b []byte) []byte {
+			const page, branch = 4096, 0x01
+			damaged := 0
+			for off := 2 * page; off+page <= len(b); off += page {
+				if binary.LittleEndian.Uint16(b[off+8:]) == branch && binary.LittleEndian.Uint16(b[off+10:]) > 0 {
+					binary.LittleEndian.PutUint64(b[off+16+8:], 0x200000) // 8 GiB in, as in that run
+					damaged++
+				}
+			}
+			if damaged == 0 {
+				t.Fatal("no branch page to damage")
+			}
+			return b
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "state.db")

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -55,7 +54,9 @@ func growCluster(b *testing.B, c *testcluster.Cluster, n int) int {
 					}
 					if err != nil {
 						mu.Lock()
-						first = firstErr(first, fmt.Errorf("%v: %w", cmd.Type, err))
+						if first == nil {
+							first = fmt.Errorf("%v: %w", cmd.Type, err)
+						}
 						mu.Unlock()
 					}
 				}
@@ -75,14 +76,6 @@ func growCluster(b *testing.B, c *testcluster.Cluster, n int) int {
 	took := time.Since(start)
 	b.Logf("grew %d people in %v: %d writes, %.0f/s", n, took.Round(time.Second), writes, float64(writes)/took.Seconds())
 	return leader
-}
-
-// firstErr keeps the first error.
-func firstErr(first, err error) error {
-	if first != nil {
-		return first
-	}
-	return err
 }
 
 // treeSize is the bytes of the files under dir.
@@ -153,12 +146,7 @@ func BenchmarkGrownCluster(b *testing.B) {
 					dir := c.DataDir(victim)
 					want := c.Node(c.Leader()).FSM().Applied()
 					c.Kill(victim)
-					if err := os.RemoveAll(dir); err != nil {
-						b.Fatal(err)
-					}
-					if err := os.MkdirAll(dir, 0o700); err != nil {
-						b.Fatal(err)
-					}
+					snapWipe(b, dir)
 					b.StartTimer()
 					c.Launch(victim)
 					deadline := time.Now().Add(10 * time.Minute)

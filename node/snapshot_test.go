@@ -105,6 +105,18 @@ func snapWait(t testing.TB, what string, cond func() (bool, string)) {
 	}
 }
 
+// snapWipe empties a stopped node's data directory, as an operator who
+// moves it aside and starts the node again does.
+func snapWipe(t testing.TB, dir string) {
+	t.Helper()
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func snapStat(c *testcluster.Cluster, i int, key string) uint64 {
 	v, _ := strconv.ParseUint(c.Node(i).Cluster().Stats()[key], 10, 64)
 	return v
@@ -154,12 +166,7 @@ func TestWipedNodeCatchesUpFromSnapshot(t *testing.T) {
 		s := snapStat(c, l, "last_snapshot_index")
 		return s > had, fmt.Sprintf("last_snapshot_index %d, the victim had %d", s, had)
 	})
-	if err := os.RemoveAll(dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
+	snapWipe(t, dir)
 
 	start := time.Now()
 	c.Restart(victim) // waits until it knows the leader and holds the keys
@@ -420,12 +427,7 @@ func TestDamagedFileIsRefusedAndTheNodeRebuilt(t *testing.T) {
 			}
 		}
 		// The way back, as the message says.
-		if err := os.RemoveAll(dir); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
+		snapWipe(t, dir)
 		c.Restart(victim)
 		snapCreateOrgs(t, c, c.WaitNewLeader(), "after-"+strings.TrimSuffix(filepath.Base(file), ".db"), 1)
 		snapConverged(t, c, snapSlugs(t, c, c.WaitNewLeader()))

@@ -7,10 +7,10 @@ import (
 	"github.com/oidcd/oidcd/fsm"
 )
 
-// Grown org ids: the two organizations every Grown person belongs to.
+// grownOrgA and grownOrgB are the two organizations every Grown person belongs to.
 const (
-	GrownOrgA = "00000000-0000-4000-8000-00000000000a"
-	GrownOrgB = "00000000-0000-4000-8000-00000000000b"
+	grownOrgA = "00000000-0000-4000-8000-00000000000a"
+	grownOrgB = "00000000-0000-4000-8000-00000000000b"
 )
 
 // grownClient is the app every Grown person is signed in to.
@@ -32,10 +32,10 @@ func grownID(i int) string { return fmt.Sprintf("00000000-0000-4000-9000-%012d",
 // it. emit's error ends the growth.
 func Grown(n int, at time.Time, emit func([]fsm.Command) error) error {
 	if err := emit([]fsm.Command{
-		fsm.MustCommand(fsm.TypeCreateOrg, fsm.CreateOrg{ID: GrownOrgA, Slug: "grown-a", Name: "Grown A", CreatedAt: at}),
-		fsm.MustCommand(fsm.TypeCreateOrg, fsm.CreateOrg{ID: GrownOrgB, Slug: "grown-b", Name: "Grown B", CreatedAt: at}),
+		fsm.MustCommand(fsm.TypeCreateOrg, fsm.CreateOrg{ID: grownOrgA, Slug: "grown-a", Name: "Grown A", CreatedAt: at}),
+		fsm.MustCommand(fsm.TypeCreateOrg, fsm.CreateOrg{ID: grownOrgB, Slug: "grown-b", Name: "Grown B", CreatedAt: at}),
 		fsm.MustCommand(fsm.TypeCreateClient, fsm.PutClient{Create: true, Client: fsm.Client{ID: grownClient, Name: "Grown", Type: "public",
-			RedirectURIs: []string{"https://app.example.com/callback"}, Scopes: []string{"openid", "email"}, OrganizationID: GrownOrgA,
+			RedirectURIs: []string{"https://app.example.com/callback"}, Scopes: []string{"openid", "email"}, OrganizationID: grownOrgA,
 			AccessTokenTTL: 3600, SkipConsent: true, CreatedAt: at, UpdatedAt: at}}),
 	}); err != nil {
 		return err
@@ -48,7 +48,7 @@ func Grown(n int, at time.Time, emit func([]fsm.Command) error) error {
 		for ; done < n && len(c.Users) < fsm.MaxImportBatch; done++ {
 			c.Users = append(c.Users, fsm.ImportedUser{
 				User:          fsm.User{ID: grownID(done), Email: fmt.Sprintf("p%d@grown.example.com", done), PasswordHash: hash},
-				OrgIDs:        []string{GrownOrgA, GrownOrgB},
+				OrgIDs:        []string{grownOrgA, grownOrgB},
 				MembershipIDs: []string{grownID(10_000_000 + 2*done), grownID(10_000_001 + 2*done)},
 			})
 		}
@@ -66,7 +66,7 @@ func Grown(n int, at time.Time, emit func([]fsm.Command) error) error {
 				ID: sso, UserID: grownID(i), AuthTime: at, AMR: []string{"pwd"}, CreatedAt: at, LastSeen: at,
 				IdleExpiresAt: at.Add(time.Hour), ExpiresAt: at.Add(24 * time.Hour)}}))
 			issue = append(issue, fsm.MustCommand(fsm.TypeIssueCode, fsm.IssueCode{NewSID: grownID(40_000_000 + i), IdleExpiresAt: at.Add(time.Hour), Code: fsm.Code{
-				Hash: code, ClientID: grownClient, RedirectURI: "https://app.example.com/callback", UserID: grownID(i), OrgID: GrownOrgA,
+				Hash: code, ClientID: grownClient, RedirectURI: "https://app.example.com/callback", UserID: grownID(i), OrgID: grownOrgA,
 				SSOSessionID: sso, Scopes: []string{"openid", "email"}, Nonce: "n", Challenge: "c", AuthTime: at, AMR: []string{"pwd"},
 				IssuedAt: at, ExpiresAt: at.Add(time.Minute)}}))
 			redeem = append(redeem, fsm.MustCommand(fsm.TypeRedeemCode, fsm.RedeemCode{Hash: code, ClientID: grownClient, At: at.Add(time.Second),

@@ -26,7 +26,10 @@ require (
 	golang.org/x/oauth2 v0.37.0
 )
 
-require github.com/anishathalye/porcupine v1.3.1
+require (
+	github.com/anishathalye/porcupine v1.3.1
+	github.com/google/pprof v0.0.0-20261016150608-1facf8f91b50
+)
 
 require (
 	github.com/bahlo/generic-list-go v0.2.0 // indirect

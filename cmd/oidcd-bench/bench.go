@@ -274,6 +274,9 @@ func load(ctx context.Context, cfg *config, e *env, stderr io.Writer) (*report, 
 		soak = startSoak(runCtx, cfg)
 	}
 	logf(stderr, "running %s on %s: %d workers, %s", cfg.scenario, strings.Join(cfg.targets, ", "), cfg.concurrency, bound(cfg))
+	if cfg.onStart != nil {
+		cfg.onStart()
+	}
 	start := time.Now()
 	var progress sync.WaitGroup
 	if soak != nil && cfg.reportInterval > 0 {

@@ -40,6 +40,9 @@ type ceilings struct {
 	// generator with the same workers.
 	Trivial   float64 `json:"trivial_req_per_s"`
 	TrivialMs latency `json:"trivial_latency_ms"`
+	// TrivialCPU is what the trivial handler's run cost, server and load
+	// generator (nil without --explain).
+	TrivialCPU *cpuUse `json:"trivial_cpu,omitempty"`
 }
 
 // measureSign makes RS256 signatures (RSA-2048, crypto/rsa with its

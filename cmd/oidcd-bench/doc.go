@@ -21,6 +21,12 @@
 // the rate limit off, so that the load generator and the provider do not
 // share a Go runtime, and the node's RSS is its own.
 //
+// The matrix profiles the child (its control listener serves
+// /debug/pprof/profile) while every scenario runs, and counts its own CPU:
+// each target it reports not met comes with the node's and the load
+// generator's CPU per operation, the node cost the target would need, and
+// where the node's CPU went (--explain=false leaves that out).
+//
 // Examples:
 //
 //	# a single node started with `oidcd serve --rate-limit off` (token in ./data/admin-token)

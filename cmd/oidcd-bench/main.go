@@ -51,6 +51,7 @@ type config struct {
 	tokenTTL       int64         // access_token_ttl of the provisioned clients, seconds
 	cpuProfile     string        // write the load generator's own CPU profile here
 	control        string        // the soak command's child: its heap figures
+	onStart        func()        // called as the run's workers start (the matrix's profiles)
 }
 
 // targetList is a repeatable, comma-separated --target.

@@ -28,6 +28,7 @@ type matrixConfig struct {
 	jsonOut     string
 	command     string
 	pprof       bool
+	explain     bool
 	nodeLog     string
 }
 
@@ -60,7 +61,12 @@ type matrixRun struct {
 	Ceiling  string            `json:"ceiling,omitempty"`
 	Fraction float64           `json:"fraction_of_ceiling,omitempty"`
 	Target   string            `json:"target,omitempty"`
-	Met      *bool             `json:"met,omitempty"`
+	// TargetOpsPerS is the rate the target asks for (0: none, only a
+	// latency); MaxP99Ms the p99 it allows (0: none).
+	TargetOpsPerS float64 `json:"target_ops_per_s,omitempty"`
+	MaxP99Ms      float64 `json:"target_p99_ms,omitempty"`
+	Met           *bool   `json:"met,omitempty"`
+	CPU           *cpuUse `json:"cpu,omitempty"`
 }
 
 // nodeUsage is the node process's footprint after its scenarios.
@@ -86,6 +92,7 @@ func parseMatrixFlags(args []string, stderr io.Writer) (*matrixConfig, error) {
 	fs.StringVar(&mc.jsonOut, "json", "", "also write the figures as JSON to this file")
 	fs.StringVar(&mc.command, "command", "", "the command to record as having produced the figures (default: this one)")
 	fs.StringVar(&mc.nodeLog, "node-log-level", "none", "the nodes' logs on stderr: debug, info, warn, error or none (operations cut short at the end of each run log errors)")
+	fs.BoolVar(&mc.explain, "explain", true, "profile the node process during every scenario and explain each target not met from the profile")
 	fs.BoolVar(&mc.pprof, "pprof", false, "give the nodes pprof listeners on 127.0.0.1 (printed on stderr) to profile them under load")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: oidcd-bench matrix [flags]\n\nMeasures this machine's ceilings, starts one node and a three-node cluster on 127.0.0.1, runs every scenario on each and reports the figures against the ceilings and the targets of the speed issue. Flags:\n")
@@ -207,10 +214,11 @@ func measureTrivial(ctx context.Context, mc *matrixConfig, stderr io.Writer, c *
 	cfg.scenario = trivialName
 	e := newEnv(cfg)
 	defer e.tr.CloseIdleConnections()
-	rep, err := load(ctx, cfg, e, stderr)
+	rep, cpu, err := loadExplained(ctx, cfg, e, stderr, mc.explain, ch.info.Control)
 	if err != nil {
 		return err
 	}
+	c.TrivialCPU = cpu
 	if rep.Ops == 0 || errorCount(rep.Errors) > rep.Ops/100 {
 		return fmt.Errorf("trivial handler: %d ops, errors %v", rep.Ops, rep.Errors)
 	}
@@ -252,13 +260,13 @@ func matrixSize(ctx context.Context, mc *matrixConfig, size int, stderr io.Write
 	for _, name := range mc.scenarios {
 		c := *cfg
 		c.scenario = name
-		rep, err := load(ctx, &c, e, stderr)
+		rep, cpu, err := loadExplained(ctx, &c, e, stderr, mc.explain, ch.info.Control)
 		if err != nil {
 			return nil, nodeUsage{}, fmt.Errorf("%s: %w", name, err)
 		}
 		logf(stderr, "%d node(s) %s: %.1f/s, p50 %.2f ms, p99 %.2f ms, %d errors", size, name,
 			rep.OpsPerS, rep.Latency.P50, rep.Latency.P99, errorCount(rep.Errors))
-		runs = append(runs, matrixRun{Scenario: name, Nodes: size, Ops: rep.Ops, OpsPerS: rep.OpsPerS, Latency: rep.Latency, Errors: rep.Errors})
+		runs = append(runs, matrixRun{Scenario: name, Nodes: size, Ops: rep.Ops, OpsPerS: rep.OpsPerS, Latency: rep.Latency, Errors: rep.Errors, CPU: cpu})
 	}
 	u := nodeUsage{Nodes: size, RSSBytes: -1, DataDirBytes: -1}
 	if n, err := readRSS(ch.info.PID); err == nil {

@@ -161,10 +161,18 @@ func TestMatrixEndToEnd(t *testing.T) {
 	if len(res.Runs) != 2 {
 		t.Fatalf("got %d runs, want 2: %+v", len(res.Runs), res.Runs)
 	}
+	missed := false
 	for _, r := range res.Runs {
 		if r.Ops == 0 || len(r.Errors) != 0 || r.Ceiling != "trivial" || r.Fraction <= 0 || r.Met == nil {
 			t.Errorf("run %+v: want ops, no error, a fraction of the trivial ceiling and a verdict", r)
 		}
+		if r.CPU == nil || r.CPU.ServerCores <= 0 || r.CPU.ServerUsPerOp <= 0 || r.CPU.LoadGenCores <= 0 || len(r.CPU.Shares) == 0 || len(r.CPU.Top) == 0 {
+			t.Errorf("run %s: want the node's profile and the load generator's CPU, got %+v", r.Scenario, r.CPU)
+		}
+		missed = missed || (r.Met != nil && !*r.Met)
+	}
+	if tc := c.TrivialCPU; tc == nil || tc.ServerUsPerOp <= 0 || tc.LoadGenUsPerOp <= 0 {
+		t.Errorf("the trivial handler's CPU: %+v", c.TrivialCPU)
 	}
 	if len(res.Nodes) != 1 || res.Nodes[0].RSSBytes <= 0 || res.Nodes[0].DataDirBytes <= 0 {
 		t.Errorf("node usage: %+v", res.Nodes)
@@ -175,6 +183,9 @@ func TestMatrixEndToEnd(t *testing.T) {
 		if !strings.Contains(string(got), want) {
 			t.Errorf("BENCHMARKS.md lacks %q:\n%s", want, got)
 		}
+	}
+	if explained := strings.Contains(string(got), "### Targets not met") && strings.Contains(string(got), "Profile excerpt"); explained != missed {
+		t.Errorf("a target missed: %v, but explanations written: %v:\n%s", missed, explained, got)
 	}
 }
 

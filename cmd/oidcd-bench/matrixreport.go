@@ -84,6 +84,7 @@ func judge(r *matrixRun, c ceilings) {
 		met = false
 	}
 	r.Target = strings.Join(conds, ", ")
+	r.TargetOpsPerS, r.MaxP99Ms = max(minOps, minFrac*ceiling), maxP99
 	r.Met = &met
 }
 
@@ -207,6 +208,7 @@ func (res *matrixResult) markdown() string {
 	for _, u := range res.Nodes {
 		p("- After its scenarios, the process of %d node(s): RSS %s, data dirs %s.\n", u.Nodes, bytesStr(u.RSSBytes), bytesStr(u.DataDirBytes))
 	}
+	b.WriteString(res.explanations())
 	p("\n%s\n", sectionEnd)
 	return b.String()
 }

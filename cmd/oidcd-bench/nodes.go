@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/exec"
 	"runtime"
@@ -36,7 +37,7 @@ type nodesInfo struct {
 	DataDirs   []string `json:"data_dirs,omitempty"`
 	AdminToken string   `json:"admin_token,omitempty"`
 	Trivial    string   `json:"trivial,omitempty"`
-	Control    string   `json:"control"` // GET /memstats (heapStats); ?reset=1 restarts the peak
+	Control    string   `json:"control"` // GET /memstats (heapStats), ?reset=1 restarts the peak; GET /debug/pprof/profile
 	Pprof      []string `json:"pprof,omitempty"`
 	Password   string   `json:"password_params"`
 	Slots      int      `json:"argon2id_slots"` // the hasher's semaphore
@@ -134,7 +135,10 @@ func startNodes(ctx context.Context, nc nodesConfig, log *slog.Logger) (*nodesIn
 	if err != nil {
 		return nil, stop, err
 	}
-	csrv := &http.Server{Handler: mw, ReadHeaderTimeout: 5 * time.Second}
+	cmux := http.NewServeMux()
+	cmux.Handle("/memstats", mw)
+	cmux.HandleFunc("/debug/pprof/profile", pprof.Profile) // the matrix's explanations
+	csrv := &http.Server{Handler: cmux, ReadHeaderTimeout: 5 * time.Second}
 	go csrv.Serve(cln)
 	closers = append(closers, func() { csrv.Close() })
 	info.Control = "http://" + cln.Addr().String()

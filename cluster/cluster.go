@@ -282,6 +282,29 @@ func (c *Cluster) Start() error {
 	return nil
 }
 
+// soleVoter reports whether this node is the only voter of the latest
+// configuration raft knows (nonvoters, edge replicas, aside): then its
+// quorum is itself. raft decides quorums by that same configuration, and
+// it takes one membership change at a time, so the committed one differs
+// by at most one server and no other node can win an election. Reading
+// the configuration is an atomic load in raft v1.7.
+func (c *Cluster) soleVoter() bool {
+	cf := c.raft.GetConfiguration()
+	return cf.Error() == nil && onlyVoter(cf.Configuration(), raft.ServerID(c.cfg.NodeID))
+}
+
+// onlyVoter reports whether id is cf's one voter.
+func onlyVoter(cf raft.Configuration, id raft.ServerID) bool {
+	voters, self := 0, false
+	for _, s := range cf.Servers {
+		if s.Suffrage == raft.Voter {
+			voters++
+			self = self || s.ID == id
+		}
+	}
+	return voters == 1 && self
+}
+
 // electAloneNow spares a node that is the only voter of its configuration
 // the heartbeat timeout (1-2 s by default) that raft waits before its first
 // election: nobody else can lead, so there is no one to wait for. Lowering
@@ -291,12 +314,7 @@ func (c *Cluster) Start() error {
 // grows) keep the configured timing. A cluster of several voters waits as
 // before: an instant election there would split the votes.
 func (c *Cluster) electAloneNow() {
-	cf := c.raft.GetConfiguration()
-	if cf.Error() != nil {
-		return
-	}
-	servers := cf.Configuration().Servers
-	if len(servers) != 1 || servers[0].ID != raft.ServerID(c.cfg.NodeID) || servers[0].Suffrage != raft.Voter {
+	if !c.soleVoter() {
 		return
 	}
 	rc := c.raft.ReloadableConfig()

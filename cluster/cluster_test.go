@@ -3,12 +3,15 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/oidcd/oidcd/fsm"
@@ -169,7 +172,8 @@ func TestAutomaticSnapshotCompactsLog(t *testing.T) {
 	}
 }
 
-func BenchmarkApply(b *testing.B) {
+// benchSingle starts a single-node cluster for a benchmark.
+func benchSingle(b *testing.B) *Cluster {
 	dir := b.TempDir()
 	f, _ := fsm.Open(filepath.Join(dir, "state.db"))
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
@@ -178,11 +182,16 @@ func BenchmarkApply(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() { c.Shutdown(); f.Close() }()
+	b.Cleanup(func() { c.Shutdown(); f.Close() })
 	if err := c.Start(); err != nil {
 		b.Fatal(err)
 	}
 	c.WaitLeader(context.Background())
+	return c
+}
+
+func BenchmarkApply(b *testing.B) {
+	c := benchSingle(b)
 	cmd := fsm.MustCommand(fsm.TypeNoop, struct{}{})
 	b.SetParallelism(16)
 	b.ResetTimer()
@@ -212,4 +221,80 @@ func TestLoneVoterDoesNotWaitOutTheHeartbeatTimeout(t *testing.T) {
 	}
 	n.stop()
 	start(t, dir, "127.0.0.1:0", slow) // a restart on the same state
+}
+
+func TestOnlyVoter(t *testing.T) {
+	voter := func(id string) raft.Server { return raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(id)} }
+	nonvoter := func(id string) raft.Server { return raft.Server{Suffrage: raft.Nonvoter, ID: raft.ServerID(id)} }
+	for _, tc := range []struct {
+		name    string
+		servers []raft.Server
+		want    bool
+	}{
+		{"alone", []raft.Server{voter("n1")}, true},
+		{"with edge replicas", []raft.Server{voter("n1"), nonvoter("e1"), nonvoter("e2")}, true},
+		{"another voter", []raft.Server{voter("n1"), voter("n2")}, false},
+		{"one being added", []raft.Server{voter("n1"), {Suffrage: raft.Staging, ID: "n2"}}, true},
+		{"someone else's", []raft.Server{voter("n2"), nonvoter("n1")}, false},
+		{"empty", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := onlyVoter(raft.Configuration{Servers: tc.servers}, "n1"); got != tc.want {
+				t.Fatalf("onlyVoter = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestSoleVoterReadIndex: a lone voter serves read indexes without a
+// heartbeat round, and a read after one sees every write acknowledged
+// before it, with writers and readers at once.
+func TestSoleVoterReadIndex(t *testing.T) {
+	n := start(t, t.TempDir(), "127.0.0.1:0", nil)
+	if !n.c.soleVoter() {
+		t.Fatal("a single-node cluster is not its own only voter")
+	}
+	var acked atomic.Int64 // the highest org written, acknowledged
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := range 200 {
+			if res, err := n.c.Apply(t.Context(), org(fmt.Sprint("o", i), fmt.Sprint("s", i))); err != nil || res.Err != nil {
+				t.Errorf("apply %d: %v %v", i, err, res.Err)
+				return
+			}
+			acked.Store(int64(i))
+		}
+	})
+	for range 4 {
+		wg.Go(func() {
+			for range 300 {
+				seen := acked.Load()
+				if err := n.c.ReadIndex(t.Context()); err != nil {
+					t.Errorf("read index: %v", err)
+					return
+				}
+				if _, err := n.f.State().Org(fmt.Sprint("o", seen)); seen > 0 && err != nil {
+					t.Errorf("org o%d acknowledged before the read index, then: %v", seen, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// BenchmarkReadIndexSoleVoter: 16 readers per CPU on a single node, the
+// read path of every bearer request there.
+func BenchmarkReadIndexSoleVoter(b *testing.B) {
+	c := benchSingle(b)
+	b.SetParallelism(16)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := c.ReadIndex(context.Background()); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }

@@ -50,6 +50,10 @@ func (c *Cluster) leaderReadIndex(ctx context.Context) (uint64, error) {
 	if c.raft.State() != raft.Leader {
 		return 0, ErrNotLeader
 	}
+	if c.soleVoter() {
+		// A round costs nothing to coalesce here: no heartbeat to share.
+		return c.verifiedReadIndex()
+	}
 	r, err := c.fwd.reads.join(c.verifiedReadIndex)
 	if err != nil {
 		return 0, err
@@ -69,7 +73,9 @@ func (c *Cluster) leaderReadIndex(ctx context.Context) (uint64, error) {
 //     only once it has committed one of its own term (raft appends a no-op
 //     at once; until it commits, a barrier waits for it);
 //  2. VerifyLeader: a quorum answers a heartbeat sent after step 1, so no
-//     other leader had been elected when the commit index was read;
+//     other leader had been elected when the commit index was read (a sole
+//     voter is its own quorum: raft's VerifyLeader answers at once there,
+//     so it is skipped, with its trip through raft's main loop);
 //  3. the term is still T, so the verification was of the same leadership.
 //
 // Every write acknowledged before the round started is then at or below
@@ -222,10 +228,17 @@ func (ri *readIndexer) scan(logs raft.LogStore, commit uint64, applied func() ui
 }
 
 // verifyLeader waits for raft's VerifyLeader for at most ApplyTimeout, and
-// not at all once the node stops. raft v1.7.3's verify future has no
+// not at all once the node stops; a sole voter only checks that it still
+// leads. raft v1.7.3's verify future has no
 // shutdown channel: a round started around shutdown can stay in raft's
 // buffer unanswered, and waiting for it hung Shutdown.
 func (c *Cluster) verifyLeader() error {
+	if c.soleVoter() {
+		if c.raft.State() != raft.Leader {
+			return raft.ErrNotLeader
+		}
+		return nil
+	}
 	done := make(chan error, 1)
 	go func() { done <- c.raft.VerifyLeader().Error() }()
 	t := time.NewTimer(c.cfg.ApplyTimeout)

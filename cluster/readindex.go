@@ -52,9 +52,9 @@ func (c *Cluster) leaderReadIndex(ctx context.Context) (uint64, error) {
 	}
 	if c.soleVoter() {
 		// A round costs nothing to coalesce here: no heartbeat to share.
-		return c.verifiedReadIndex()
+		return c.verifiedReadIndex(true)
 	}
-	r, err := c.fwd.reads.join(c.verifiedReadIndex)
+	r, err := c.fwd.reads.join(func() (uint64, error) { return c.verifiedReadIndex(false) })
 	if err != nil {
 		return 0, err
 	}
@@ -83,7 +83,7 @@ func (c *Cluster) leaderReadIndex(ctx context.Context) (uint64, error) {
 // entry at or below it that the FSM sees (fsm.FSM counts only commands and
 // configurations; raft's no-ops and barriers never reach it), so that a
 // node waiting for fsm.Applied to reach it does not wait forever.
-func (c *Cluster) verifiedReadIndex() (uint64, error) {
+func (c *Cluster) verifiedReadIndex(sole bool) (uint64, error) {
 	for attempt := 0; ; attempt++ {
 		term := c.raft.CurrentTerm()
 		commit := c.raft.CommitIndex()
@@ -103,7 +103,7 @@ func (c *Cluster) verifiedReadIndex() (uint64, error) {
 			}
 			continue
 		}
-		if err := c.verifyLeader(); err != nil {
+		if err := c.verifyLeader(sole); err != nil {
 			return 0, readErr(err)
 		}
 		if now := c.raft.CurrentTerm(); now != term {
@@ -228,12 +228,12 @@ func (ri *readIndexer) scan(logs raft.LogStore, commit uint64, applied func() ui
 }
 
 // verifyLeader waits for raft's VerifyLeader for at most ApplyTimeout, and
-// not at all once the node stops; a sole voter only checks that it still
-// leads. raft v1.7.3's verify future has no
+// not at all once the node stops; a sole voter (sole: soleVoter was true
+// as the read began) only checks that it still leads. raft v1.7.3's verify future has no
 // shutdown channel: a round started around shutdown can stay in raft's
 // buffer unanswered, and waiting for it hung Shutdown.
-func (c *Cluster) verifyLeader() error {
-	if c.soleVoter() {
+func (c *Cluster) verifyLeader(sole bool) error {
+	if sole {
 		if c.raft.State() != raft.Leader {
 			return raft.ErrNotLeader
 		}

@@ -29,7 +29,7 @@ func (s *State) CheckAccess(jti, sid string, now time.Time, email bool) (Access,
 	var out Access
 	var res error
 	err := s.f.view(func(tx *bolt.Tx) error {
-		res = checkAccess(tx, jti, sid, now, email, &out)
+		res = checkAccess(tx, s.f.accessGenFor(tx), jti, sid, now, email, &out)
 		return nil
 	})
 	if err != nil {
@@ -38,11 +38,11 @@ func (s *State) CheckAccess(jti, sid string, now time.Time, email bool) (Access,
 	return out, res
 }
 
-func checkAccess(tx *bolt.Tx, jti, sid string, now time.Time, email bool, out *Access) error {
+func checkAccess(tx *bolt.Tx, g *accessGen, jti, sid string, now time.Time, email bool, out *Access) error {
 	if tx.Bucket(bucketRevoked).Get([]byte(jti)) != nil {
 		return ErrAlreadyUsed
 	}
-	a, cl, found, err := liveAccess(tx, sid, now)
+	a, cl, found, err := liveAccess(tx, g, sid, now)
 	if !found {
 		return ErrNotFound
 	}
@@ -50,17 +50,13 @@ func checkAccess(tx *bolt.Tx, jti, sid string, now time.Time, email bool, out *A
 		return err
 	}
 	*out = Access{ClientID: a.ClientID, ClientOrgID: cl.OrganizationID, UserID: a.UserID, OrgID: a.OrgID}
-	if !email {
-		if !exists(tx, bucketUsers, a.UserID) {
-			return ErrAccessChanged
-		}
-		return nil
-	}
-	var u userView
-	if !get(tx, bucketUsers, a.UserID, &u) {
+	u, ok := g.user(tx, a.UserID)
+	if !ok {
 		return ErrAccessChanged
 	}
-	out.Email, out.EmailVerified = u.Email, u.EmailVerified
+	if email {
+		out.Email, out.EmailVerified = u.Email, u.EmailVerified
+	}
 	return nil
 }
 
@@ -68,8 +64,9 @@ func checkAccess(tx *bolt.Tx, jti, sid string, now time.Time, email bool, out *A
 // paths and for a code's redemption alike: the app and SSO sessions live
 // (ErrSessionEnded), the client not suspended, the organization and the
 // membership active (ErrAccessChanged). found is false when there is no
-// such app session.
-func liveAccess(tx *bolt.Tx, sid string, now time.Time) (a appView, cl clientView, found bool, err error) {
+// such app session. g serves the rarely changing records (nil: none, as
+// in a write transaction).
+func liveAccess(tx *bolt.Tx, g *accessGen, sid string, now time.Time) (a appView, cl clientView, found bool, err error) {
 	if !get(tx, bucketApp, sid, &a) {
 		return a, cl, false, ErrSessionEnded
 	}
@@ -81,16 +78,14 @@ func liveAccess(tx *bolt.Tx, sid string, now time.Time) (a appView, cl clientVie
 		!(SSOSession{IdleExpiresAt: sso.IdleExpiresAt, ExpiresAt: sso.ExpiresAt, EndedAt: sso.EndedAt}).Live(now) {
 		return a, cl, true, ErrSessionEnded
 	}
-	if !get(tx, bucketClients, a.ClientID, &cl) || cl.Suspended {
+	cl, ok := g.client(tx, a.ClientID)
+	if !ok || cl.Suspended {
 		return a, cl, true, ErrAccessChanged
 	}
-	var o statusView
-	if !get(tx, bucketOrgs, a.OrgID, &o) || o.Status != OrgActive {
+	if st, ok := g.orgStatus(tx, a.OrgID); !ok || st != OrgActive {
 		return a, cl, true, ErrAccessChanged
 	}
-	var m statusView
-	mid := tx.Bucket(bucketMemberPair).Get([]byte(pairKey(a.UserID, a.OrgID)))
-	if mid == nil || !get(tx, bucketMembers, string(mid), &m) || m.Status != MembershipActive {
+	if st, ok := g.memberStatus(tx, a.UserID, a.OrgID); !ok || st != MembershipActive {
 		return a, cl, true, ErrAccessChanged
 	}
 	return a, cl, true, nil

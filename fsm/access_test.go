@@ -69,6 +69,13 @@ func TestCheckAccess(t *testing.T) {
 			h := signedIn(t)
 			issue(h, "c1", orgA, "sid-1", t0)
 			redeem(h, "c1", "app", "jti-1", t0.Add(time.Second))
+			// Checked once before the change, so that what the check read
+			// then is in the access cache: the change must still show.
+			for _, email := range []bool{false, true} {
+				if _, err := h.f.State().CheckAccess("jti-1", "sid-1", t0.Add(30*time.Second), email); err != nil {
+					t.Fatalf("before the change: %v", err)
+				}
+			}
 			if c.prepare != nil {
 				c.prepare(h)
 			}
@@ -101,6 +108,9 @@ func TestCheckAccessEmail(t *testing.T) {
 	h := signedIn(t)
 	issue(h, "c1", orgA, "sid-1", t0)
 	redeem(h, "c1", "app", "jti-1", t0.Add(time.Second))
+	if _, err := h.f.State().CheckAccess("jti-1", "sid-1", t0.Add(time.Minute), true); err != nil {
+		t.Fatal(err) // the old address, now in the access cache
+	}
 	verified, addr := true, "ann@new.example"
 	h.mustApply(TypeUpdateUser, UpdateUser{ID: userA, Email: &addr, EmailVerified: &verified, At: t0})
 	acc, err := h.f.State().CheckAccess("jti-1", "sid-1", t0.Add(time.Minute), true)
@@ -157,7 +167,7 @@ func rawEdit[T any](h *harness, bucket []byte, key string, edit func(*T)) {
 // command produces, to reach the checks that guard against them.
 func rawDelete(h *harness, bucket []byte, key string) {
 	h.t.Helper()
-	if err := h.f.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucket).Delete([]byte(key)) }); err != nil {
+	if err := h.f.db.Update(func(tx *bolt.Tx) error { del(tx, bucket, key); return nil }); err != nil {
 		h.t.Fatal(err)
 	}
 }

@@ -126,7 +126,7 @@ func applyRedeemCode(tx *bolt.Tx, _ uint64, p []byte) Result {
 	if !c.At.Before(code.ExpiresAt) {
 		return Result{Err: ErrExpired}
 	}
-	if _, _, _, err := liveAccess(tx, code.SID, c.At); err != nil {
+	if _, _, _, err := liveAccess(tx, nil, code.SID, c.At); err != nil {
 		return Result{Err: err}
 	}
 	code.RedeemedAt, code.AccessJTI, code.AccessExpires = c.At, c.AccessJTI, c.AccessExpires

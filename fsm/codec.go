@@ -67,6 +67,7 @@ func put(tx *bolt.Tx, bucket []byte, key string, v any) {
 	if err := tx.Bucket(bucket).Put([]byte(key), b); err != nil {
 		panic(fmt.Sprintf("fsm: put: %v", err))
 	}
+	accessWrite(tx, bucket)
 }
 
 // get decodes the record under key into v; false when absent. A record
@@ -93,6 +94,7 @@ func del(tx *bolt.Tx, bucket []byte, key string) {
 	if err := tx.Bucket(bucket).Delete([]byte(key)); err != nil {
 		panic(fmt.Sprintf("fsm: delete: %v", err))
 	}
+	accessWrite(tx, bucket)
 }
 
 func exists(tx *bolt.Tx, bucket []byte, key string) bool {

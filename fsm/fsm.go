@@ -67,7 +67,8 @@ type FSM struct {
 	// and stream (Persist): the cluster spaces snapshots by it. It runs
 	// on raft's snapshot goroutine and must not wait for raft.
 	OnSnapshot   func(took time.Duration)
-	snapshotCost atomic.Int64  // nanoseconds of the last Persist
+	snapshotCost atomic.Int64 // nanoseconds of the last Persist
+	accessCache  atomic.Pointer[accessGen]
 	closing      chan struct{} // closed by Close: a waiting apply gives up
 	closeOnce    sync.Once
 }

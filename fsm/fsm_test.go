@@ -33,7 +33,10 @@ func newHarness(t *testing.T) *harness {
 func (h *harness) apply(typ Type, v any) Result {
 	h.t.Helper()
 	h.index++
-	return h.f.Apply(&raft.Log{Index: h.index, Type: raft.LogCommand, Data: MustCommand(typ, v).Encode()}).(Result)
+	before := accessDigest(h.t, h.f)
+	res := h.f.Apply(&raft.Log{Index: h.index, Type: raft.LogCommand, Data: MustCommand(typ, v).Encode()}).(Result)
+	checkAccessEpoch(h.t, typ.String(), before, accessDigest(h.t, h.f))
+	return res
 }
 
 func (h *harness) mustApply(typ Type, v any) Result {

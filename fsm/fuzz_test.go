@@ -100,8 +100,9 @@ func FuzzDecodeCommand(f *testing.F) {
 		}
 
 		index++
-		before := fz.Applied()
+		before, beforeAccess := fz.Applied(), accessDigest(t, fz)
 		res, panicked := fuzzApply(fz, index, data)
+		checkAccessEpoch(t, cmd.Type.String(), beforeAccess, accessDigest(t, fz))
 		_, known := handlers[cmd.Type]
 		want := index
 		switch {

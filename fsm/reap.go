@@ -158,5 +158,8 @@ func reapBucket(tx *bolt.Tx, bucket []byte, limit int, dead func(v []byte) bool)
 			panic(err)
 		}
 	}
+	if len(keys) > 0 {
+		accessWrite(tx, bucket)
+	}
 	return len(keys), more
 }

@@ -151,6 +151,7 @@ func putIndex(tx *bolt.Tx, bucket []byte, key, id string) {
 	if err := tx.Bucket(bucket).Put([]byte(key), []byte(id)); err != nil {
 		panic(err)
 	}
+	accessWrite(tx, bucket)
 }
 
 // User returns one person.

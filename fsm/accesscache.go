@@ -8,7 +8,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// The access epoch. A bearer check reads eight records; five of them (the
+// The access epoch. A bearer check reads eight records (and
+// introspection the calling client's credentials); five of them (the
 // client, the organization, the membership and its pair index, the
 // person) change rarely, while the sessions and revocations change all
 // the time. Every write to those five buckets, whatever command makes it,
@@ -67,13 +68,14 @@ type accessGen struct {
 }
 
 type accessKey struct {
-	kind byte // 'c' client, 'o' organization, 'm' membership by person and organization, 'u' person
+	kind byte // 'c' client, 'a' client authentication, 'o' organization, 'm' membership by person and organization, 'u' person
 	id   string
 }
 
 type accessEntry struct {
 	found  bool
 	client clientView
+	auth   clientAuthView
 	status string // an organization's or a membership's
 	user   userView
 }
@@ -124,6 +126,14 @@ func (g *accessGen) client(tx *bolt.Tx, id string) (clientView, bool) {
 		return e
 	})
 	return e.client, e.found
+}
+
+func (g *accessGen) clientAuth(tx *bolt.Tx, id string) (clientAuthView, bool) {
+	e := g.lookup(accessKey{'a', id}, func() (e accessEntry) {
+		e.found = get(tx, bucketClients, id, &e.auth)
+		return e
+	})
+	return e.auth, e.found
 }
 
 func (g *accessGen) orgStatus(tx *bolt.Tx, id string) (string, bool) {

@@ -111,7 +111,7 @@ func (s *State) Client(id string) (Client, error) {
 func (s *State) ClientAuth(id string) (Client, error) {
 	var v clientAuthView
 	var ok bool
-	err := s.f.view(func(tx *bolt.Tx) error { ok = get(tx, bucketClients, id, &v); return nil })
+	err := s.f.view(func(tx *bolt.Tx) error { v, ok = s.f.accessGenFor(tx).clientAuth(tx, id); return nil })
 	if err == nil && !ok {
 		err = ErrNotFound
 	}

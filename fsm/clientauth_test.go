@@ -60,4 +60,20 @@ func TestClientAuthAgreesWithClient(t *testing.T) {
 	if _, err := s.ClientAuth("none"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown client: got %v, want ErrNotFound", err)
 	}
+
+	// Read once more (from the access cache now), then a new secret and
+	// a suspension, then a deletion: each shows at once.
+	if got, _ := s.ClientAuth("conf"); got.SecretHash != clients[0].SecretHash {
+		t.Fatalf("cached read: %+v", got)
+	}
+	c := clients[0]
+	c.SecretHash, c.Suspended = "rotated", true
+	apply(TypeUpdateClient, PutClient{Client: c})
+	if got, err := s.ClientAuth("conf"); err != nil || got.SecretHash != "rotated" || !got.Suspended {
+		t.Errorf("after a new secret and a suspension: %+v, %v", got, err)
+	}
+	apply(TypeDeleteClient, DeleteClient{ID: "conf"})
+	if _, err := s.ClientAuth("conf"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("after deletion: got %v, want ErrNotFound", err)
+	}
 }

@@ -60,7 +60,7 @@ func (p *Provider) parseAccessToken(raw string, now time.Time) (accessToken, err
 	if raw == "" || len(raw) > keys.MaxTokenSize {
 		return accessToken{}, errTokenInvalid
 	}
-	key := sha256.Sum256([]byte(raw))
+	key := tokenKey(raw)
 	if kid, tok, ok := p.tokens.get(key); ok {
 		published, err := p.cfg.Keys.Published(kid)
 		switch {
@@ -78,6 +78,17 @@ func (p *Provider) parseAccessToken(raw string, now time.Time) (accessToken, err
 	}
 	p.tokens.add(key, kid, tok, now)
 	return tok, nil
+}
+
+// tokenKey is the token cache's key for raw, its SHA-256. A token of
+// ordinary size is copied to the stack first: converting the string to a
+// slice for the hash would put a copy on the heap for every request.
+func tokenKey(raw string) [sha256.Size]byte {
+	if len(raw) > 2048 {
+		return sha256.Sum256([]byte(raw))
+	}
+	var buf [2048]byte
+	return sha256.Sum256(buf[:copy(buf[:], raw)])
 }
 
 // verifyAccessToken is parseAccessToken without the cache; it also

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/keys"
 )
 
 // cacheKey is a key of shard 0 numbered n (the shard is key[0]'s low
@@ -348,5 +349,21 @@ func TestTokenCacheCompactsEntries(t *testing.T) {
 	})
 	if allocs > 2 {
 		t.Errorf("allocations per add: got %.1f, want at most 2 (the entry and the claims)", allocs)
+	}
+}
+
+// TestTokenKey: the cache's key is the token's SHA-256, whether the token
+// goes through the stack buffer or not, and an ordinary one allocates
+// nothing.
+func TestTokenKey(t *testing.T) {
+	for _, n := range []int{0, 1, 900, 2047, 2048, 2049, keys.MaxTokenSize} {
+		raw := strings.Repeat("t", n)
+		if got, want := tokenKey(raw), sha256.Sum256([]byte(raw)); got != want {
+			t.Errorf("%d bytes: tokenKey = %x, want %x", n, got, want)
+		}
+	}
+	raw := strings.Repeat("t", 900)
+	if a := testing.AllocsPerRun(100, func() { tokenKey(raw) }); a != 0 {
+		t.Errorf("tokenKey of 900 bytes allocates %v times, want 0", a)
 	}
 }

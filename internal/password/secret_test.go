@@ -1,6 +1,9 @@
 package password
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestSecret(t *testing.T) {
 	stored := HashSecret("s3cret-0123456789")
@@ -22,5 +25,18 @@ func TestSecret(t *testing.T) {
 	}
 	if len(stored) != 64 {
 		t.Fatalf("stored form: got %d hex chars, want 64", len(stored))
+	}
+	// The stored form is hex SHA-256, on either side of the stack buffer.
+	if got := HashSecret("abc"); got != "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" {
+		t.Errorf("HashSecret(abc) = %s", got)
+	}
+	for _, n := range []int{255, 256, 257, 4096} {
+		s := strings.Repeat("k", n)
+		if !VerifySecret(s, HashSecret(s)) || VerifySecret(s[:n-1], HashSecret(s)) {
+			t.Errorf("a %d-byte secret does not verify against its own hash alone", n)
+		}
+	}
+	if a := testing.AllocsPerRun(100, func() { VerifySecret("s3cret-0123456789", stored) }); a > 1 {
+		t.Errorf("VerifySecret allocates %v times, want at most 1 (the stored form as bytes)", a)
 	}
 }

@@ -325,7 +325,7 @@ func (n *Node) routes() (public, adminSurface http.Handler) {
 	adminMux.Handle("GET /metrics", promhttp.HandlerFor(n.registry, promhttp.HandlerOpts{}))
 	trusted, _ := httpx.ParseTrustedProxies(n.cfg.TrustedProxies) // validated in New
 	wrap := func(h http.Handler) http.Handler {
-		return httpx.TrustedProxies(trusted)(httpx.Recover(n.log)(httpx.Correlation(n.auditBase(h))))
+		return httpx.TrustedProxies(trusted)(httpx.Recover(n.log)(httpx.CorrelationWith(n.auditBase)(h)))
 	}
 	if n.separateAdmin() {
 		return wrap(mux), wrap(adminMux)
@@ -598,14 +598,12 @@ func (n *Node) consoleSecret() []byte {
 
 // auditBase gives every request the audit base of its events: this node
 // and the client's address as --trusted-proxies decides it.
-func (n *Node) auditBase(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ip := httpx.ClientAddr(r)
-		if host, _, err := net.SplitHostPort(ip); err == nil {
-			ip = host
-		}
-		h.ServeHTTP(w, r.WithContext(fsm.WithAuditBase(r.Context(), fsm.AuditBase{Node: n.cfg.NodeID, IP: ip})))
-	})
+func (n *Node) auditBase(ctx context.Context, r *http.Request) context.Context {
+	ip := httpx.ClientAddr(r)
+	if host, _, err := net.SplitHostPort(ip); err == nil {
+		ip = host
+	}
+	return fsm.WithAuditBase(ctx, fsm.AuditBase{Node: n.cfg.NodeID, IP: ip})
 }
 
 // damaged adds the way back to a damaged file's error: the node's copy is

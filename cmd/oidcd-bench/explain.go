@@ -62,7 +62,7 @@ var probes = []probe{
 	{name: "RS256 signing and verifying (crypto/rsa)", prefixes: []string{"crypto/rsa.", "crypto/internal/fips140/rsa."}},
 	{name: "argon2id", prefixes: []string{"golang.org/x/crypto/argon2."}},
 	{name: "net/http outside oidcd's handlers", prefixes: []string{"net/http.(*conn).serve"}, outside: []string{"github.com/oidcd/oidcd/"}},
-	{name: "oidcd's handlers and middleware", prefixes: []string{"github.com/oidcd/oidcd/oidc.", "github.com/oidcd/oidcd/webui.", "github.com/oidcd/oidcd/logout.", "github.com/oidcd/oidcd/internal/"}},
+	{name: "oidcd's handlers and middleware", prefixes: []string{"github.com/oidcd/oidcd/node.", "github.com/oidcd/oidcd/oidc.", "github.com/oidcd/oidcd/webui.", "github.com/oidcd/oidcd/logout.", "github.com/oidcd/oidcd/internal/"}},
 	{name: "state reads and writes (fsm, bbolt)", prefixes: []string{"github.com/oidcd/oidcd/fsm.", "go.etcd.io/bbolt."}},
 	{name: "raft (log, replication, read index)", prefixes: []string{"github.com/hashicorp/raft", "github.com/oidcd/oidcd/cluster."}},
 	{name: "JSON and CBOR encoding", prefixes: []string{"encoding/json.", "github.com/fxamacker/cbor/"}},

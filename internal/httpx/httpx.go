@@ -29,15 +29,25 @@ type ctxKey struct{}
 // client's, when it is printable and at most 128 bytes, else a fresh one),
 // stores it in the context and sets it on the response before the handler
 // runs.
-func Correlation(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get(HeaderCorrelationID)
-		if !validCorrelationID(id) {
-			id = NewID()
-		}
-		w.Header().Set(HeaderCorrelationID, id)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ctxKey{}, id)))
-	})
+func Correlation(next http.Handler) http.Handler { return CorrelationWith(nil)(next) }
+
+// CorrelationWith is Correlation that also lets more add to the request's
+// context (nil: nothing), so that the request is copied once for both.
+func CorrelationWith(more func(ctx context.Context, r *http.Request) context.Context) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			id := r.Header.Get(HeaderCorrelationID)
+			if !validCorrelationID(id) {
+				id = NewID()
+			}
+			w.Header().Set(HeaderCorrelationID, id)
+			ctx := context.WithValue(r.Context(), ctxKey{}, id)
+			if more != nil {
+				ctx = more(ctx, r)
+			}
+			next.ServeHTTP(w, r.WithContext(ctx))
+		})
+	}
 }
 
 func validCorrelationID(id string) bool {

@@ -1,6 +1,7 @@
 package httpx
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -121,5 +122,28 @@ func TestLogValue(t *testing.T) {
 		if got := LogValue(c.in); got != c.want {
 			t.Errorf("LogValue(%d bytes): got %q, want %q", len(c.in), got, c.want)
 		}
+	}
+}
+
+// TestCorrelationWith: what more adds sits beside the correlation id in
+// the one context the handler gets, and more sees the request.
+func TestCorrelationWith(t *testing.T) {
+	type key struct{}
+	more := func(ctx context.Context, r *http.Request) context.Context {
+		if CorrelationID(ctx) == "" {
+			t.Error("more ran before the correlation id was in the context")
+		}
+		return context.WithValue(ctx, key{}, r.URL.Path)
+	}
+	var gotID, gotMore string
+	h := CorrelationWith(more)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotID = CorrelationID(r.Context())
+		gotMore, _ = r.Context().Value(key{}).(string)
+	}))
+	r := httptest.NewRequest("GET", "/p", nil)
+	r.Header.Set(HeaderCorrelationID, "abc")
+	h.ServeHTTP(httptest.NewRecorder(), r)
+	if gotID != "abc" || gotMore != "/p" {
+		t.Fatalf("handler saw correlation id %q and %q, want abc and /p", gotID, gotMore)
 	}
 }

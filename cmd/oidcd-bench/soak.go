@@ -31,6 +31,10 @@ type soakReport struct {
 	// AuditBytes is the node's audit trail (oidcd_audit_bytes): flat once
 	// --audit-retention prunes as much as the load adds.
 	AuditBytes *figures `json:"audit_bytes,omitempty"`
+	// PartsMark and PartsEnd are the data dir by kind of file (dirParts)
+	// at the mark and at the end: what grew.
+	PartsMark map[string]int64 `json:"data_dir_parts_mark,omitempty"`
+	PartsEnd  map[string]int64 `json:"data_dir_parts_end,omitempty"`
 }
 
 // figures are one quantity over a run; -1 where it could not be read.
@@ -147,6 +151,7 @@ func (s *soakProbe) take(mark bool) (size, rss, heap, trail int64) {
 	}
 	if mark {
 		s.rep.MarkS = math.Round(time.Since(s.start).Seconds()*10) / 10
+		s.rep.PartsMark = s.parts()
 	}
 	return size, rss, heap, trail
 }
@@ -179,6 +184,17 @@ func (s *soakProbe) size() int64 {
 	return n
 }
 
+func (s *soakProbe) parts() map[string]int64 {
+	if s.dataDir == "" {
+		return nil
+	}
+	p, err := dirParts(s.dataDir)
+	if err != nil {
+		return nil
+	}
+	return p
+}
+
 func (s *soakProbe) rss() int64 {
 	n, err := readRSS(s.pid)
 	if err != nil {
@@ -192,8 +208,10 @@ func (s *soakProbe) finish() *soakReport {
 	close(s.stop)
 	<-s.done
 	size, rss, heap, trail := s.take(false)
+	parts := s.parts()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.rep.PartsEnd = parts
 	if f := s.rep.DataDirBytes; f != nil {
 		f.End = size
 	}
@@ -243,7 +261,33 @@ func (s *soakProbe) progress(ctx context.Context, w io.Writer, r *recorder, star
 // vanish during the walk (a snapshot being replaced) are skipped.
 func dirSize(dir string) (int64, error) {
 	var total int64
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	err := walkFiles(dir, func(_ string, n int64) { total += n })
+	return total, err
+}
+
+// dirParts is dirSize by what the files are to a node: its state file,
+// its raft log, its raft snapshots, the rest.
+func dirParts(dir string) (map[string]int64, error) {
+	parts := map[string]int64{}
+	err := walkFiles(dir, func(path string, n int64) {
+		switch {
+		case filepath.Base(path) == "state.db":
+			parts["state file"] += n
+		case filepath.Base(path) == "raft.db":
+			parts["raft log"] += n
+		case strings.Contains(filepath.ToSlash(path), "/snapshots/"):
+			parts["raft snapshots"] += n
+		default:
+			parts["other"] += n
+		}
+	})
+	return parts, err
+}
+
+// walkFiles calls fn with the path and size of every regular file under
+// dir, skipping those that vanish during the walk.
+func walkFiles(dir string, fn func(path string, size int64)) error {
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) && path != dir {
 				return nil
@@ -260,10 +304,9 @@ func dirSize(dir string) (int64, error) {
 			}
 			return err
 		}
-		total += info.Size()
+		fn(path, info.Size())
 		return nil
 	})
-	return total, err
 }
 
 // readRSS returns the resident set size of process pid from

@@ -23,6 +23,7 @@ type soakConfig struct {
 	tokenTTL      int64
 	sessionIdle   time.Duration
 	reapEvery     time.Duration
+	reapGrace     time.Duration
 	auditKeep     time.Duration
 	storm         int
 	stormDuration time.Duration
@@ -59,8 +60,9 @@ func parseSoakFlags(args []string, stderr io.Writer) (*soakConfig, error) {
 	fs.IntVar(&sc.users, "users", 16, "people to provision")
 	fs.Int64Var(&sc.tokenTTL, "token-ttl", 60, "access token lifetime of the provisioned clients, seconds: short, so that codes become reapable within the run")
 	fs.DurationVar(&sc.sessionIdle, "session-idle", time.Minute, "the node's SSO session idle lifetime: short, so that abandoned sessions become reapable within the run")
-	fs.DurationVar(&sc.reapEvery, "reap-every", 0, "how often the leader reaps (default: the node's, 1m)")
-	fs.DurationVar(&sc.auditKeep, "audit-retention", 2*time.Minute, "the node's --audit-retention: short, so that the trail reaches its steady state within the run")
+	fs.DurationVar(&sc.reapEvery, "reap-every", 15*time.Second, "how often the leader reaps (the node's default is 1m)")
+	fs.DurationVar(&sc.reapGrace, "reap-grace", 15*time.Second, "how long after expiry records are reaped (the node's default is 5m)")
+	fs.DurationVar(&sc.auditKeep, "audit-retention", time.Minute, "the node's --audit-retention: short, so that the trail reaches its steady state before the mark")
 	fs.IntVar(&sc.storm, "storm", 200, "connections of the login storm after the mixed load (fresh password sign-ins); 0 = none")
 	fs.DurationVar(&sc.stormDuration, "storm-duration", 20*time.Second, "how long the login storm lasts")
 	fs.BoolVar(&sc.json, "json", false, "print the result as JSON")
@@ -89,6 +91,8 @@ func parseSoakFlags(args []string, stderr io.Writer) (*soakConfig, error) {
 		return nil, errors.New("--token-ttl must be between 60 and 86400 seconds")
 	case sc.sessionIdle < time.Minute:
 		return nil, errors.New("--session-idle must be at least 1m")
+	case sc.reapEvery <= 0 || sc.reapGrace <= 0 || sc.auditKeep <= 0:
+		return nil, errors.New("--reap-every, --reap-grace and --audit-retention must be positive")
 	case sc.stormDuration <= 0 && sc.storm > 0:
 		return nil, errors.New("--storm-duration must be positive")
 	}
@@ -120,17 +124,16 @@ func runSoakCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 
 // soak runs the mixed load and then the storm against one node.
 func soak(ctx context.Context, sc *soakConfig, stderr io.Writer) (*soakResult, error) {
-	// Short lifetimes and a short reap grace bring the run to its steady
-	// state (as many records expiring as are created) within two minutes.
-	args := []string{"--size", "1", "--session-idle", sc.sessionIdle.String(), "--reap-grace", "30s", "--log-level", "none",
-		"--audit-retention", sc.auditKeep.String()}
-	if sc.reapEvery > 0 {
-		args = append(args, "--reap-every", sc.reapEvery.String())
-	}
+	// Short lifetimes, a short reap grace and frequent reaps bring the
+	// run to its steady state (as many records reaped as are created)
+	// before the mark: a session idle for its minute is reaped within
+	// 90 s, an audit event within 75 s.
+	args := []string{"--size", "1", "--session-idle", sc.sessionIdle.String(), "--reap-grace", sc.reapGrace.String(), "--log-level", "none",
+		"--audit-retention", sc.auditKeep.String(), "--reap-every", sc.reapEvery.String()}
 	if sc.pprof {
 		args = append(args, "--pprof")
 	}
-	ch, err := spawnNodes(ctx, stderr, args...)
+	ch, err := spawnNodes(ctx, stderr, 90*time.Second, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -203,6 +206,13 @@ func (r *soakResult) writeTable(w io.Writer) {
 				verdict = "not flat (beyond 10 %): not met"
 			}
 			fmt.Fprintf(w, "%s from the mark to the end: %+.1f %%, %s\n", x.name, 100*x.f.growth(), verdict)
+		}
+		if len(s.PartsMark) > 0 && len(s.PartsEnd) > 0 {
+			var parts []string
+			for _, k := range []string{"state file", "raft log", "raft snapshots", "other"} {
+				parts = append(parts, fmt.Sprintf("%s %s -> %s", k, bytesStr(s.PartsMark[k]), bytesStr(s.PartsEnd[k])))
+			}
+			fmt.Fprintf(w, "data dir by file, mark -> end: %s\n", strings.Join(parts, ", "))
 		}
 	}
 	if r.Storm == nil {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,41 +34,7 @@ func growCluster(b *testing.B, c *testcluster.Cluster, n int) int {
 	leader := c.WaitNewLeader()
 	cl := c.Node(leader).Cluster()
 	start := time.Now()
-	writes := 0
-	err := fsmtest.Grown(n, time.Now(), func(cmds []fsm.Command) error {
-		var (
-			wg    sync.WaitGroup
-			mu    sync.Mutex
-			first error
-			next  = make(chan fsm.Command)
-		)
-		for range min(grownWriters, len(cmds)) {
-			wg.Go(func() {
-				for cmd := range next {
-					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-					res, err := cl.Apply(ctx, cmd)
-					cancel()
-					if err == nil {
-						err = res.Err
-					}
-					if err != nil {
-						mu.Lock()
-						if first == nil {
-							first = fmt.Errorf("%v: %w", cmd.Type, err)
-						}
-						mu.Unlock()
-					}
-				}
-			})
-		}
-		for _, cmd := range cmds {
-			next <- cmd
-		}
-		close(next)
-		wg.Wait()
-		writes += len(cmds)
-		return first
-	})
+	writes, err := fsmtest.GrowThrough(n, time.Now(), grownWriters, cl.Apply)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -25,7 +25,10 @@
 // /debug/pprof/profile) while every scenario runs, and counts its own CPU:
 // each target it reports not met comes with the node's and the load
 // generator's CPU per operation, the node cost the target would need, and
-// where the node's CPU went (--explain=false leaves that out).
+// where the node's CPU went (--explain=false leaves that out). With
+// --grown N the nodes first grow their store through raft to N signed-in
+// people (`oidcd-bench nodes --grown`), and --baseline sets every figure
+// against an empty-store run's JSON: `make bench-grown`.
 //
 // Examples:
 //

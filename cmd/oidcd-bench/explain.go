@@ -309,16 +309,23 @@ func (res *matrixResult) explanations() string {
 			p("- At the same use of the cores, %s/s needs the node at %s.\n",
 				thousands(r.TargetOpsPerS), needStr(used*1e6/r.TargetOpsPerS-u.LoadGenUsPerOp, u.ServerUsPerOp))
 		}
-		if name := ceilingProbe(r.Ceiling); name != "" {
+		if name, alone := ceilingWork(r.Ceiling, res.Ceilings); name != "" {
 			sh := shareOf(u, name)
-			p("- The ceiling's own work (%s) took %.0f %% of the node's CPU, %s µs per operation: %.2f cores, where the ceiling gives it all %d.\n",
-				name, 100*sh, thousands(sh*u.ServerUsPerOp), sh*u.ServerCores, res.Machine.GOMAXPROCS)
+			p("- The ceiling's own work (%s) took %.0f %% of the node's CPU, %s µs per operation (measured alone: %s µs): %.2f cores, where the ceiling gives it all %d; everything else in the node cost %s µs per operation.\n",
+				name, 100*sh, thousands(sh*u.ServerUsPerOp), thousands(alone), sh*u.ServerCores, res.Machine.GOMAXPROCS, thousands((1-sh)*u.ServerUsPerOp))
 		}
-		if r.MaxP99Ms > 0 && r.Latency.P99 >= r.MaxP99Ms && r.OpsPerS > 0 {
-			p("- Latency: %d workers at %s/s wait %.1f ms on average (Little's law: workers / rate; measured mean %.1f ms); the p99 is %.1f × the mean. ",
-				res.Concurrency, thousands(r.OpsPerS), float64(res.Concurrency)/r.OpsPerS*1000, r.Latency.Mean, r.Latency.P99/max(r.Latency.Mean, 1e-9))
+		if r.MaxP99Ms > 0 && r.Latency.P99 >= r.MaxP99Ms && r.OpsPerS > 0 && r.Latency.Mean > 0 {
+			ratio := r.Latency.P99 / r.Latency.Mean
+			p("- Latency: %d workers at %s/s wait %.1f ms on average (Little's law: workers / rate; measured mean %.1f ms), and the p99 is %.1f × the mean. ",
+				res.Concurrency, thousands(r.OpsPerS), float64(res.Concurrency)/r.OpsPerS*1000, r.Latency.Mean, ratio)
+			need := float64(res.Concurrency) * ratio / r.MaxP99Ms * 1000
+			p("A p99 under %.0f ms at that spread needs a mean under %.1f ms: %s/s", r.MaxP99Ms, r.MaxP99Ms/ratio, thousands(need))
+			if u != nil && u.ServerUsPerOp > 0 {
+				p(", or %s µs of node CPU per operation at the same use of the cores", thousands(used*1e6/need-u.LoadGenUsPerOp))
+			}
+			p(".")
 			if r.Ceiling == "two signatures" {
-				p("Even at the two-signature ceiling (%s/s) the mean would be %.1f ms.", thousands(res.Ceilings.TwoSig), float64(res.Concurrency)/res.Ceilings.TwoSig*1000)
+				p(" At the two-signature ceiling itself (%s/s) the mean would be %.1f ms.", thousands(res.Ceilings.TwoSig), float64(res.Concurrency)/res.Ceilings.TwoSig*1000)
 			}
 			p("\n")
 		}
@@ -339,15 +346,16 @@ func (res *matrixResult) explanations() string {
 	return b.String()
 }
 
-// ceilingProbe is the probe that measures a ceiling's own work.
-func ceilingProbe(ceiling string) string {
+// ceilingWork is the probe that measures a ceiling's own work, and what
+// that work costs per operation alone, in µs.
+func ceilingWork(ceiling string, c ceilings) (string, float64) {
 	switch ceiling {
 	case "argon2id":
-		return "argon2id"
+		return "argon2id", c.Argon2Ms * 1000
 	case "two signatures":
-		return probes[0].name
+		return probes[0].name, 2 * c.SignMs * 1000
 	}
-	return ""
+	return "", 0
 }
 
 // shareOf is the fraction of u's samples that the named probe matched.
@@ -367,4 +375,78 @@ func needStr(need, now float64) string {
 		return "0 (out of reach: the load generator alone takes more than the target leaves)"
 	}
 	return fmt.Sprintf("%s µs per operation or less (%.0f %% of its cost now)", thousands(need), 100*need/now)
+}
+
+// grownGoal is Speed II's bound on what a grown store may cost: its
+// figures within 10 % of the empty store's.
+const grownGoal = 0.90
+
+// againstBaseline renders a grown store's figures against the empty
+// store's run: the fraction of each ceiling here over the same fraction
+// there (each run against ceilings of its own sitting; a scenario without
+// a ceiling compares its rates), and where one falls short, the node's
+// CPU per operation on both and what grew.
+func (res *matrixResult) againstBaseline() string {
+	if res.Baseline == nil {
+		return ""
+	}
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	p("\n### Against the empty store (%s, %s, %s)\n\n", res.Baseline.File, res.Baseline.Date, res.Baseline.Commit)
+	p("| scenario | nodes | grown: ops/s, p99 ms | empty: ops/s, p99 ms | grown / empty | goal | met |\n|---|---|---|---|---|---|---|\n")
+	var short []string
+	for _, r := range res.Runs {
+		base, ok := findRun(res.Baseline.Runs, r.Scenario, r.Nodes)
+		if !ok || base.OpsPerS <= 0 {
+			continue
+		}
+		ratio := r.OpsPerS / base.OpsPerS
+		if r.Fraction > 0 && base.Fraction > 0 {
+			ratio = r.Fraction / base.Fraction
+		}
+		met := "**met**"
+		if ratio < grownGoal {
+			met = "not met"
+			if line := grownCost(r, base); line != "" {
+				short = append(short, line)
+			}
+		}
+		p("| %s | %d | %s, %.1f | %s, %.1f | %.2f | ≥ %.2f | %s |\n", r.Scenario, r.Nodes, thousands(r.OpsPerS), r.Latency.P99,
+			thousands(base.OpsPerS), base.Latency.P99, ratio, grownGoal, met)
+	}
+	for _, s := range short {
+		p("\n%s\n", s)
+	}
+	return b.String()
+}
+
+// grownCost says how a run's cost grew over the empty store's, from the
+// two profiles: the node's CPU per operation and the parts that grew.
+func grownCost(r, base matrixRun) string {
+	if r.CPU == nil || base.CPU == nil || base.CPU.ServerUsPerOp <= 0 {
+		return fmt.Sprintf("- **%s on %d node(s)**: no profile to compare.", r.Scenario, r.Nodes)
+	}
+	var grew []string
+	for _, s := range r.CPU.Shares {
+		was := shareOf(base.CPU, s.Name) * base.CPU.ServerUsPerOp
+		now := s.Fraction * r.CPU.ServerUsPerOp
+		if now-was >= 0.02*base.CPU.ServerUsPerOp {
+			grew = append(grew, fmt.Sprintf("%s %s → %s µs", s.Name, thousands(was), thousands(now)))
+		}
+	}
+	line := fmt.Sprintf("- **%s on %d node(s)**: node CPU per operation %s µs, against %s µs on the empty store; load generator %s against %s µs.",
+		r.Scenario, r.Nodes, thousands(r.CPU.ServerUsPerOp), thousands(base.CPU.ServerUsPerOp), thousands(r.CPU.LoadGenUsPerOp), thousands(base.CPU.LoadGenUsPerOp))
+	if len(grew) > 0 {
+		line += " What grew (per operation): " + strings.Join(grew, "; ") + "."
+	}
+	return line
+}
+
+func findRun(runs []matrixRun, scenario string, nodes int) (matrixRun, bool) {
+	for _, r := range runs {
+		if r.Scenario == scenario && r.Nodes == nodes {
+			return r, true
+		}
+	}
+	return matrixRun{}, false
 }

@@ -30,6 +30,8 @@ type matrixConfig struct {
 	pprof       bool
 	explain     bool
 	nodeLog     string
+	grown       int
+	baseline    string
 }
 
 // matrixScenarios is the order the matrix runs: the reads first, while
@@ -48,6 +50,18 @@ type matrixResult struct {
 	Runs        []matrixRun `json:"runs"`
 	Nodes       []nodeUsage `json:"nodes"`
 	ElapsedS    float64     `json:"elapsed_s"`
+	// Grown is the people the store was grown to before the scenarios
+	// (--grown); Baseline the empty store's runs it is compared with.
+	Grown    int         `json:"grown_people,omitempty"`
+	Baseline *matrixBase `json:"baseline,omitempty"`
+}
+
+// matrixBase is the run a grown store's figures are compared with.
+type matrixBase struct {
+	File   string      `json:"file"`
+	Date   string      `json:"date"`
+	Commit string      `json:"commit"`
+	Runs   []matrixRun `json:"runs"`
 }
 
 // matrixRun is one scenario on one set of nodes, with its verdict.
@@ -93,6 +107,8 @@ func parseMatrixFlags(args []string, stderr io.Writer) (*matrixConfig, error) {
 	fs.StringVar(&mc.command, "command", "", "the command to record as having produced the figures (default: this one)")
 	fs.StringVar(&mc.nodeLog, "node-log-level", "none", "the nodes' logs on stderr: debug, info, warn, error or none (operations cut short at the end of each run log errors)")
 	fs.BoolVar(&mc.explain, "explain", true, "profile the node process during every scenario and explain each target not met from the profile")
+	fs.IntVar(&mc.grown, "grown", 0, "grow the store through raft to this many signed-in people (memberships, live sessions and tokens) before the scenarios, and write the section of grown stores")
+	fs.StringVar(&mc.baseline, "baseline", "", "with --grown: the JSON of an empty-store matrix (--json) to compare every figure with")
 	fs.BoolVar(&mc.pprof, "pprof", false, "give the nodes pprof listeners on 127.0.0.1 (printed on stderr) to profile them under load")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: oidcd-bench matrix [flags]\n\nMeasures this machine's ceilings, starts one node and a three-node cluster on 127.0.0.1, runs every scenario on each and reports the figures against the ceilings and the targets of the speed issue. Flags:\n")
@@ -127,8 +143,10 @@ func parseMatrixFlags(args []string, stderr io.Writer) (*matrixConfig, error) {
 		return nil, errors.New("--concurrency must be between 1 and 1024")
 	case mc.users < 1:
 		return nil, errors.New("--users must be at least 1")
-	case mc.preload < 0:
-		return nil, errors.New("--preload must not be negative")
+	case mc.preload < 0 || mc.grown < 0:
+		return nil, errors.New("--preload and --grown must not be negative")
+	case mc.baseline != "" && mc.grown == 0:
+		return nil, errors.New("--baseline compares a grown store (--grown) with an empty one")
 	}
 	if mc.command == "" {
 		mc.command = "oidcd-bench matrix " + strings.Join(args, " ")
@@ -159,7 +177,8 @@ func runMatrix(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		io.WriteString(stdout, md)
 		return 0
 	}
-	if err := rewriteSection(mc.write, md); err != nil {
+	begin, end := res.markers()
+	if err := rewriteSection(mc.write, md, begin, end); err != nil {
 		fmt.Fprintln(stderr, "oidcd-bench matrix:", err)
 		return 1
 	}
@@ -173,7 +192,18 @@ func matrix(ctx context.Context, mc *matrixConfig, stderr io.Writer) (*matrixRes
 	began := time.Now()
 	res := &matrixResult{
 		Date: began.UTC().Format("2006-01-02 15:04 UTC"), Commit: gitCommit(), Machine: describeMachine(),
-		Command: mc.command, BenchtimeS: mc.benchtime.Seconds(), Concurrency: mc.concurrency,
+		Command: mc.command, BenchtimeS: mc.benchtime.Seconds(), Concurrency: mc.concurrency, Grown: mc.grown,
+	}
+	if mc.baseline != "" {
+		b, err := os.ReadFile(mc.baseline)
+		if err != nil {
+			return nil, err
+		}
+		var base matrixResult
+		if err := json.Unmarshal(b, &base); err != nil {
+			return nil, fmt.Errorf("--baseline %s: %w", mc.baseline, err)
+		}
+		res.Baseline = &matrixBase{File: mc.baseline, Date: base.Date, Commit: base.Commit, Runs: base.Runs}
 	}
 	logf(stderr, "measuring the CPU ceilings (%s each)", mc.ceilingTime)
 	if err := measureCPUCeilings(ctx, mc.ceilingTime, &res.Ceilings); err != nil {
@@ -205,7 +235,7 @@ func matrix(ctx context.Context, mc *matrixConfig, stderr io.Writer) (*matrixRes
 // measureTrivial runs the trivial scenario against a child process that
 // serves only the trivial handler.
 func measureTrivial(ctx context.Context, mc *matrixConfig, stderr io.Writer, c *ceilings) error {
-	ch, err := spawnNodes(ctx, stderr, "--size", "0", "--trivial")
+	ch, err := spawnNodes(ctx, stderr, 90*time.Second, "--size", "0", "--trivial")
 	if err != nil {
 		return err
 	}
@@ -242,7 +272,13 @@ func matrixSize(ctx context.Context, mc *matrixConfig, size int, stderr io.Write
 	if mc.pprof {
 		args = append(args, "--pprof")
 	}
-	ch, err := spawnNodes(ctx, stderr, args...)
+	wait := 90 * time.Second
+	if mc.grown > 0 {
+		// About three writes a person at several thousand a second.
+		args = append(args, "--grown", strconv.Itoa(mc.grown))
+		wait += time.Duration(mc.grown) * 2 * time.Millisecond
+	}
+	ch, err := spawnNodes(ctx, stderr, wait, args...)
 	if err != nil {
 		return nil, nodeUsage{}, err
 	}

@@ -78,18 +78,35 @@ func TestJudge(t *testing.T) {
 
 func TestRewriteSection(t *testing.T) {
 	md := sectionBegin + "\n## Figures\n\nnew\n\n" + sectionEnd + "\n"
+	gb, ge := (&matrixResult{Grown: 100}).markers()
+	gmd := gb + "\n## Grown 100\n\nnew\n\n" + ge + "\n"
+	hb, he := (&matrixResult{Grown: 1000}).markers()
+	hmd := hb + "\n## Grown 1000\n\nnew\n\n" + he + "\n"
 	cases := []struct {
 		name, in, want string
 		err            bool
+		grown, big     bool
 	}{
+		{name: "grown: right after the matrix",
+			in:   "# B\n\n" + md + "\n## Older\n",
+			want: "# B\n\n" + md + "\n" + gmd + "\n## Older\n", grown: true},
+		{name: "grown: replaces its own section only",
+			in:   "# B\n\n" + md + "\n" + gb + "\nstale\n" + ge + "\n\n" + hmd + "\n## Older\n",
+			want: "# B\n\n" + md + "\n" + gmd + "\n" + hmd + "\n## Older\n", grown: true},
+		{name: "grown: a new size after the other sizes",
+			in:   "# B\n\n" + md + "\n" + gmd + "\n## Older\n",
+			want: "# B\n\n" + md + "\n" + gmd + "\n" + hmd + "\n## Older\n", grown: true, big: true},
+		{name: "the matrix leaves the grown section",
+			in:   "# B\n\n" + sectionBegin + "\nstale\n" + sectionEnd + "\n\n" + gmd + "\n## Older\n",
+			want: "# B\n\n" + md + "\n" + gmd + "\n## Older\n"},
 		{"first run: before the first heading",
 			"# Benchmarks\n\nIntro.\n\n## Older figures\n\nold\n",
-			"# Benchmarks\n\nIntro.\n\n" + md + "\n## Older figures\n\nold\n", false},
-		{"no heading: appended", "# Benchmarks\n", "# Benchmarks\n\n" + md, false},
+			"# Benchmarks\n\nIntro.\n\n" + md + "\n## Older figures\n\nold\n", false, false, false},
+		{"no heading: appended", "# Benchmarks\n", "# Benchmarks\n\n" + md, false, false, false},
 		{"replaces the section and nothing else",
 			"# B\n\n" + sectionBegin + "\nstale\n" + sectionEnd + "\n\n## Older\n",
-			"# B\n\n" + md + "\n## Older\n", false},
-		{"a lone marker is an error", "# B\n\n" + sectionBegin + "\nstale\n", "", true},
+			"# B\n\n" + md + "\n## Older\n", false, false, false},
+		{"a lone marker is an error", "# B\n\n" + sectionBegin + "\nstale\n", "", true, false, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -97,7 +114,14 @@ func TestRewriteSection(t *testing.T) {
 			if err := os.WriteFile(path, []byte(c.in), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			err := rewriteSection(path, md)
+			m, b, e := md, sectionBegin, sectionEnd
+			if c.grown {
+				m, b, e = gmd, gb, ge
+			}
+			if c.big {
+				m, b, e = hmd, hb, he
+			}
+			err := rewriteSection(path, m, b, e)
 			if c.err {
 				if err == nil {
 					t.Fatal("got no error, want one")
@@ -112,7 +136,7 @@ func TestRewriteSection(t *testing.T) {
 				t.Errorf("got\n%s\nwant\n%s", got, c.want)
 			}
 			// A second run with the same figures changes nothing.
-			if err := rewriteSection(path, md); err != nil {
+			if err := rewriteSection(path, m, b, e); err != nil {
 				t.Fatal(err)
 			}
 			again, _ := os.ReadFile(path)

@@ -158,11 +158,22 @@ func gitCommit() string {
 	return c
 }
 
-// The markers around the generated section of BENCHMARKS.md.
+// The markers around the generated sections of BENCHMARKS.md: the
+// matrix, and after it the matrix on each grown store.
 const (
 	sectionBegin = "<!-- BEGIN oidcd-bench matrix: written by `make bench`; edits between these markers are overwritten -->"
 	sectionEnd   = "<!-- END oidcd-bench matrix -->"
+	grownEndStem = "<!-- END oidcd-bench matrix grown to "
 )
+
+// markers are the begin and end markers of res's section.
+func (res *matrixResult) markers() (begin, end string) {
+	if res.Grown == 0 {
+		return sectionBegin, sectionEnd
+	}
+	return fmt.Sprintf("<!-- BEGIN oidcd-bench matrix grown to %d people: written by `make bench-grown`; edits between these markers are overwritten -->", res.Grown),
+		fmt.Sprintf("%s%d people -->", grownEndStem, res.Grown)
+}
 
 // markdown renders the result as the generated section, markers
 // included.
@@ -171,7 +182,13 @@ func (res *matrixResult) markdown() string {
 	c := res.Ceilings
 	m := res.Machine
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	p("%s\n## The `make bench` matrix (%s)\n\n", sectionBegin, res.Date)
+	begin, end := res.markers()
+	if res.Grown > 0 {
+		p("%s\n## The `make bench` matrix on a store grown to %s people (%s)\n\n", begin, thousands(float64(res.Grown)), res.Date)
+		p("- Store: before the scenarios, every set of nodes was grown through raft to %s people (`fsmtest.Grown`: each a member of two organizations, with a live SSO session, an app session and a live access token), then snapshotted; the scenarios' own people come on top.\n", thousands(float64(res.Grown)))
+	} else {
+		p("%s\n## The `make bench` matrix (%s)\n\n", begin, res.Date)
+	}
 	p("- Machine: %d × %s, %s RAM, GOMAXPROCS %d, %s %s; load average %.1f when the run began (other work on the machine).\n",
 		m.CPUs, orDash(m.CPU), bytesStr(m.MemBytes), m.GOMAXPROCS, m.Go, m.OS, m.LoadAvg)
 	p("- Commit: %s.\n", res.Commit)
@@ -208,27 +225,37 @@ func (res *matrixResult) markdown() string {
 	for _, u := range res.Nodes {
 		p("- After its scenarios, the process of %d node(s): RSS %s, data dirs %s.\n", u.Nodes, bytesStr(u.RSSBytes), bytesStr(u.DataDirBytes))
 	}
+	b.WriteString(res.againstBaseline())
 	b.WriteString(res.explanations())
-	p("\n%s\n", sectionEnd)
+	p("\n%s\n", end)
 	return b.String()
 }
 
 // rewriteSection replaces the generated section of the markdown file at
 // path with md, or inserts it before the file's first second-level
 // heading when the file has none yet. The file is replaced atomically.
-func rewriteSection(path, md string) error {
+func rewriteSection(path, md, begin, end string) error {
 	old, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
 	s := string(old)
 	var out string
-	bi, ei := strings.Index(s, sectionBegin), strings.Index(s, sectionEnd)
+	bi, ei := strings.Index(s, begin), strings.Index(s, end)
+	// A grown store's new section goes after the last generated one.
+	after := strings.Index(s, sectionEnd)
+	if gi := strings.LastIndex(s, grownEndStem); gi > after && begin != sectionBegin {
+		after = gi
+	}
 	switch {
 	case bi >= 0 && ei > bi:
-		out = s[:bi] + md + strings.TrimPrefix(s[ei+len(sectionEnd):], "\n")
+		out = s[:bi] + md + strings.TrimPrefix(s[ei+len(end):], "\n")
 	case bi >= 0 || ei >= 0:
 		return fmt.Errorf("%s: one of the section markers is missing or they are out of order", path)
+	case begin != sectionBegin && after >= 0:
+		at := after + strings.Index(s[after:], "-->") + len("-->\n")
+		at = min(at, len(s))
+		out = s[:at] + "\n" + md + s[at:]
 	default:
 		at := strings.Index(s, "\n## ")
 		if at < 0 {

@@ -22,7 +22,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/fsmtest"
 	"github.com/oidcd/oidcd/internal/password"
 	"github.com/oidcd/oidcd/node"
 )
@@ -54,6 +57,7 @@ type nodesConfig struct {
 	reapEvery   time.Duration
 	auditKeep   time.Duration
 	logLevel    string
+	grown       int
 }
 
 // runNodes is `oidcd-bench nodes`: it starts --size nodes in this process
@@ -79,6 +83,7 @@ func runNodes(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.DurationVar(&nc.reapEvery, "reap-every", 0, "how often the leader reaps expired records (default: the node's)")
 	fs.DurationVar(&nc.auditKeep, "audit-retention", 0, "how long audit events are kept (default: the node's, 90 days)")
 	fs.StringVar(&nc.logLevel, "log-level", "error", "node logs on stderr: debug, info, warn, error or none")
+	fs.IntVar(&nc.grown, "grown", 0, "before serving, grow the store through raft to this many signed-in people (fsmtest.Grown: two memberships, a live SSO session, app session and access token each), then take a snapshot")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -86,8 +91,9 @@ func runNodes(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return 2
 	}
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(nc.logLevel)); (err != nil && nc.logLevel != "none") || nc.size < 0 || nc.size > 5 || (nc.size == 0 && !nc.trivial) {
-		fmt.Fprintln(stderr, "oidcd-bench nodes: want --size 1-5 (or 0 with --trivial) and a valid --log-level")
+	if err := level.UnmarshalText([]byte(nc.logLevel)); (err != nil && nc.logLevel != "none") || nc.size < 0 || nc.size > 5 || (nc.size == 0 && !nc.trivial) ||
+		nc.grown < 0 || (nc.grown > 0 && nc.size == 0) {
+		fmt.Fprintln(stderr, "oidcd-bench nodes: want --size 1-5 (or 0 with --trivial), a valid --log-level and --grown only with nodes")
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
@@ -95,7 +101,7 @@ func runNodes(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		log = slog.New(slog.DiscardHandler)
 	}
 
-	info, stop, err := startNodes(ctx, nc, log)
+	info, stop, err := startNodes(ctx, nc, log, stderr)
 	defer stop()
 	if err != nil {
 		fmt.Fprintln(stderr, "oidcd-bench nodes:", err)
@@ -119,7 +125,7 @@ func runNodes(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 // startNodes starts the nodes and the trivial handler of nc and waits
 // until every node knows a leader and holds the signing and browser keys.
 // stop closes everything and removes a temporary directory.
-func startNodes(ctx context.Context, nc nodesConfig, log *slog.Logger) (*nodesInfo, func(), error) {
+func startNodes(ctx context.Context, nc nodesConfig, log *slog.Logger, stderr io.Writer) (*nodesInfo, func(), error) {
 	info := &nodesInfo{PID: os.Getpid(), GOMAXPROCS: runtime.GOMAXPROCS(0), Slots: runtime.GOMAXPROCS(0)}
 	p := password.DefaultParams()
 	info.Password = fmt.Sprintf("m=%d,t=%d,p=%d", p.Memory, p.Time, p.Threads)
@@ -241,7 +247,38 @@ func startNodes(ctx context.Context, nc nodesConfig, log *slog.Logger) (*nodesIn
 			return nil, stop, fmt.Errorf("node %d: %w", i, err)
 		}
 	}
+	if nc.grown > 0 {
+		if err := grow(ctx, nodes, nc.grown, stderr); err != nil {
+			return nil, stop, err
+		}
+	}
 	return info, stop, nil
+}
+
+// grow writes fsmtest.Grown(people) through the nodes' raft (256 writes
+// in flight), waits until every node has applied it, and has the leader
+// take a snapshot, as a site of that size would have.
+func grow(ctx context.Context, nodes []*node.Node, people int, stderr io.Writer) error {
+	began := time.Now()
+	logf(stderr, "growing the store to %d signed-in people through raft", people)
+	writes, err := fsmtest.GrowThrough(people, time.Now(), 256, nodes[0].Cluster().Apply)
+	if err != nil {
+		return fmt.Errorf("growing the store: %w", err)
+	}
+	logf(stderr, "grew the store: %d writes in %s (%.0f/s)", writes, time.Since(began).Round(time.Second), float64(writes)/time.Since(began).Seconds())
+	for i, n := range nodes {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+		err := n.Cluster().ReadIndex(wctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("node %d catching up with the grown store: %w", i, err)
+		}
+		if err := n.Cluster().Snapshot(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) && !errors.Is(err, raft.ErrNotLeader) {
+			return fmt.Errorf("node %d: snapshot of the grown store: %w", i, err)
+		}
+	}
+	logf(stderr, "the grown store is on every node and in a snapshot (%s in all)", time.Since(began).Round(time.Second))
+	return nil
 }
 
 // waitUsable is testcluster's WaitLeader for one node: a leader is known
@@ -287,7 +324,7 @@ type child struct {
 
 // spawnNodes starts this executable as `oidcd-bench nodes args...` and
 // waits for its nodesInfo line.
-func spawnNodes(ctx context.Context, stderr io.Writer, args ...string) (*child, error) {
+func spawnNodes(ctx context.Context, stderr io.Writer, wait time.Duration, args ...string) (*child, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -324,9 +361,9 @@ func spawnNodes(ctx context.Context, stderr io.Writer, args ...string) (*child, 
 	case <-ctx.Done():
 		c.stop()
 		return nil, ctx.Err()
-	case <-time.After(90 * time.Second):
+	case <-time.After(wait):
 		c.stop()
-		return nil, errors.New("oidcd-bench nodes: not serving after 90 s")
+		return nil, fmt.Errorf("oidcd-bench nodes: not serving after %s", wait)
 	}
 }
 

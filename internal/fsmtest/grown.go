@@ -1,7 +1,9 @@
 package fsmtest
 
 import (
+	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/oidcd/oidcd/fsm"
@@ -79,6 +81,50 @@ func Grown(n int, at time.Time, emit func([]fsm.Command) error) error {
 		}
 	}
 	return nil
+}
+
+// GrowThrough applies Grown(n, at) through apply (a cluster's Apply),
+// the commands of each batch from writers goroutines at once, so that
+// raft batches them as it would a busy site's writes. It returns how
+// many commands it applied, and the first error (a failed apply or a
+// command's own error) after the batch that met it.
+func GrowThrough(n int, at time.Time, writers int, apply func(context.Context, fsm.Command) (fsm.Result, error)) (int, error) {
+	writes := 0
+	err := Grown(n, at, func(cmds []fsm.Command) error {
+		var (
+			wg    sync.WaitGroup
+			mu    sync.Mutex
+			first error
+			next  = make(chan fsm.Command)
+		)
+		for range min(writers, len(cmds)) {
+			wg.Go(func() {
+				for cmd := range next {
+					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+					res, err := apply(ctx, cmd)
+					cancel()
+					if err == nil {
+						err = res.Err
+					}
+					if err != nil {
+						mu.Lock()
+						if first == nil {
+							first = fmt.Errorf("%v: %w", cmd.Type, err)
+						}
+						mu.Unlock()
+					}
+				}
+			})
+		}
+		for _, cmd := range cmds {
+			next <- cmd
+		}
+		close(next)
+		wg.Wait()
+		writes += len(cmds)
+		return first
+	})
+	return writes, err
 }
 
 // GrownSizes are the store sizes the grown-store benchmarks measure

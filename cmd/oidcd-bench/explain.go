@@ -306,8 +306,9 @@ func (res *matrixResult) explanations() string {
 			}
 			p(".\n")
 		case r.TargetOpsPerS > 0:
-			p("- At the same use of the cores, %s/s needs the node at %s.\n",
-				thousands(r.TargetOpsPerS), needStr(used*1e6/r.TargetOpsPerS-u.LoadGenUsPerOp, u.ServerUsPerOp))
+			need := used*1e6/r.TargetOpsPerS - u.LoadGenUsPerOp
+			p("- At the same use of the cores, %s/s needs the node at %s%s.\n",
+				thousands(r.TargetOpsPerS), needStr(need, u.ServerUsPerOp), beyond(need, r.Ceiling, res.Ceilings))
 		}
 		if name, alone := ceilingWork(r.Ceiling, res.Ceilings); name != "" {
 			sh := shareOf(u, name)
@@ -321,7 +322,8 @@ func (res *matrixResult) explanations() string {
 			need := float64(res.Concurrency) * ratio / r.MaxP99Ms * 1000
 			p("A p99 under %.0f ms at that spread needs a mean under %.1f ms: %s/s", r.MaxP99Ms, r.MaxP99Ms/ratio, thousands(need))
 			if u != nil && u.ServerUsPerOp > 0 {
-				p(", or %s µs of node CPU per operation at the same use of the cores", thousands(used*1e6/need-u.LoadGenUsPerOp))
+				cost := used*1e6/need - u.LoadGenUsPerOp
+				p(", or %s µs of node CPU per operation at the same use of the cores%s", thousands(cost), beyond(cost, r.Ceiling, res.Ceilings))
 			}
 			p(".")
 			if r.Ceiling == "two signatures" {
@@ -356,6 +358,27 @@ func ceilingWork(ceiling string, c ceilings) (string, float64) {
 		return probes[0].name, 2 * c.SignMs * 1000
 	}
 	return "", 0
+}
+
+// beyond says when a node cost a target needs is below the work no such
+// operation can skip, each part at its cost measured alone: the two RS256
+// signatures of every sign-in, and a password sign-in's argon2id hash.
+func beyond(need float64, ceiling string, c ceilings) string {
+	sigs := 2 * c.SignMs * 1000
+	var floor float64
+	var what string
+	switch ceiling {
+	case "two signatures":
+		floor, what = sigs, "the two signatures"
+	case "argon2id":
+		floor, what = c.Argon2Ms*1000+sigs, "one argon2id hash and two signatures"
+	default:
+		return ""
+	}
+	if floor <= 0 || need >= floor {
+		return ""
+	}
+	return fmt.Sprintf(", less than %s alone cost (%s µs): out of reach on these cores", what, thousands(floor))
 }
 
 // shareOf is the fraction of u's samples that the named probe matched.

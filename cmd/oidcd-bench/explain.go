@@ -65,12 +65,16 @@ var probes = []probe{
 	{name: "oidcd's handlers and middleware", prefixes: []string{"github.com/oidcd/oidcd/node.", "github.com/oidcd/oidcd/oidc.", "github.com/oidcd/oidcd/webui.", "github.com/oidcd/oidcd/logout.", "github.com/oidcd/oidcd/internal/"}},
 	{name: "state reads and writes (fsm, bbolt)", prefixes: []string{"github.com/oidcd/oidcd/fsm.", "go.etcd.io/bbolt."}},
 	{name: "raft (log, replication, read index)", prefixes: []string{"github.com/hashicorp/raft", "github.com/oidcd/oidcd/cluster."}},
+	{name: snapshotProbe, prefixes: []string{"github.com/oidcd/oidcd/fsm.(*snapshot).Persist"}},
 	{name: "JSON and CBOR encoding", prefixes: []string{"encoding/json.", "github.com/fxamacker/cbor/"}},
 	{name: "system calls (sockets, files)", prefixes: []string{"syscall.", "internal/runtime/syscall."}},
 	{name: "memory allocation", prefixes: []string{"runtime.mallocgc"}},
 	{name: "garbage collection", prefixes: []string{"runtime.gcBgMarkWorker", "runtime.gcAssistAlloc", "runtime.bgsweep", "runtime.bgscavenge"}},
 	{name: "scheduler and timers", prefixes: []string{"runtime.schedule", "runtime.findRunnable", "runtime.park_m", "runtime.checkTimers"}},
 }
+
+// snapshotProbe names the probe of raft snapshots.
+const snapshotProbe = "raft snapshots (the state compacted and written)"
 
 // topFunctions is how many functions an excerpt lists.
 const topFunctions = 8
@@ -461,6 +465,9 @@ func grownCost(r, base matrixRun) string {
 		r.Scenario, r.Nodes, thousands(r.CPU.ServerUsPerOp), thousands(base.CPU.ServerUsPerOp), thousands(r.CPU.LoadGenUsPerOp), thousands(base.CPU.LoadGenUsPerOp))
 	if len(grew) > 0 {
 		line += " What grew (per operation): " + strings.Join(grew, "; ") + "."
+	}
+	if sh := shareOf(r.CPU, snapshotProbe); sh >= 0.05 {
+		line += fmt.Sprintf(" A raft snapshot of the grown store ran during this scenario (%.0f %% of the node's CPU in it): snapshots are spaced twenty times their own cost apart, about 5 %% of a core over time, so one scenario's few seconds hold all of one or none.", 100*sh)
 	}
 	return line
 }

@@ -248,6 +248,14 @@ func TestSoakAndLoginStorm(t *testing.T) {
 	if m.Soak.MarkS < 1.9 {
 		t.Errorf("mark taken at %.1f s, want 2 s", m.Soak.MarkS)
 	}
+	for _, p := range []string{"state file", "raft log"} {
+		if m.Soak.PartsMark[p] <= 0 || m.Soak.PartsEnd[p] <= 0 {
+			t.Errorf("%s at the mark and the end: %d and %d bytes, want both measured", p, m.Soak.PartsMark[p], m.Soak.PartsEnd[p])
+		}
+		if _, ok := m.Soak.PartsGrewS[p]; !ok {
+			t.Errorf("no time for the %s's largest size: %v", p, m.Soak.PartsGrewS)
+		}
+	}
 	s := res.Storm
 	if s == nil || s.Ops == 0 || s.Concurrency != 100 {
 		t.Fatalf("storm: %+v", s)

@@ -35,6 +35,10 @@ type soakReport struct {
 	// at the mark and at the end: what grew.
 	PartsMark map[string]int64 `json:"data_dir_parts_mark,omitempty"`
 	PartsEnd  map[string]int64 `json:"data_dir_parts_end,omitempty"`
+	// PartsGrewS is, for each kind of file, when in the run (seconds) it
+	// last grew past its largest size so far.
+	PartsGrewS map[string]float64 `json:"data_dir_parts_last_grew_s,omitempty"`
+	partsPeak  map[string]int64
 }
 
 // figures are one quantity over a run; -1 where it could not be read.
@@ -152,6 +156,17 @@ func (s *soakProbe) take(mark bool) (size, rss, heap, trail int64) {
 	if mark {
 		s.rep.MarkS = math.Round(time.Since(s.start).Seconds()*10) / 10
 		s.rep.PartsMark = s.parts()
+	}
+	if parts := s.parts(); parts != nil {
+		if s.rep.partsPeak == nil {
+			s.rep.partsPeak, s.rep.PartsGrewS = map[string]int64{}, map[string]float64{}
+		}
+		for k, n := range parts {
+			if n > s.rep.partsPeak[k] {
+				s.rep.partsPeak[k] = n
+				s.rep.PartsGrewS[k] = math.Round(time.Since(s.start).Seconds())
+			}
+		}
 	}
 	return size, rss, heap, trail
 }

@@ -209,10 +209,17 @@ func (r *soakResult) writeTable(w io.Writer) {
 		}
 		if len(s.PartsMark) > 0 && len(s.PartsEnd) > 0 {
 			var parts []string
+			last := 0.0
 			for _, k := range []string{"state file", "raft log", "raft snapshots", "other"} {
-				parts = append(parts, fmt.Sprintf("%s %s -> %s", k, bytesStr(s.PartsMark[k]), bytesStr(s.PartsEnd[k])))
+				parts = append(parts, fmt.Sprintf("%s %s -> %s (largest first at %s)", k, bytesStr(s.PartsMark[k]), bytesStr(s.PartsEnd[k]),
+					time.Duration(s.PartsGrewS[k]*float64(time.Second))))
+				last = max(last, s.PartsGrewS[k])
 			}
 			fmt.Fprintf(w, "data dir by file, mark -> end: %s\n", strings.Join(parts, ", "))
+			if g := s.DataDirBytes; g != nil && g.growth() > flatLimit {
+				fmt.Fprintf(w, "the data dir grew after the mark until %s and not in the %s after: bbolt grows its files in steps (16 MiB each past 16 MiB, its AllocSize) and never returns space, so the files stand at the largest the load has needed\n",
+					time.Duration(last*float64(time.Second)), (time.Duration(r.Mixed.DurationS*float64(time.Second)) - time.Duration(last*float64(time.Second))).Round(time.Second))
+			}
 		}
 	}
 	if r.Storm == nil {

@@ -228,10 +228,10 @@ func (ri *readIndexer) scan(logs raft.LogStore, commit uint64, applied func() ui
 }
 
 // verifyLeader waits for raft's VerifyLeader for at most ApplyTimeout, and
-// not at all once the node stops; a sole voter (sole: soleVoter was true
-// as the read began) only checks that it still leads. raft v1.7.3's verify future has no
+// not at all once the node stops. raft v1.7.3's verify future has no
 // shutdown channel: a round started around shutdown can stay in raft's
-// buffer unanswered, and waiting for it hung Shutdown.
+// buffer unanswered, and waiting for it hung Shutdown. A sole voter (sole:
+// soleVoter held as the read began) only checks that it still leads.
 func (c *Cluster) verifyLeader(sole bool) error {
 	if sole {
 		if c.raft.State() != raft.Leader {

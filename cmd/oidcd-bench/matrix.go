@@ -81,6 +81,9 @@ type matrixRun struct {
 	MaxP99Ms      float64 `json:"target_p99_ms,omitempty"`
 	Met           *bool   `json:"met,omitempty"`
 	CPU           *cpuUse `json:"cpu,omitempty"`
+	// Trivial is the trivial handler's run just before this scenario, its
+	// ceiling, when the trivial handler bounds it.
+	Trivial *trivialRun `json:"trivial,omitempty"`
 }
 
 // nodeUsage is the node process's footprint after its scenarios.
@@ -212,13 +215,20 @@ func matrix(ctx context.Context, mc *matrixConfig, stderr io.Writer) (*matrixRes
 	logf(stderr, "RS256 %.0f/s per core, %.0f/s on %d; argon2id %.1f ms", res.Ceilings.SignPerCore,
 		res.Ceilings.SignAllCores, runtime.GOMAXPROCS(0), res.Ceilings.Argon2Ms)
 
-	if err := measureTrivial(ctx, mc, stderr, &res.Ceilings); err != nil {
+	triv, err := startTrivial(ctx, mc, stderr)
+	if err != nil {
 		return nil, err
 	}
+	defer triv.stop()
+	t, err := triv.measure(ctx, mc.benchtime, stderr)
+	if err != nil {
+		return nil, err
+	}
+	res.Ceilings.Trivial, res.Ceilings.TrivialMs, res.Ceilings.TrivialCPU = t.OpsPerS, t.Latency, t.CPU
 	logf(stderr, "trivial handler %.0f req/s", res.Ceilings.Trivial)
 
 	for _, size := range mc.sizes {
-		runs, usage, err := matrixSize(ctx, mc, size, stderr)
+		runs, usage, err := matrixSize(ctx, mc, size, triv, stderr)
 		if err != nil {
 			return nil, fmt.Errorf("%d node(s): %w", size, err)
 		}
@@ -232,28 +242,47 @@ func matrix(ctx context.Context, mc *matrixConfig, stderr io.Writer) (*matrixRes
 	return res, nil
 }
 
-// measureTrivial runs the trivial scenario against a child process that
-// serves only the trivial handler.
-func measureTrivial(ctx context.Context, mc *matrixConfig, stderr io.Writer, c *ceilings) error {
+// trivialServer is the child process that serves only the trivial
+// handler, kept for the whole matrix: a scenario bounded by it is set
+// against a run of it just before, so that the ceiling and the figure
+// see the same state of a shared machine.
+type trivialServer struct {
+	ch      *child
+	mc      *matrixConfig
+	explain bool
+}
+
+// trivialRun is one measurement of the trivial handler.
+type trivialRun struct {
+	OpsPerS float64 `json:"ops_per_s"`
+	Latency latency `json:"latency_ms"`
+	CPU     *cpuUse `json:"cpu,omitempty"`
+}
+
+func startTrivial(ctx context.Context, mc *matrixConfig, stderr io.Writer) (*trivialServer, error) {
 	ch, err := spawnNodes(ctx, stderr, 90*time.Second, "--size", "0", "--trivial")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer ch.stop()
-	cfg := loadConfig(mc, []string{ch.info.Trivial}, ch.info.Trivial, "")
-	cfg.scenario = trivialName
+	return &trivialServer{ch: ch, mc: mc, explain: mc.explain}, nil
+}
+
+func (t *trivialServer) stop() { t.ch.stop() }
+
+// measure runs the trivial scenario for d.
+func (t *trivialServer) measure(ctx context.Context, d time.Duration, stderr io.Writer) (trivialRun, error) {
+	cfg := loadConfig(t.mc, []string{t.ch.info.Trivial}, t.ch.info.Trivial, "")
+	cfg.scenario, cfg.duration = trivialName, d
 	e := newEnv(cfg)
 	defer e.tr.CloseIdleConnections()
-	rep, cpu, err := loadExplained(ctx, cfg, e, stderr, mc.explain, ch.info.Control)
+	rep, cpu, err := loadExplained(ctx, cfg, e, stderr, t.explain, t.ch.info.Control)
 	if err != nil {
-		return err
+		return trivialRun{}, err
 	}
-	c.TrivialCPU = cpu
 	if rep.Ops == 0 || errorCount(rep.Errors) > rep.Ops/100 {
-		return fmt.Errorf("trivial handler: %d ops, errors %v", rep.Ops, rep.Errors)
+		return trivialRun{}, fmt.Errorf("trivial handler: %d ops, errors %v", rep.Ops, rep.Errors)
 	}
-	c.Trivial, c.TrivialMs = rep.OpsPerS, rep.Latency
-	return nil
+	return trivialRun{OpsPerS: rep.OpsPerS, Latency: rep.Latency, CPU: cpu}, nil
 }
 
 // loadConfig is the config of one matrix run.
@@ -267,7 +296,7 @@ func loadConfig(mc *matrixConfig, targets []string, issuer, token string) *confi
 
 // matrixSize starts size nodes in a child process, provisions once and
 // runs every scenario on them.
-func matrixSize(ctx context.Context, mc *matrixConfig, size int, stderr io.Writer) ([]matrixRun, nodeUsage, error) {
+func matrixSize(ctx context.Context, mc *matrixConfig, size int, triv *trivialServer, stderr io.Writer) ([]matrixRun, nodeUsage, error) {
 	args := []string{"--size", strconv.Itoa(size), "--log-level", mc.nodeLog}
 	if mc.pprof {
 		args = append(args, "--pprof")
@@ -294,6 +323,15 @@ func matrixSize(ctx context.Context, mc *matrixConfig, size int, stderr io.Write
 	}
 	var runs []matrixRun
 	for _, name := range mc.scenarios {
+		var near *trivialRun
+		if trivialBound(name) {
+			// Half the scenario's time, just before it.
+			t, err := triv.measure(ctx, max(mc.benchtime/2, time.Second), stderr)
+			if err != nil {
+				return nil, nodeUsage{}, err
+			}
+			near = &t
+		}
 		c := *cfg
 		c.scenario = name
 		rep, cpu, err := loadExplained(ctx, &c, e, stderr, mc.explain, ch.info.Control)
@@ -302,7 +340,7 @@ func matrixSize(ctx context.Context, mc *matrixConfig, size int, stderr io.Write
 		}
 		logf(stderr, "%d node(s) %s: %.1f/s, p50 %.2f ms, p99 %.2f ms, %d errors", size, name,
 			rep.OpsPerS, rep.Latency.P50, rep.Latency.P99, errorCount(rep.Errors))
-		runs = append(runs, matrixRun{Scenario: name, Nodes: size, Ops: rep.Ops, OpsPerS: rep.OpsPerS, Latency: rep.Latency, Errors: rep.Errors, CPU: cpu})
+		runs = append(runs, matrixRun{Scenario: name, Nodes: size, Ops: rep.Ops, OpsPerS: rep.OpsPerS, Latency: rep.Latency, Errors: rep.Errors, CPU: cpu, Trivial: near})
 	}
 	u := nodeUsage{Nodes: size, RSSBytes: -1, DataDirBytes: -1}
 	if n, err := readRSS(ch.info.PID); err == nil {

@@ -46,6 +46,8 @@ func TestJudge(t *testing.T) {
 		{"silent on three nodes: a third", matrixRun{Scenario: "silent-signin", Nodes: 3, Ops: 3400, OpsPerS: 340, Latency: latency{P99: 20}}, 0.34, &yes},
 		{"userinfo 0.60", matrixRun{Scenario: "userinfo", Nodes: 1, Ops: 120000, OpsPerS: 12000}, 0.6, &yes},
 		{"userinfo 0.59", matrixRun{Scenario: "userinfo", Nodes: 1, Ops: 118000, OpsPerS: 11800}, 0.59, &no},
+		{"userinfo against the trivial run just before it", matrixRun{Scenario: "userinfo", Nodes: 1, Ops: 120000, OpsPerS: 12000,
+			Trivial: &trivialRun{OpsPerS: 24000}}, 0.5, &no},
 		{"userinfo with errors", matrixRun{Scenario: "userinfo", Nodes: 1, Ops: 130000, OpsPerS: 13000, Errors: map[string]uint64{"timeout": 1000}}, 0.65, &no},
 		{"userinfo on three nodes", matrixRun{Scenario: "userinfo", Nodes: 3, Ops: 42000, OpsPerS: 4200}, 0.21, &yes},
 		{"introspect 0.55", matrixRun{Scenario: "introspect", Nodes: 1, Ops: 110000, OpsPerS: 11000}, 0.55, &yes},
@@ -192,6 +194,9 @@ func TestMatrixEndToEnd(t *testing.T) {
 		}
 		if r.CPU == nil || r.CPU.ServerCores <= 0 || r.CPU.ServerUsPerOp <= 0 || r.CPU.LoadGenCores <= 0 || len(r.CPU.Shares) == 0 || len(r.CPU.Top) == 0 {
 			t.Errorf("run %s: want the node's profile and the load generator's CPU, got %+v", r.Scenario, r.CPU)
+		}
+		if r.Trivial == nil || r.Trivial.OpsPerS <= 0 {
+			t.Errorf("run %s: want the trivial handler measured just before it, got %+v", r.Scenario, r.Trivial)
 		}
 		missed = missed || (r.Met != nil && !*r.Met)
 	}

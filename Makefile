@@ -113,8 +113,9 @@ bench-micro:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./fsm/ ./keys/ ./oidc/ ./internal/... ./node/
 
 ## soak: SOAKTIME of the mixed profile against one node with its data dir
-## and RSS watched (start, minute 2, end, peak; the data dir by file at
-## minute 2 and at the end), then a 200-connection login storm that shows
+## and RSS watched (start, minute 2, end, peak, the change between the
+## medians of 30 s around minute 2 and before the end; the data dir by file
+## at minute 2 and at the end), then a 200-connection login storm that shows
 ## argon2id memory bounded by the hasher's semaphore.
 SOAKTIME ?= 10m
 soak:

@@ -94,24 +94,29 @@ func (r *report) writeTable(w io.Writer) error {
 	return nil
 }
 
-// writeTable prints the soak figures: start, mark, end, peak, and the
-// change from the mark (from the start without one) to the end.
+// writeTable prints the soak figures: start, mark, end, peak, the
+// medians of 30 s around the mark and before the end, and the change
+// from the mark (from the start without one) to the end, of the medians
+// when there are.
 func (s *soakReport) writeTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	mark := "mark"
 	if s.MarkS > 0 {
 		mark = fmt.Sprintf("at %.0f s", s.MarkS)
 	}
-	fmt.Fprintf(tw, "soak\tstart\t%s\tend\tpeak\tchange\n", mark)
+	fmt.Fprintf(tw, "soak\tstart\t%s\tend\tpeak\tmedians (30 s)\tchange\n", mark)
 	row := func(name string, f *figures) {
 		if f == nil {
 			return
 		}
-		m := "-"
+		m, med := "-", "-"
 		if f.Mark > 0 {
 			m = bytesStr(f.Mark)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%+.1f %%\n", name, bytesStr(f.Start), m, bytesStr(f.End), bytesStr(f.Peak), 100*f.growth())
+		if f.MarkMedian > 0 && f.EndMedian > 0 {
+			med = bytesStr(f.MarkMedian) + " -> " + bytesStr(f.EndMedian)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%+.1f %%\n", name, bytesStr(f.Start), m, bytesStr(f.End), bytesStr(f.Peak), med, 100*f.growth())
 	}
 	row("data dir", s.DataDirBytes)
 	row("rss", s.RSSBytes)

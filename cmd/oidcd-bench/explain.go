@@ -285,7 +285,7 @@ func (res *matrixResult) explanations() string {
 	p("While each scenario ran, the matrix profiled the node process (`runtime/pprof`, %d s from half a second in) and counted the load generator's own CPU (getrusage). ", max(1, int(res.BenchtimeS)-1))
 	p("Both share the machine's %d cores: the rate is the cores they use over their two costs per operation added, so a target names the node's cost it needs at the same use of the cores. Shares are inclusive (a sample counts for every part on its stack).\n", res.Machine.GOMAXPROCS)
 	if t := res.Ceilings.TrivialCPU; t != nil {
-		p("The trivial handler's first run cost %.1f µs of server CPU and %.1f µs of load generator per request (server %.2f cores, load generator %.2f); a scenario it bounds is compared with the run just before it.\n",
+		p("The trivial handler's first run cost %.1f µs of server CPU and %.1f µs of load generator per request (server %.2f cores, load generator %.2f); a scenario it bounds is compared with the two runs around it.\n",
 			t.ServerUsPerOp, t.LoadGenUsPerOp, t.ServerCores, t.LoadGenCores)
 	}
 	for _, r := range missed {
@@ -301,12 +301,12 @@ func (res *matrixResult) explanations() string {
 			thousands(u.ServerUsPerOp), u.ServerCores, thousands(u.LoadGenUsPerOp), u.LoadGenCores, used, res.Machine.GOMAXPROCS)
 		t := res.Ceilings.TrivialCPU
 		if r.Trivial != nil && r.Trivial.CPU != nil {
-			t = r.Trivial.CPU // the trivial run just before this scenario
+			t = r.Trivial.CPU // the trivial runs around this scenario
 		}
 		switch {
 		case r.Ceiling == "trivial" && t != nil && t.ServerUsPerOp > 0:
 			both := t.ServerUsPerOp + t.LoadGenUsPerOp
-			p("- Against the trivial handler's %s µs (server and load generator, the run just before), the fraction is about %s / %s = %.2f (measured %.2f).",
+			p("- Against the trivial handler's %s µs (server and load generator, the runs around it), the fraction is about %s / %s = %.2f (measured %.2f).",
 				thousands(both), thousands(both), thousands(u.ServerUsPerOp+u.LoadGenUsPerOp), both/(u.ServerUsPerOp+u.LoadGenUsPerOp), r.Fraction)
 			ceil := res.Ceilings.Trivial
 			if r.Trivial != nil && r.Trivial.OpsPerS > 0 {

@@ -81,7 +81,7 @@ type matrixRun struct {
 	MaxP99Ms      float64 `json:"target_p99_ms,omitempty"`
 	Met           *bool   `json:"met,omitempty"`
 	CPU           *cpuUse `json:"cpu,omitempty"`
-	// Trivial is the trivial handler's run just before this scenario, its
+	// Trivial is the trivial handler's runs around this scenario, its
 	// ceiling, when the trivial handler bounds it.
 	Trivial *trivialRun `json:"trivial,omitempty"`
 }
@@ -244,7 +244,7 @@ func matrix(ctx context.Context, mc *matrixConfig, stderr io.Writer) (*matrixRes
 
 // trivialServer is the child process that serves only the trivial
 // handler, kept for the whole matrix: a scenario bounded by it is set
-// against a run of it just before, so that the ceiling and the figure
+// against runs of it just before and after, so that the ceiling and the figure
 // see the same state of a shared machine.
 type trivialServer struct {
 	ch      *child
@@ -252,11 +252,29 @@ type trivialServer struct {
 	explain bool
 }
 
-// trivialRun is one measurement of the trivial handler.
+// trivialRun is one measurement of the trivial handler, or the mean of
+// the two around a scenario (Runs: each one's rate).
 type trivialRun struct {
-	OpsPerS float64 `json:"ops_per_s"`
-	Latency latency `json:"latency_ms"`
-	CPU     *cpuUse `json:"cpu,omitempty"`
+	OpsPerS float64   `json:"ops_per_s"`
+	Latency latency   `json:"latency_ms"`
+	CPU     *cpuUse   `json:"cpu,omitempty"`
+	Runs    []float64 `json:"runs_ops_per_s,omitempty"`
+}
+
+// bracketed is the mean of the trivial runs just before and just after
+// a scenario: rates and costs per request (the profile's shares are the
+// first run's).
+func bracketed(a, b trivialRun) trivialRun {
+	t := trivialRun{OpsPerS: (a.OpsPerS + b.OpsPerS) / 2, Latency: a.Latency, Runs: []float64{a.OpsPerS, b.OpsPerS}}
+	if a.CPU != nil && b.CPU != nil {
+		u := *a.CPU
+		u.ServerUsPerOp = (a.CPU.ServerUsPerOp + b.CPU.ServerUsPerOp) / 2
+		u.LoadGenUsPerOp = (a.CPU.LoadGenUsPerOp + b.CPU.LoadGenUsPerOp) / 2
+		u.ServerCores = (a.CPU.ServerCores + b.CPU.ServerCores) / 2
+		u.LoadGenCores = (a.CPU.LoadGenCores + b.CPU.LoadGenCores) / 2
+		t.CPU = &u
+	}
+	return t
 }
 
 func startTrivial(ctx context.Context, mc *matrixConfig, stderr io.Writer) (*trivialServer, error) {
@@ -323,20 +341,29 @@ func matrixSize(ctx context.Context, mc *matrixConfig, size int, triv *trivialSe
 	}
 	var runs []matrixRun
 	for _, name := range mc.scenarios {
-		var near *trivialRun
+		// A quarter of the scenario's time just before it and as much just
+		// after: the machine's speed swings by a quarter within a minute.
+		bracket := max(mc.benchtime/4, time.Second)
+		var before trivialRun
 		if trivialBound(name) {
-			// Half the scenario's time, just before it.
-			t, err := triv.measure(ctx, max(mc.benchtime/2, time.Second), stderr)
-			if err != nil {
+			if before, err = triv.measure(ctx, bracket, stderr); err != nil {
 				return nil, nodeUsage{}, err
 			}
-			near = &t
 		}
 		c := *cfg
 		c.scenario = name
 		rep, cpu, err := loadExplained(ctx, &c, e, stderr, mc.explain, ch.info.Control)
 		if err != nil {
 			return nil, nodeUsage{}, fmt.Errorf("%s: %w", name, err)
+		}
+		var near *trivialRun
+		if trivialBound(name) {
+			after, err := triv.measure(ctx, bracket, stderr)
+			if err != nil {
+				return nil, nodeUsage{}, err
+			}
+			t := bracketed(before, after)
+			near = &t
 		}
 		logf(stderr, "%d node(s) %s: %.1f/s, p50 %.2f ms, p99 %.2f ms, %d errors", size, name,
 			rep.OpsPerS, rep.Latency.P50, rep.Latency.P99, errorCount(rep.Errors))

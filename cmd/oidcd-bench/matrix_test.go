@@ -46,7 +46,7 @@ func TestJudge(t *testing.T) {
 		{"silent on three nodes: a third", matrixRun{Scenario: "silent-signin", Nodes: 3, Ops: 3400, OpsPerS: 340, Latency: latency{P99: 20}}, 0.34, &yes},
 		{"userinfo 0.60", matrixRun{Scenario: "userinfo", Nodes: 1, Ops: 120000, OpsPerS: 12000}, 0.6, &yes},
 		{"userinfo 0.59", matrixRun{Scenario: "userinfo", Nodes: 1, Ops: 118000, OpsPerS: 11800}, 0.59, &no},
-		{"userinfo against the trivial run just before it", matrixRun{Scenario: "userinfo", Nodes: 1, Ops: 120000, OpsPerS: 12000,
+		{"userinfo against the trivial runs around it", matrixRun{Scenario: "userinfo", Nodes: 1, Ops: 120000, OpsPerS: 12000,
 			Trivial: &trivialRun{OpsPerS: 24000}}, 0.5, &no},
 		{"userinfo with errors", matrixRun{Scenario: "userinfo", Nodes: 1, Ops: 130000, OpsPerS: 13000, Errors: map[string]uint64{"timeout": 1000}}, 0.65, &no},
 		{"userinfo on three nodes", matrixRun{Scenario: "userinfo", Nodes: 3, Ops: 42000, OpsPerS: 4200}, 0.21, &yes},
@@ -196,7 +196,7 @@ func TestMatrixEndToEnd(t *testing.T) {
 			t.Errorf("run %s: want the node's profile and the load generator's CPU, got %+v", r.Scenario, r.CPU)
 		}
 		if r.Trivial == nil || r.Trivial.OpsPerS <= 0 {
-			t.Errorf("run %s: want the trivial handler measured just before it, got %+v", r.Scenario, r.Trivial)
+			t.Errorf("run %s: want the trivial handler measured around it, got %+v", r.Scenario, r.Trivial)
 		}
 		missed = missed || (r.Met != nil && !*r.Met)
 	}
@@ -330,5 +330,20 @@ func TestRenewBefore(t *testing.T) {
 		if got := b.renewBefore(); got != want {
 			t.Errorf("token ttl %d s: got %s, want %s", ttl, got, want)
 		}
+	}
+}
+
+func TestBracketed(t *testing.T) {
+	a := trivialRun{OpsPerS: 40000, CPU: &cpuUse{ServerUsPerOp: 14, LoadGenUsPerOp: 20, ServerCores: 0.6, LoadGenCores: 1}}
+	b := trivialRun{OpsPerS: 50000, CPU: &cpuUse{ServerUsPerOp: 12, LoadGenUsPerOp: 18, ServerCores: 0.7, LoadGenCores: 0.9}}
+	got := bracketed(a, b)
+	if got.OpsPerS != 45000 || got.CPU.ServerUsPerOp != 13 || got.CPU.LoadGenUsPerOp != 19 || len(got.Runs) != 2 || got.Runs[1] != 50000 {
+		t.Fatalf("got %+v (cpu %+v)", got, got.CPU)
+	}
+	if a.CPU.ServerUsPerOp != 14 {
+		t.Fatal("bracketed changed its argument")
+	}
+	if got := bracketed(trivialRun{OpsPerS: 1}, b); got.CPU != nil {
+		t.Fatalf("a mean with one side unprofiled: %+v", got.CPU)
 	}
 }

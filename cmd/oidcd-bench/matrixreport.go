@@ -69,7 +69,7 @@ func judge(r *matrixRun, c ceilings) {
 		return
 	}
 	if r.Ceiling == "trivial" && r.Trivial != nil && r.Trivial.OpsPerS > 0 {
-		ceiling = r.Trivial.OpsPerS // the run just before this scenario's
+		ceiling = r.Trivial.OpsPerS // the runs around this scenario
 	}
 	if ceiling > 0 {
 		r.Fraction = math.Round(r.OpsPerS/ceiling*1000) / 1000
@@ -213,7 +213,7 @@ func (res *matrixResult) markdown() string {
 	p("| the same on %d goroutines | %s/s | |\n", m.GOMAXPROCS, thousands(c.SignAllCores))
 	p("| two-signature sign-in: %d × per-core rate / 2 (ID and access token) | %s/s | silent-signin |\n", m.GOMAXPROCS, thousands(c.TwoSig))
 	p("| argon2id at the node's parameters (%s), one hash | %.1f ms: %s/s on %d cores | password-signin |\n", c.Argon2Params, c.Argon2Ms, thousands(c.Argon2PerS), m.GOMAXPROCS)
-	p("| trivial net/http JSON handler, same load generator and workers | %s req/s (p50 %.2f ms, p99 %.2f ms); each scenario it bounds is set against a run of half its time just before it (in its row) | userinfo, introspect, discovery, jwks |\n\n",
+	p("| trivial net/http JSON handler, same load generator and workers | %s req/s (p50 %.2f ms, p99 %.2f ms); each scenario it bounds is set against the mean of two runs of a quarter of its time, just before and just after it (in its row) | userinfo, introspect, discovery, jwks |\n\n",
 		thousands(c.Trivial), c.TrivialMs.P50, c.TrivialMs.P99)
 
 	p("| scenario | nodes | ops/s | p50 ms | p99 ms | errors | of ceiling | target (speed issue) | met |\n|---|---|---|---|---|---|---|---|---|\n")
@@ -223,7 +223,7 @@ func (res *matrixResult) markdown() string {
 			frac = fmt.Sprintf("%.2f of %s", r.Fraction, r.Ceiling)
 		}
 		if r.Trivial != nil {
-			frac += fmt.Sprintf(" (%s/s just before)", thousands(r.Trivial.OpsPerS))
+			frac += fmt.Sprintf(" (%s/s around it)", thousands(r.Trivial.OpsPerS))
 		}
 		target, met := "—", "—"
 		if r.Met != nil {

@@ -247,9 +247,8 @@ func matrix(ctx context.Context, mc *matrixConfig, stderr io.Writer) (*matrixRes
 // against runs of it just before and after, so that the ceiling and the figure
 // see the same state of a shared machine.
 type trivialServer struct {
-	ch      *child
-	mc      *matrixConfig
-	explain bool
+	ch *child
+	mc *matrixConfig
 }
 
 // trivialRun is one measurement of the trivial handler, or the mean of
@@ -282,7 +281,7 @@ func startTrivial(ctx context.Context, mc *matrixConfig, stderr io.Writer) (*tri
 	if err != nil {
 		return nil, err
 	}
-	return &trivialServer{ch: ch, mc: mc, explain: mc.explain}, nil
+	return &trivialServer{ch: ch, mc: mc}, nil
 }
 
 func (t *trivialServer) stop() { t.ch.stop() }
@@ -293,7 +292,7 @@ func (t *trivialServer) measure(ctx context.Context, d time.Duration, stderr io.
 	cfg.scenario, cfg.duration = trivialName, d
 	e := newEnv(cfg)
 	defer e.tr.CloseIdleConnections()
-	rep, cpu, err := loadExplained(ctx, cfg, e, stderr, t.explain, t.ch.info.Control)
+	rep, cpu, err := loadExplained(ctx, cfg, e, stderr, t.mc.explain, t.ch.info.Control)
 	if err != nil {
 		return trivialRun{}, err
 	}

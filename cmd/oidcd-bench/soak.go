@@ -135,9 +135,8 @@ func startSoak(ctx context.Context, cfg *config) *soakProbe {
 		s.rep.RSSBytes = &figures{Start: n, Peak: n}
 	}
 	if s.control != "" {
-		n := s.heap()
+		n, a := s.heapAndTrail()
 		s.rep.HeapBytes = &figures{Start: n, Peak: n}
-		a := s.trail()
 		s.rep.AuditBytes = &figures{Start: a, Peak: a}
 	}
 	go s.sample(ctx, cfg.soakSample)
@@ -169,17 +168,23 @@ func (s *soakProbe) sample(ctx context.Context, period time.Duration) {
 	}
 }
 
-// take reads the figures once, as the mark when mark is set.
-func (s *soakProbe) take(mark bool) (size, rss, heap, trail int64) {
+// take reads the figures once (one walk of the data dir, one question to
+// the child), as the mark when mark is set.
+func (s *soakProbe) take(mark bool) (size, rss, heap, trail int64, parts map[string]int64) {
 	size, rss, heap, trail = -1, -1, -1, -1
 	if s.dataDir != "" {
-		size = s.size()
+		if parts = s.parts(); parts != nil {
+			size = 0
+			for _, n := range parts {
+				size += n
+			}
+		}
 	}
 	if s.pid != 0 {
 		rss = s.rss()
 	}
 	if s.control != "" {
-		heap, trail = s.heap(), s.trail()
+		heap, trail = s.heapAndTrail()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -198,9 +203,9 @@ func (s *soakProbe) take(mark bool) (size, rss, heap, trail int64) {
 	}
 	if mark {
 		s.rep.MarkS = math.Round(time.Since(s.start).Seconds()*10) / 10
-		s.rep.PartsMark = s.parts()
+		s.rep.PartsMark = parts
 	}
-	if parts := s.parts(); parts != nil {
+	if parts != nil {
 		if s.rep.partsPeak == nil {
 			s.rep.partsPeak, s.rep.PartsGrewS = map[string]int64{}, map[string]float64{}
 		}
@@ -211,27 +216,7 @@ func (s *soakProbe) take(mark bool) (size, rss, heap, trail int64) {
 			}
 		}
 	}
-	return size, rss, heap, trail
-}
-
-func (s *soakProbe) heap() int64 {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	st, err := readHeap(ctx, s.control, false)
-	if err != nil {
-		return -1
-	}
-	return int64(st.LiveBytes)
-}
-
-func (s *soakProbe) trail() int64 {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	st, err := readHeap(ctx, s.control, false)
-	if err != nil {
-		return -1
-	}
-	return st.AuditBytes
+	return size, rss, heap, trail, parts
 }
 
 func (s *soakProbe) size() int64 {
@@ -240,6 +225,18 @@ func (s *soakProbe) size() int64 {
 		return -1
 	}
 	return n
+}
+
+// heapAndTrail are the child's live heap and audit trail, -1 each when
+// it does not answer.
+func (s *soakProbe) heapAndTrail() (heap, trail int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := readHeap(ctx, s.control, false)
+	if err != nil {
+		return -1, -1
+	}
+	return int64(st.LiveBytes), st.AuditBytes
 }
 
 func (s *soakProbe) parts() map[string]int64 {
@@ -265,8 +262,7 @@ func (s *soakProbe) rss() int64 {
 func (s *soakProbe) finish() *soakReport {
 	close(s.stop)
 	<-s.done
-	size, rss, heap, trail := s.take(false)
-	parts := s.parts()
+	size, rss, heap, trail, parts := s.take(false)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rep.PartsEnd = parts
@@ -316,7 +312,8 @@ func (s *soakProbe) progress(ctx context.Context, w io.Writer, r *recorder, star
 				line += ", rss " + bytesStr(s.rss())
 			}
 			if s.control != "" {
-				line += ", go heap " + bytesStr(s.heap())
+				heap, _ := s.heapAndTrail()
+				line += ", go heap " + bytesStr(heap)
 			}
 			logf(w, "%s", line)
 			lastOps, last = ops, now

@@ -31,6 +31,8 @@ require (
 	github.com/google/pprof v0.0.0-20261016150608-1facf8f91b50
 )
 
+require github.com/pires/go-proxyproto v0.15.0
+
 require (
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
 	github.com/basgys/goxml2json v1.1.1-0.20231018121955-e66ee54ceaad // indirect

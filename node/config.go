@@ -39,9 +39,14 @@ type Config struct {
 	AdminToken string // empty: generated at first bootstrap
 	RateLimit  string
 	// TrustedProxies (--trusted-proxies): comma-separated CIDRs whose
-	// connections may name the client's address in Forwarded or
-	// X-Forwarded-For (httpx.TrustedProxies); empty trusts none.
+	// connections may name the client's address, in the one way
+	// ProxyHeader says (httpx.TrustedProxies); empty trusts none.
 	TrustedProxies string
+	// ProxyHeader (--proxy-header): how a trusted proxy names the client:
+	// "x-forwarded-for" (the default when empty), "forwarded" (RFC 7239)
+	// or "proxy-protocol" (a PROXY v1/v2 header on each connection to
+	// HTTPAddr, httpx.ProxyProtocolListener). Every other way is ignored.
+	ProxyHeader string
 	// AdminAddr (--admin-addr), when set, is the one listener of the
 	// admin API, the console and /metrics; --http-addr then answers 404
 	// for them. Empty: everything on HTTPAddr.
@@ -235,6 +240,11 @@ func (c *Config) Validate() error {
 	}
 	if _, err := httpx.ParseTrustedProxies(c.TrustedProxies); err != nil {
 		errs = append(errs, fmt.Errorf("--trusted-proxies %q: %v (want comma-separated CIDRs such as 10.0.0.0/8)", c.TrustedProxies, err))
+	}
+	if way, err := httpx.ParseProxyHeader(c.ProxyHeader); err != nil {
+		errs = append(errs, fmt.Errorf("--proxy-header: %v", err))
+	} else if way == httpx.ProxyProtocol && strings.TrimSpace(c.TrustedProxies) == "" {
+		errs = append(errs, errors.New("--proxy-header proxy-protocol needs --trusted-proxies: the balancers' addresses, the only ones that may send a PROXY header"))
 	}
 	if c.SessionIdle < time.Minute || c.SessionMax < c.SessionIdle {
 		errs = append(errs, fmt.Errorf("--session-idle %s, --session-max %s: idle must be at least 1m and at most the maximum", c.SessionIdle, c.SessionMax))

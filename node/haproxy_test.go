@@ -29,10 +29,8 @@ import (
 
 const haproxyPath = "/usr/sbin/haproxy"
 
-// haproxy starts Debian's HAProxy in front of backends, terminating TLS
-// with certFile and keyFile on 127.0.0.1:port, adding X-Forwarded-For and
-// checking each node's /readyz. It is stopped at the end of the test.
-func haproxy(t *testing.T, port string, certFile, keyFile string, backends []string) {
+// needHAProxy skips the test without HAProxy, or fails it under CI.
+func needHAProxy(t *testing.T) {
 	t.Helper()
 	if _, err := os.Stat(haproxyPath); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -40,6 +38,14 @@ func haproxy(t *testing.T, port string, certFile, keyFile string, backends []str
 		}
 		t.Skipf("haproxy not found at %s; run scripts/ensure-haproxy.sh", haproxyPath)
 	}
+}
+
+// haproxy starts Debian's HAProxy in front of backends, terminating TLS
+// with certFile and keyFile on 127.0.0.1:port, adding X-Forwarded-For and
+// checking each node's /readyz. It is stopped at the end of the test.
+func haproxy(t *testing.T, port string, certFile, keyFile string, backends []string) {
+	t.Helper()
+	needHAProxy(t)
 	dir := t.TempDir()
 	cert, _ := os.ReadFile(certFile)
 	key, _ := os.ReadFile(keyFile)
@@ -70,7 +76,14 @@ backend nodes
   balance roundrobin
   option httpchk GET /readyz
 %s`, port, pem, servers.String())
-	cfgFile := filepath.Join(dir, "haproxy.cfg")
+	startHAProxy(t, port, cfg)
+}
+
+// startHAProxy runs Debian's HAProxy with cfg until the test ends and
+// waits for it to listen on 127.0.0.1:port.
+func startHAProxy(t *testing.T, port, cfg string) {
+	t.Helper()
+	cfgFile := filepath.Join(t.TempDir(), "haproxy.cfg")
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -108,13 +121,30 @@ func from(ip string, roots *x509.CertPool) *http.Client {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
+// withHeaders is rt adding the header pairs kv to every request: what a
+// client writes itself.
+func withHeaders(rt http.RoundTripper, kv ...string) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		r = r.Clone(r.Context())
+		for i := 0; i+1 < len(kv); i += 2 {
+			r.Header.Add(kv[i], kv[i+1])
+		}
+		return rt.RoundTrip(r)
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
 // TestBehindHAProxy: three nodes behind a real HAProxy that terminates
 // TLS and names the client in X-Forwarded-For, with --trusted-proxies set
 // to it. Six people at six addresses sign in to one application through
 // go-oidc within the minute and all succeed (the per-client-and-address
 // token limit counts them apart); the sixth token request from one address
 // gets 429; one address locked out of an account leaves another signing
-// in; and after the leader is killed, every acknowledged sign-in's token
+// in; a Forwarded or X-Forwarded-For header the client writes itself
+// moves neither (--proxy-header x-forwarded-for, the default); and after the leader is killed, every acknowledged sign-in's token
 // still works through the balancer.
 func TestBehindHAProxy(t *testing.T) {
 	if testing.Short() {
@@ -177,12 +207,17 @@ func TestBehindHAProxy(t *testing.T) {
 		tokens = append(tokens, tok)
 	}
 
-	// Six token requests from one address: the sixth is refused.
+	// Six token requests from one address, each naming another client in
+	// its own Forwarded and X-Forwarded-For (HAProxy appends the real
+	// address to the latter and passes the former through): the sixth is
+	// refused all the same.
 	one := from("127.0.0.20", roots)
 	status := 0
-	for range 6 {
+	for i := range 6 {
 		req, _ := http.NewRequest("POST", issuer+"/oauth2/token", strings.NewReader("grant_type=authorization_code&code=nope&redirect_uri="+w.cb))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Forwarded", fmt.Sprintf("for=198.51.100.%d", i+1))
+		req.Header.Set("X-Forwarded-For", fmt.Sprintf("198.51.100.%d", i+1))
 		req.SetBasicAuth(w.confID, w.confSecret)
 		resp, err := one.Do(req)
 		if err != nil {
@@ -196,9 +231,11 @@ func TestBehindHAProxy(t *testing.T) {
 	}
 
 	// Ten wrong passwords from one address lock that address out of the
-	// account; the person signs in from another.
+	// account; the person signs in from another. The attacker names the
+	// person's address in both headers: it moves nothing.
 	attacker := testcluster.NewBrowser(t)
-	attacker.Client.Transport = from("127.0.0.30", roots).Transport
+	attacker.Client.Transport = withHeaders(from("127.0.0.30", roots).Transport,
+		"Forwarded", "for=127.0.0.31", "X-Forwarded-For", "127.0.0.31")
 	au := p.Endpoint().AuthURL + "?" + strings.Join([]string{"client_id=" + w.confID, "response_type=code", "scope=openid",
 		"redirect_uri=" + w.cb, "state=state-0123456789", "code_challenge=" + oauth2.S256ChallengeFromVerifier(oauth2.GenerateVerifier()),
 		"code_challenge_method=S256"}, "&")

@@ -324,8 +324,9 @@ func (n *Node) routes() (public, adminSurface http.Handler) {
 	}))
 	adminMux.Handle("GET /metrics", promhttp.HandlerFor(n.registry, promhttp.HandlerOpts{}))
 	trusted, _ := httpx.ParseTrustedProxies(n.cfg.TrustedProxies) // validated in New
+	way, _ := httpx.ParseProxyHeader(n.cfg.ProxyHeader)
 	wrap := func(h http.Handler) http.Handler {
-		return httpx.TrustedProxies(trusted)(httpx.Recover(n.log)(httpx.CorrelationWith(n.auditBase)(h)))
+		return httpx.TrustedProxies(trusted, way)(httpx.Recover(n.log)(httpx.CorrelationWith(n.auditBase)(h)))
 	}
 	if n.separateAdmin() {
 		return wrap(mux), wrap(adminMux)
@@ -384,6 +385,12 @@ func (n *Node) Start() error {
 		if err != nil {
 			return fmt.Errorf("http listener: %w", err)
 		}
+	}
+	if way, _ := httpx.ParseProxyHeader(n.cfg.ProxyHeader); way == httpx.ProxyProtocol {
+		// Only the public listener: balancers stand in front of it. The
+		// admin listener is reached directly and names its peer.
+		trusted, _ := httpx.ParseTrustedProxies(n.cfg.TrustedProxies) // validated in New
+		ln = httpx.ProxyProtocolListener(ln, trusted)
 	}
 	n.listener = ln
 	if n.cfg.PprofAddr != "" {

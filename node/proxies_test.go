@@ -1,6 +1,7 @@
 package node_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -64,6 +65,77 @@ func TestTrustedProxiesDecideTheClientAddress(t *testing.T) {
 				}
 				if got := tokenStatus(t, c, "app-x", "198.51.100.99"); got != http.StatusTooManyRequests {
 					t.Fatalf("the sixth request from one address: got %d, want 429", got)
+				}
+			}
+		})
+	}
+}
+
+// TestProxyHeaderConfig: --proxy-header takes the three ways and no
+// other, and proxy-protocol without --trusted-proxies is refused (nobody
+// could send the header it requires).
+func TestProxyHeaderConfig(t *testing.T) {
+	cases := []struct {
+		way, trusted string
+		ok           bool
+	}{
+		{"", "", true},
+		{"x-forwarded-for", "10.0.0.0/8", true},
+		{"forwarded", "10.0.0.0/8", true},
+		{"proxy-protocol", "10.0.0.0/8", true},
+		{"proxy-protocol", "", false},
+		{"x-real-ip", "10.0.0.0/8", false},
+	}
+	for _, c := range cases {
+		t.Run(c.way+"/"+c.trusted, func(t *testing.T) {
+			cfg := node.Config{ProxyHeader: c.way, TrustedProxies: c.trusted}
+			err := cfg.Validate()
+			mentions := err != nil && strings.Contains(err.Error(), "--proxy-header")
+			if mentions == c.ok {
+				t.Fatalf("got %v, want ok=%v", err, c.ok)
+			}
+		})
+	}
+}
+
+// TestForwardedChainThatNamesNoClientIsRefused: from a trusted balancer,
+// a chain that does not name a client gets 400 with the envelope instead
+// of being counted as the balancer's own address (a bucket every such
+// client would share); with --proxy-header forwarded, Forwarded is read
+// and X-Forwarded-For is not.
+func TestForwardedChainThatNamesNoClientIsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		way, header, value string
+		want               int
+	}{
+		{"x-forwarded-for", "X-Forwarded-For", ",", http.StatusBadRequest},
+		{"x-forwarded-for", "X-Forwarded-For", "not-an-address", http.StatusBadRequest},
+		{"x-forwarded-for", "Forwarded", "for=unknown", http.StatusOK}, // not read: the balancer's own
+		{"forwarded", "Forwarded", "for=unknown", http.StatusBadRequest},
+		{"forwarded", "Forwarded", "for=_hidden", http.StatusBadRequest},
+		{"forwarded", "X-Forwarded-For", ",", http.StatusOK},
+	} {
+		t.Run(tc.way+"/"+tc.header+"="+tc.value, func(t *testing.T) {
+			c := testcluster.New(t, testcluster.Options{Size: 1, Configure: func(_ int, cfg *node.Config) {
+				cfg.TrustedProxies = "127.0.0.1/32"
+				cfg.ProxyHeader = tc.way
+			}})
+			req, _ := http.NewRequest("GET", c.URL(0)+"/.well-known/openid-configuration", nil)
+			req.Header.Set(tc.header, tc.value)
+			resp, err := c.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Fatalf("got %d, want %d", resp.StatusCode, tc.want)
+			}
+			if tc.want == http.StatusBadRequest {
+				var env struct {
+					Error struct{ Code string } `json:"error"`
+				}
+				if json.NewDecoder(resp.Body).Decode(&env); env.Error.Code != "BAD_REQUEST" {
+					t.Fatalf("envelope code %q, want BAD_REQUEST", env.Error.Code)
 				}
 			}
 		})

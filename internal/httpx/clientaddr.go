@@ -2,6 +2,7 @@ package httpx
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
@@ -13,12 +14,45 @@ import (
 // and every log line that names a client uses it.
 //
 // Behind a load balancer every connection comes from the balancer, so the
-// address must come from the Forwarded (RFC 7239) or X-Forwarded-For
-// header, but only when the connection itself comes from a proxy the
-// operator trusts (--trusted-proxies): anyone else could write the header.
-// The client is then the right-most address of the chain that is not a
-// trusted proxy (each proxy appends the address it saw; only the entries
-// added by trusted proxies can be believed).
+// address must come from what the balancer says, but only when the
+// connection itself comes from a proxy the operator trusts
+// (--trusted-proxies): anyone else could say it. And only in the one way
+// the operator names (--proxy-header, ProxyHeader): a balancer writes one
+// header and passes the others through untouched, so a client could write
+// a header the balancer does not (a Forwarded header through HAProxy's
+// option forwardfor) and name itself. With a header, the client is the
+// right-most address of the chain that is not a trusted proxy (each proxy
+// appends the address it saw; only the entries added by trusted proxies
+// can be believed). With the PROXY protocol the balancer names the client
+// before the first byte of HTTP (ProxyProtocolListener) and headers name
+// nothing.
+
+// ProxyHeader is how a trusted proxy names the client (--proxy-header).
+type ProxyHeader string
+
+// The ways a trusted proxy may name the client.
+const (
+	// ProxyXForwardedFor: the X-Forwarded-For header (HAProxy's option
+	// forwardfor, nginx's $proxy_add_x_forwarded_for); the default.
+	ProxyXForwardedFor ProxyHeader = "x-forwarded-for"
+	// ProxyForwarded: the for= parameters of RFC 7239's Forwarded header.
+	ProxyForwarded ProxyHeader = "forwarded"
+	// ProxyProtocol: a PROXY protocol v1 or v2 header at the start of each
+	// connection (ProxyProtocolListener); HTTP headers name nothing.
+	ProxyProtocol ProxyHeader = "proxy-protocol"
+)
+
+// ParseProxyHeader parses a --proxy-header value; empty is the default,
+// ProxyXForwardedFor.
+func ParseProxyHeader(s string) (ProxyHeader, error) {
+	switch h := ProxyHeader(strings.ToLower(strings.TrimSpace(s))); h {
+	case "":
+		return ProxyXForwardedFor, nil
+	case ProxyXForwardedFor, ProxyForwarded, ProxyProtocol:
+		return h, nil
+	}
+	return "", fmt.Errorf("unknown way %q (want %s, %s or %s)", s, ProxyXForwardedFor, ProxyForwarded, ProxyProtocol)
+}
 
 type clientAddrKey struct{}
 
@@ -57,18 +91,32 @@ func ParseTrustedProxies(s string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// TrustedProxies decides each request's client address (ClientAddr): from
-// its Forwarded header, else its X-Forwarded-For header, when the
-// connection comes from one of trusted; from the connection otherwise. A
-// header that does not parse is ignored (the proxy itself is then the
-// client). With no trusted proxies it changes nothing.
-func TrustedProxies(trusted []netip.Prefix) func(http.Handler) http.Handler {
+// TrustedProxies decides each request's client address (ClientAddr) when
+// its connection comes from one of trusted: from the header way names
+// (ProxyXForwardedFor or ProxyForwarded; the other header is ignored),
+// or, when that header is absent, the proxy itself (a balancer's own
+// health check). A chain that does not name a client (malformed, or an
+// unknown or obfuscated hop where the client should be) is refused with
+// 400: mapping it to the balancer's address would put every such client
+// in one shared bucket. With ProxyProtocol, or no trusted proxies, it
+// changes nothing: the connection's address is the client's (the
+// listener has already replaced it with the PROXY header's).
+func TrustedProxies(trusted []netip.Prefix, way ProxyHeader) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
-		if len(trusted) == 0 {
+		if len(trusted) == 0 || way == ProxyProtocol {
 			return next
 		}
+		header := "X-Forwarded-For"
+		if way == ProxyForwarded {
+			header = "Forwarded"
+		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if a := clientFromHeaders(r, trusted); a != "" {
+			a, err := clientFromHeader(r, trusted, header)
+			if err != nil {
+				WriteError(w, r, http.StatusBadRequest, CodeBadRequest, err.Error())
+				return
+			}
+			if a != "" {
 				r = r.WithContext(context.WithValue(r.Context(), clientAddrKey{}, a))
 			}
 			next.ServeHTTP(w, r)
@@ -76,34 +124,41 @@ func TrustedProxies(trusted []netip.Prefix) func(http.Handler) http.Handler {
 	}
 }
 
-// clientFromHeaders is the client address the headers of r name, or ""
-// when the peer is not trusted or the headers name none.
-func clientFromHeaders(r *http.Request, trusted []netip.Prefix) string {
+// clientFromHeader is the client address that header of r names: "" when
+// the peer is not trusted or sent no such header (the peer is then the
+// client), an error when a trusted peer's header names no client.
+func clientFromHeader(r *http.Request, trusted []netip.Prefix, header string) (string, error) {
 	peer, ok := addrOf(r.RemoteAddr)
 	if !ok || !isTrusted(peer, trusted) {
-		return ""
+		return "", nil
+	}
+	values := r.Header.Values(header)
+	if len(values) == 0 {
+		return "", nil
 	}
 	var chain []string
 	var valid bool
-	if f := r.Header.Values("Forwarded"); len(f) > 0 {
-		chain, valid = forwardedFor(strings.Join(f, ","))
-	} else if x := r.Header.Values("X-Forwarded-For"); len(x) > 0 {
-		chain, valid = xForwardedFor(strings.Join(x, ","))
+	if header == "Forwarded" {
+		chain, valid = forwardedFor(strings.Join(values, ","))
+	} else {
+		chain, valid = xForwardedFor(strings.Join(values, ","))
 	}
 	if !valid || len(chain) == 0 {
-		return ""
+		return "", fmt.Errorf("the %s header from the load balancer does not parse", header)
 	}
 	// Right to left: the first address that is not a trusted proxy.
 	for i := len(chain) - 1; i >= 0; i-- {
 		a, ok := addrOf(chain[i])
 		if !ok {
-			return "" // an obfuscated or unknown hop: believe nothing left of it
+			// An obfuscated or unknown hop: nothing left of it can be
+			// believed, and the client is not known.
+			return "", fmt.Errorf("the %s header from the load balancer names no client address", header)
 		}
 		if i == 0 || !isTrusted(a, trusted) {
-			return netip.AddrPortFrom(a, 0).String()
+			return netip.AddrPortFrom(a, 0).String(), nil
 		}
 	}
-	return ""
+	return "", nil // unreachable: i == 0 returns
 }
 
 func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {

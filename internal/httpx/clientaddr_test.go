@@ -16,42 +16,79 @@ func TestClientAddr(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	const bad = "400"
+	xff, fwd := ProxyXForwardedFor, ProxyForwarded
 	cases := []struct {
 		name   string
+		way    ProxyHeader
 		peer   string
 		header map[string]string
-		want   string
+		want   string // the client address, or bad for a 400
 	}{
-		{"no header", "10.0.0.1:5000", nil, "10.0.0.1:5000"},
-		{"untrusted peer's header is ignored (spoofing)", "203.0.113.9:1", map[string]string{"X-Forwarded-For": "198.51.100.1"}, "203.0.113.9:1"},
-		{"untrusted peer's Forwarded is ignored", "203.0.113.9:1", map[string]string{"Forwarded": "for=198.51.100.1"}, "203.0.113.9:1"},
-		{"X-Forwarded-For from a trusted proxy", "10.0.0.1:5000", map[string]string{"X-Forwarded-For": "198.51.100.1"}, "198.51.100.1:0"},
-		{"right-most untrusted wins", "10.0.0.1:5000", map[string]string{"X-Forwarded-For": "6.6.6.6, 198.51.100.1, 10.0.0.2"}, "198.51.100.1:0"},
-		{"a client cannot prepend itself past the proxy", "192.0.2.7:1", map[string]string{"X-Forwarded-For": "10.9.9.9, 198.51.100.1"}, "198.51.100.1:0"},
-		{"all trusted: the left-most", "10.0.0.1:1", map[string]string{"X-Forwarded-For": "10.0.0.3, 10.0.0.2"}, "10.0.0.3:0"},
-		{"Forwarded, quoted IPv6 with port", "10.0.0.1:1", map[string]string{"Forwarded": `for="[2001:db8::17]:4711";proto=https`}, "[2001:db8::17]:0"},
-		{"Forwarded wins over X-Forwarded-For", "10.0.0.1:1", map[string]string{"Forwarded": "for=198.51.100.2", "X-Forwarded-For": "198.51.100.3"}, "198.51.100.2:0"},
-		{"Forwarded chain", "10.0.0.1:1", map[string]string{"Forwarded": "for=198.51.100.2, for=10.0.0.5"}, "198.51.100.2:0"},
-		{"obfuscated hop: believe nothing", "10.0.0.1:1", map[string]string{"Forwarded": "for=_hidden, for=198.51.100.2"}, "198.51.100.2:0"},
-		{"unknown right-most: the proxy is the client", "10.0.0.1:1", map[string]string{"Forwarded": "for=unknown"}, "10.0.0.1:1"},
-		{"malformed X-Forwarded-For", "10.0.0.1:1", map[string]string{"X-Forwarded-For": "1.2.3.4,,5.6.7.8"}, "10.0.0.1:1"},
-		{"IPv6 proxy prefix", "[2001:db8:ffff::1]:443", map[string]string{"X-Forwarded-For": "2001:db8:1::9"}, "[2001:db8:1::9]:0"},
-		{"IPv4-mapped peer", "[::ffff:10.0.0.1]:1", map[string]string{"X-Forwarded-For": "198.51.100.4"}, "198.51.100.4:0"},
+		{"no header", xff, "10.0.0.1:5000", nil, "10.0.0.1:5000"},
+		{"untrusted peer's header is ignored (spoofing)", xff, "203.0.113.9:1", map[string]string{"X-Forwarded-For": "198.51.100.1"}, "203.0.113.9:1"},
+		{"untrusted peer's Forwarded is ignored", fwd, "203.0.113.9:1", map[string]string{"Forwarded": "for=198.51.100.1"}, "203.0.113.9:1"},
+		{"untrusted peer's malformed header is ignored", xff, "203.0.113.9:1", map[string]string{"X-Forwarded-For": ","}, "203.0.113.9:1"},
+		{"X-Forwarded-For from a trusted proxy", xff, "10.0.0.1:5000", map[string]string{"X-Forwarded-For": "198.51.100.1"}, "198.51.100.1:0"},
+		{"right-most untrusted wins", xff, "10.0.0.1:5000", map[string]string{"X-Forwarded-For": "6.6.6.6, 198.51.100.1, 10.0.0.2"}, "198.51.100.1:0"},
+		{"a client cannot prepend itself past the proxy", xff, "192.0.2.7:1", map[string]string{"X-Forwarded-For": "10.9.9.9, 198.51.100.1"}, "198.51.100.1:0"},
+		{"all trusted: the left-most", xff, "10.0.0.1:1", map[string]string{"X-Forwarded-For": "10.0.0.3, 10.0.0.2"}, "10.0.0.3:0"},
+		{"two header lines are one chain", xff, "10.0.0.1:1", map[string]string{"X-Forwarded-For": "6.6.6.6", "x-forwarded-for": "198.51.100.5"}, "198.51.100.5:0"},
+		// The balancer writes X-Forwarded-For and passes a client's
+		// Forwarded through: with the default way the client's
+		// Forwarded names nothing (Security III, defect 1).
+		{"x-forwarded-for ignores a client's Forwarded", xff, "10.0.0.1:1", map[string]string{"Forwarded": "for=198.51.100.50", "X-Forwarded-For": "198.51.100.3"}, "198.51.100.3:0"},
+		{"x-forwarded-for: a Forwarded alone names nothing", xff, "10.0.0.1:1", map[string]string{"Forwarded": "for=198.51.100.50"}, "10.0.0.1:1"},
+		{"forwarded ignores a client's X-Forwarded-For", fwd, "10.0.0.1:1", map[string]string{"Forwarded": "for=198.51.100.2", "X-Forwarded-For": "198.51.100.50"}, "198.51.100.2:0"},
+		{"forwarded: an X-Forwarded-For alone names nothing", fwd, "10.0.0.1:1", map[string]string{"X-Forwarded-For": "198.51.100.50"}, "10.0.0.1:1"},
+		{"Forwarded, quoted IPv6 with port", fwd, "10.0.0.1:1", map[string]string{"Forwarded": `for="[2001:db8::17]:4711";proto=https`}, "[2001:db8::17]:0"},
+		{"Forwarded chain", fwd, "10.0.0.1:1", map[string]string{"Forwarded": "for=198.51.100.2, for=10.0.0.5"}, "198.51.100.2:0"},
+		{"obfuscated hop left of the client: believe nothing left of it", fwd, "10.0.0.1:1", map[string]string{"Forwarded": "for=_hidden, for=198.51.100.2"}, "198.51.100.2:0"},
+		{"obfuscated client: refused", fwd, "10.0.0.1:1", map[string]string{"Forwarded": "for=198.51.100.2, for=_hidden"}, bad},
+		{"unknown right-most: refused, never the balancer's bucket", fwd, "10.0.0.1:1", map[string]string{"Forwarded": "for=unknown"}, bad},
+		{"Forwarded element without for=: refused", fwd, "10.0.0.1:1", map[string]string{"Forwarded": "proto=https"}, bad},
+		{"empty X-Forwarded-For element: refused", xff, "10.0.0.1:1", map[string]string{"X-Forwarded-For": "1.2.3.4,,5.6.7.8"}, bad},
+		{"X-Forwarded-For of a comma: refused", xff, "10.0.0.1:1", map[string]string{"X-Forwarded-For": ","}, bad},
+		{"X-Forwarded-For not an address: refused", xff, "10.0.0.1:1", map[string]string{"X-Forwarded-For": "me"}, bad},
+		{"IPv6 proxy prefix", xff, "[2001:db8:ffff::1]:443", map[string]string{"X-Forwarded-For": "2001:db8:1::9"}, "[2001:db8:1::9]:0"},
+		{"IPv4-mapped peer", xff, "[::ffff:10.0.0.1]:1", map[string]string{"X-Forwarded-For": "198.51.100.4"}, "198.51.100.4:0"},
+		{"proxy-protocol: headers name nothing", ProxyProtocol, "10.0.0.1:1", map[string]string{"X-Forwarded-For": "198.51.100.4", "Forwarded": "for=198.51.100.5"}, "10.0.0.1:1"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var got string
-			h := TrustedProxies(trusted)(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { got = ClientAddr(r) }))
+			got := ""
+			h := TrustedProxies(trusted, c.way)(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { got = ClientAddr(r) }))
 			r := httptest.NewRequest("GET", "/", nil)
 			r.RemoteAddr = c.peer
 			for k, v := range c.header {
-				r.Header.Set(k, v)
+				r.Header.Add(k, v)
 			}
-			h.ServeHTTP(httptest.NewRecorder(), r)
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if c.want == bad {
+				if w.Code != http.StatusBadRequest || got != "" || !strings.Contains(w.Body.String(), `"BAD_REQUEST"`) {
+					t.Fatalf("got %d %q (handler saw %q), want 400 BAD_REQUEST before the handler", w.Code, w.Body.String(), got)
+				}
+				return
+			}
 			if got != c.want {
 				t.Errorf("got %q, want %q", got, c.want)
 			}
 		})
+	}
+}
+
+func TestParseProxyHeader(t *testing.T) {
+	for in, want := range map[string]ProxyHeader{"": ProxyXForwardedFor, "x-forwarded-for": ProxyXForwardedFor,
+		"Forwarded": ProxyForwarded, "proxy-protocol": ProxyProtocol} {
+		if got, err := ParseProxyHeader(in); err != nil || got != want {
+			t.Errorf("%q: %q %v, want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"x-real-ip", "both", "proxy"} {
+		if _, err := ParseProxyHeader(in); err == nil {
+			t.Errorf("%q: no error", in)
+		}
 	}
 }
 
@@ -75,10 +112,15 @@ func FuzzClientAddr(f *testing.F) {
 		r.RemoteAddr = peer
 		r.Header.Set("Forwarded", fwd)
 		r.Header.Set("X-Forwarded-For", xff)
-		a := clientFromHeaders(r, trusted)
-		if a != "" {
-			if _, ok := addrOf(a); !ok {
-				t.Fatalf("decided %q, which is not an address", a)
+		for _, header := range []string{"Forwarded", "X-Forwarded-For"} {
+			a, err := clientFromHeader(r, trusted, header)
+			if a != "" && err != nil {
+				t.Fatalf("both an address %q and an error %v", a, err)
+			}
+			if a != "" {
+				if _, ok := addrOf(a); !ok {
+					t.Fatalf("decided %q, which is not an address", a)
+				}
 			}
 		}
 	})

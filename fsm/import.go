@@ -25,10 +25,10 @@ const (
 
 // ImportUsers creates people in one write. The proposer gives each a fresh
 // id and one fresh membership id per organization, and has checked the
-// password hash (internal/password.Check). Idempotent by address: a person
-// whose address is already here (in any case, or earlier in the same
-// batch) is left as they are and reported ImportExists, so a batch sent
-// twice changes nothing the second time.
+// password hash (internal/password.Hasher.Check). Idempotent by address:
+// a person whose address is already here (in any case, or earlier in the
+// same batch) is left as they are and reported ImportExists, so a batch
+// sent twice changes nothing the second time.
 type ImportUsers struct {
 	Users []ImportedUser `json:"users"`
 	At    time.Time      `json:"at"`

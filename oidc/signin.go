@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"golang.org/x/crypto/argon2"
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/password"
@@ -174,10 +173,14 @@ func (p *Provider) rehash(ctx context.Context, u fsm.User, secret string) {
 
 // checkPassword verifies an email and password: against the local
 // person's hash, or, for an address no local person holds, against the
-// directories (directoryPassword). Without directories, whether the
-// person is unknown or has no password, one argon2id derivation runs, so
-// the answer takes the same time. reason names a refusal when the
-// directories gave one; err is for a store, context or directory
+// directories (directoryPassword). Every check spends one argon2id
+// derivation at the node's cost, whether or not there is a hash to
+// compare: a local person's stored hash, or else a decoy
+// (password.Hasher.Decoy) for an unknown address, a person without a
+// password, a stored hash Verify refuses, and every directory check. So
+// the time of a refusal does not tell a local account from an address
+// nobody holds, with or without directories. reason names a refusal when
+// the directories gave one; err is for a store, context or directory
 // (errDirectoryDown) problem.
 func (p *Provider) checkPassword(ctx context.Context, email, secret string) (fsm.User, bool, string, error) {
 	var u fsm.User
@@ -192,42 +195,43 @@ func (p *Provider) checkPassword(ctx context.Context, email, secret string) (fsm
 	}
 	switch {
 	case err == nil && u.DirectoryID != "":
-		return p.directoryPassword(ctx, email, secret, &u)
+		return p.decoyThenDirectory(ctx, email, secret, &u)
 	case errors.Is(err, fsm.ErrNotFound) && email != "" && len(email) <= maxEmailLen:
 		if has, derr := p.cfg.State.HasDirectories(); derr != nil {
 			return fsm.User{}, false, "", derr
 		} else if has {
-			return p.directoryPassword(ctx, email, secret, nil)
+			return p.decoyThenDirectory(ctx, email, secret, nil)
 		}
 	}
 	ok, verr := p.localPassword(ctx, u, err == nil, secret)
 	return u, ok, "", verr
 }
 
-// localPassword checks secret against u's stored hash (found: u exists).
-func (p *Provider) localPassword(ctx context.Context, u fsm.User, found bool, secret string) (bool, error) {
-	known := found && u.PasswordHash != ""
-	phc := u.PasswordHash
-	if !known {
-		phc = signInDummyHash(p.cfg.Hasher.Params())
+// decoyThenDirectory spends the decoy derivation of a check that has no
+// local hash, then asks the directories (directoryPassword). The decoy
+// comes first so that a request whose context ends while it waits for a
+// slot never reaches a directory.
+func (p *Provider) decoyThenDirectory(ctx context.Context, email, secret string, known *fsm.User) (fsm.User, bool, string, error) {
+	if err := p.cfg.Hasher.Decoy(ctx, secret); err != nil {
+		return fsm.User{}, false, "", err
 	}
-	ok, verr := p.cfg.Hasher.Verify(ctx, secret, phc)
-	switch {
-	case errors.Is(verr, password.ErrMalformed):
-		p.log.Error("authorize: stored password hash malformed", "user_id", u.ID, "err", verr)
-		return false, nil
-	case verr != nil:
-		return false, verr
-	}
-	return known && ok, nil
+	return p.directoryPassword(ctx, email, secret, known)
 }
 
-// signInDummyHash is a well-formed argon2id PHC string (zero salt and key)
-// with the cost of real password hashes, for the unknown-person check.
-func signInDummyHash(pp password.Params) string {
-	const zeroSalt = "AAAAAAAAAAAAAAAAAAAAAA"                     // 16 bytes
-	const zeroKey = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" // 32 bytes
-	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, pp.Memory, pp.Time, pp.Threads, zeroSalt, zeroKey)
+// localPassword checks secret against u's stored hash (found: u exists),
+// or spends a decoy when there is none to check.
+func (p *Provider) localPassword(ctx context.Context, u fsm.User, found bool, secret string) (bool, error) {
+	if !found || u.PasswordHash == "" {
+		return false, p.cfg.Hasher.Decoy(ctx, secret)
+	}
+	ok, verr := p.cfg.Hasher.Verify(ctx, secret, u.PasswordHash)
+	if errors.Is(verr, password.ErrMalformed) {
+		// Refused without a derivation (malformed, or a cost above the
+		// caps): spend the decoy instead.
+		p.log.Error("authorize: stored password hash malformed", "user_id", u.ID, "err", verr)
+		return false, p.cfg.Hasher.Decoy(ctx, secret)
+	}
+	return ok && verr == nil, verr
 }
 
 // startSession opens an SSO session for u after a sign-in by method,

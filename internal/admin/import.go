@@ -120,7 +120,9 @@ func (a *api) importedUser(u importUser) (fsm.ImportedUser, problems) {
 	p.email("email", u.Email)
 	p.phone("phone", u.Phone)
 	if u.PasswordHash != "" {
-		if err := password.Check(u.PasswordHash); err != nil {
+		// The node's Hasher, whose caps (an argon2id at most 8 times its
+		// own memory, 10 passes, 16 lanes) are the ones Verify applies.
+		if err := a.Hasher.Check(u.PasswordHash); err != nil {
 			code := codeInvalid
 			if errors.Is(err, password.ErrUnsupported) {
 				code = "unsupported"

@@ -66,13 +66,15 @@ func Scheme(stored string) string {
 	return ""
 }
 
-// Check reports whether stored is a hash Verify can check, within the
-// bounds above: nil, or an error wrapping ErrUnsupported or ErrMalformed
-// that says what is wrong, for an operator. It never runs the hash.
-func Check(stored string) error {
+// Check reports whether stored is a hash h's Verify can check, within the
+// bounds above and, for argon2id, h's caps (MaxArgon2MemoryFactor ...):
+// nil, or an error wrapping ErrUnsupported or ErrMalformed that says what
+// is wrong, for an operator. An import refuses a person whose hash fails
+// it. It never runs the hash.
+func (h *Hasher) Check(stored string) error {
 	switch Scheme(stored) {
 	case SchemeArgon2id:
-		_, _, _, err := decode(stored)
+		_, _, _, err := h.decodeCapped(stored)
 		return err
 	case SchemeBcrypt:
 		return checkBcrypt(stored)
@@ -198,6 +200,7 @@ func decodePBKDF2(stored string) (pbkdf2Hash, error) {
 // the Hasher's bound on concurrent derivations.
 func (h *Hasher) verifyImported(ctx context.Context, secret, stored string) (bool, error) {
 	var check func() bool
+	var ok bool
 	switch Scheme(stored) {
 	case SchemeBcrypt:
 		if err := checkBcrypt(stored); err != nil {
@@ -216,20 +219,20 @@ func (h *Hasher) verifyImported(ctx context.Context, secret, stored string) (boo
 			return err == nil && subtle.ConstantTimeCompare(got, p.key) == 1
 		}
 	default:
-		return false, Check(stored)
+		return false, h.Check(stored)
 	}
-	if err := h.acquire(ctx); err != nil {
+	if err := h.derive(ctx, func() { ok = check() }); err != nil {
 		return false, err
 	}
-	defer h.release()
-	return check(), nil
+	return ok, nil
 }
 
 // NeedsRehash reports whether a person's stored hash, just verified,
 // should be replaced by one from this Hasher: it is of another scheme (an
 // imported bcrypt or PBKDF2 hash), or argon2id weaker than this Hasher's
 // in memory or passes. Never for a stronger one, so nodes configured apart
-// cannot undo each other's work.
+// cannot undo each other's work (a stronger one is within the caps, or
+// Verify refused it and nothing was verified).
 func (h *Hasher) NeedsRehash(stored string) bool {
 	if Scheme(stored) != SchemeArgon2id {
 		return true

@@ -36,7 +36,7 @@ func TestVerifyImported(t *testing.T) {
 			if got := Scheme(v.stored); got != v.scheme {
 				t.Fatalf("Scheme: got %q, want %q", got, v.scheme)
 			}
-			if err := Check(v.stored); err != nil {
+			if err := h.Check(v.stored); err != nil {
 				t.Fatalf("Check: %v", err)
 			}
 			for _, try := range []struct {
@@ -84,7 +84,7 @@ func TestCheckRefuses(t *testing.T) {
 	h := New(cheap, 1)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := Check(tt.stored)
+			err := h.Check(tt.stored)
 			if !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.mention) {
 				t.Fatalf("Check: got %v, want %v mentioning %q", err, tt.want, tt.mention)
 			}
@@ -105,7 +105,7 @@ func TestCheckDoesNotEchoTheHash(t *testing.T) {
 		"$2b$31$q1InSmxkjI2d.mwrmiq6HeRxID781AhVXqicbKVRGOj3mZZl5g8vS",
 		"$" + strings.Repeat("x", 40) + "$secretpart",
 	} {
-		err := Check(stored)
+		err := New(cheap, 1).Check(stored)
 		if err == nil {
 			t.Fatalf("%q: accepted", stored)
 		}
@@ -146,8 +146,9 @@ func FuzzCheck(f *testing.F) {
 		f.Add(v.stored)
 	}
 	f.Add("$pbkdf2-sha256$i=1000,l=16$AAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAA")
+	h := New(cheap, 1)
 	f.Fuzz(func(t *testing.T, s string) {
-		err := Check(s)
+		err := h.Check(s)
 		if err == nil && Scheme(s) == "" {
 			t.Fatalf("%q: accepted without a scheme", s)
 		}

@@ -37,7 +37,8 @@ const (
 	KeyLen  = 32
 )
 
-// Bounds that Verify accepts from a stored string.
+// Bounds of the argon2id strings Decode parses at all, whatever the
+// Hasher: beyond them a string is malformed.
 const (
 	MaxMemory  = 1 << 20 // KiB, 1 GiB
 	MaxTime    = 64
@@ -45,6 +46,22 @@ const (
 	maxSaltLen = 64
 	minKeyLen  = 16
 	maxKeyLen  = 64
+)
+
+// Caps on the cost of an argon2id string a Hasher verifies, and so of one
+// an import may bring (Hasher.Check), as bcrypt's and PBKDF2's are capped
+// (MaxBcryptCost, MaxPBKDF2Rounds): a stored string decides the work of
+// every attempt on its address, wrong ones included. Memory is at most
+// MaxArgon2MemoryFactor times the Hasher's own, passes at most
+// MaxArgon2Time and lanes at most MaxArgon2Threads (or the Hasher's own
+// passes and lanes when those are higher, so its own hashes always pass).
+// At the default parameters that is 152 MiB and 10 passes: 40 times the
+// work of one of the node's own derivations, 1.5 to 2 s of one core, as
+// bcrypt cost 15 takes.
+const (
+	MaxArgon2MemoryFactor = 8
+	MaxArgon2Time         = 10
+	MaxArgon2Threads      = 16
 )
 
 // ErrMalformed reports a stored string this package cannot check: not a
@@ -56,6 +73,9 @@ var ErrMalformed = errors.New("password: malformed hash")
 type Hasher struct {
 	params Params
 	sem    chan struct{}
+	// onDerive, set only by tests, is called with +1 as a derivation
+	// starts and -1 as it ends, while it holds its slot.
+	onDerive func(delta int)
 }
 
 // New returns a Hasher that hashes with p and runs at most concurrency
@@ -95,39 +115,96 @@ func (h *Hasher) acquire(ctx context.Context) error {
 
 func (h *Hasher) release() { <-h.sem }
 
+// derive runs f, one derivation of any scheme, in a slot of the
+// semaphore: every derivation of the package goes through it.
+func (h *Hasher) derive(ctx context.Context, f func()) error {
+	if err := h.acquire(ctx); err != nil {
+		return err
+	}
+	defer h.release()
+	if h.onDerive != nil {
+		h.onDerive(1)
+		defer h.onDerive(-1)
+	}
+	f()
+	return nil
+}
+
 // Hash returns the PHC string of secret under a fresh random salt. It fails
 // only when ctx ends before a slot is free.
 func (h *Hasher) Hash(ctx context.Context, secret string) (string, error) {
 	salt := make([]byte, SaltLen)
 	rand.Read(salt) // never fails (crypto/rand since Go 1.24)
-	if err := h.acquire(ctx); err != nil {
+	var key []byte
+	if err := h.derive(ctx, func() {
+		key = argon2.IDKey([]byte(secret), salt, h.params.Time, h.params.Memory, h.params.Threads, KeyLen)
+	}); err != nil {
 		return "", err
 	}
-	key := argon2.IDKey([]byte(secret), salt, h.params.Time, h.params.Memory, h.params.Threads, KeyLen)
-	h.release()
 	return encode(h.params, salt, key), nil
 }
 
 // Verify reports whether secret matches phc, an argon2id PHC string or an
 // imported hash (Check). A wrong secret is (false, nil); a string that
-// cannot be parsed is (false, an error wrapping ErrMalformed or
-// ErrUnsupported); a context that ends while waiting for a slot is
-// (false, ctx.Err()).
+// cannot be parsed, or whose cost is beyond h's caps, is (false, an error
+// wrapping ErrMalformed or ErrUnsupported) and nothing is derived; a
+// context that ends while waiting for a slot is (false, ctx.Err()).
 func (h *Hasher) Verify(ctx context.Context, secret, phc string) (bool, error) {
 	if Scheme(phc) != SchemeArgon2id {
 		return h.verifyImported(ctx, secret, phc)
 	}
-	p, salt, want, err := decode(phc)
+	p, salt, want, err := h.decodeCapped(phc)
 	if err != nil {
 		return false, err
 	}
-	if err := h.acquire(ctx); err != nil {
+	var got []byte
+	if err := h.derive(ctx, func() {
+		// #nosec G115 -- decode bounds len(want) by maxKeyLen
+		got = argon2.IDKey([]byte(secret), salt, p.Time, p.Memory, p.Threads, uint32(len(want)))
+	}); err != nil {
 		return false, err
 	}
-	// #nosec G115 -- decode bounds len(want) by maxKeyLen
-	got := argon2.IDKey([]byte(secret), salt, p.Time, p.Memory, p.Threads, uint32(len(want)))
-	h.release()
 	return subtle.ConstantTimeCompare(got, want) == 1, nil
+}
+
+// Decoy spends what checking a wrong password against one of h's own
+// hashes spends, one argon2id derivation at h's parameters in a slot of
+// the semaphore, and throws the result away. A password check with no
+// stored hash to compare (no such person, a person without a password, a
+// stored string Verify refuses, a person a directory checks) calls it, so
+// that its answer takes as long as a wrong password for a local person.
+// It fails only when ctx ends before a slot is free.
+func (h *Hasher) Decoy(ctx context.Context, secret string) error {
+	salt := make([]byte, SaltLen)
+	return h.derive(ctx, func() {
+		_ = argon2.IDKey([]byte(secret), salt, h.params.Time, h.params.Memory, h.params.Threads, KeyLen)
+	})
+}
+
+// decodeCapped is decode, then h's caps on the cost (MaxArgon2Time ...).
+func (h *Hasher) decodeCapped(phc string) (Params, []byte, []byte, error) {
+	p, salt, key, err := decode(phc)
+	if err == nil {
+		err = h.checkCost(p)
+	}
+	return p, salt, key, err
+}
+
+// checkCost reports argon2id parameters beyond h's caps, naming the cap.
+func (h *Hasher) checkCost(p Params) error {
+	maxMemory := uint64(MaxArgon2MemoryFactor) * uint64(h.params.Memory)
+	maxTime := max(MaxArgon2Time, h.params.Time)
+	maxThreads := max(MaxArgon2Threads, h.params.Threads)
+	switch {
+	case uint64(p.Memory) > maxMemory:
+		return fmt.Errorf("%w: argon2id m=%d KiB is above the cap of %d KiB (%d times this node's own m=%d)",
+			ErrMalformed, p.Memory, maxMemory, MaxArgon2MemoryFactor, h.params.Memory)
+	case p.Time > maxTime:
+		return fmt.Errorf("%w: argon2id t=%d is above the cap of %d passes", ErrMalformed, p.Time, maxTime)
+	case p.Threads > maxThreads:
+		return fmt.Errorf("%w: argon2id p=%d is above the cap of %d lanes", ErrMalformed, p.Threads, maxThreads)
+	}
+	return nil
 }
 
 var b64 = base64.RawStdEncoding.Strict()

@@ -109,7 +109,7 @@ func enqueueLogouts(tx *bolt.Tx, index uint64, at time.Time, cause string, targe
 			CreatedAt: at, State: DeliveryPending, NextAttemptAt: at,
 		}
 		put(tx, bucketDeliveries, d.ID, d)
-		putIndex(tx, bucketPending, d.ID, "")
+		put(tx, bucketPending, d.ID, pendingEntry{ClientID: d.ClientID, URI: d.URI})
 		out = append(out, d)
 	}
 	return out
@@ -145,6 +145,84 @@ func (s *State) PendingDeliveries(max int) ([]Delivery, error) {
 		return nil
 	})
 	return out, err
+}
+
+// pendingEntry is the value of a delivery's entry in the pending index:
+// whom it is owed to, so that a scan can pass over the deliveries of a
+// busy receiver without reading them. Entries written before it existed
+// hold nothing (ScanPending then reads the delivery).
+type pendingEntry struct {
+	ClientID string `cbor:"1,keyasint"`
+	URI      string `cbor:"2,keyasint"`
+}
+
+// PendingRef is a pending delivery as the pending index names it: its
+// id, and the client and back-channel URI it is owed to.
+type PendingRef struct {
+	ID       string
+	ClientID string
+	URI      string
+}
+
+// ScanPending walks the pending deliveries oldest first, in one read
+// transaction, from the first whose id sorts after after ("" from the
+// oldest), and examines at most limit of them (at least one). For each
+// it calls visit with the entry's reference and a function that reads
+// the delivery (false: the record is gone; valid only during that call),
+// so a visitor with no use for a delivery passes over it without reading
+// it. The walk stops early when visit returns false. ScanPending returns
+// the id of the last delivery examined, or "" when the walk reached the
+// end of the pending deliveries.
+//
+// visit runs inside the read transaction: it must be quick and must not
+// call back into State.
+func (s *State) ScanPending(after string, limit int, visit func(ref PendingRef, read func() (Delivery, bool)) bool) (last string, err error) {
+	limit = max(limit, 1)
+	err = s.f.view(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketPending).Cursor()
+		k, v := c.First()
+		if after != "" {
+			k, v = c.Seek([]byte(after))
+			if k != nil && string(k) == after {
+				k, v = c.Next()
+			}
+		}
+		var id string
+		read := func() (Delivery, bool) {
+			var d Delivery
+			ok := get(tx, bucketDeliveries, id, &d)
+			return d, ok
+		}
+		var prev []byte // the value behind e: a run of one client's entries is decoded once
+		var e pendingEntry
+		for n := 0; k != nil && n < limit; k, v = c.Next() {
+			n++
+			id = string(k)
+			ref := PendingRef{ID: id}
+			switch {
+			case len(v) == 0:
+				if d, ok := read(); ok {
+					ref.ClientID, ref.URI = d.ClientID, d.URI
+				}
+			case bytes.Equal(v, prev):
+				ref.ClientID, ref.URI = e.ClientID, e.URI
+			default:
+				e = pendingEntry{}
+				mustUnmarshal(v, &e)
+				prev = v // valid while the transaction lives
+				ref.ClientID, ref.URI = e.ClientID, e.URI
+			}
+			last = id
+			if !visit(ref, read) {
+				return nil
+			}
+		}
+		if k == nil {
+			last = ""
+		}
+		return nil
+	})
+	return last, err
 }
 
 // DeliveriesOf lists the deliveries caused by one command, by the raft

@@ -40,7 +40,7 @@ var (
 	bucketAppByOrg    = []byte("app_by_org")         // org/sid
 	bucketSSOByUser   = []byte("sso_by_user")        // user/sso id
 	bucketDeliveries  = []byte("deliveries")         // delivery id -> Delivery
-	bucketPending     = []byte("deliveries_pending") // delivery id (pending only)
+	bucketPending     = []byte("deliveries_pending") // delivery id -> pendingEntry{client, URI} (pending only)
 	bucketCodes       = []byte("codes")              // code hash -> Code
 	bucketRevoked     = []byte("revoked")            // jti -> expiry (RFC 3339)
 	bucketConsents    = []byte("consents")           // user/client -> Consent

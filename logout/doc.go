@@ -29,10 +29,14 @@
 // the same command that ends the sessions, so an acknowledged logout
 // always has its deliveries on record. Only the leader sends them
 // (RunSender); it wakes on Notify and every second, posts
-// logout_token=<jwt> to each due delivery with at most 8 in flight and
-// never two attempts of one delivery at once, counts any 2xx as sent (a
-// redirect is not followed and counts as a failure), retries after 1 s,
-// 2 s, 4 s and 8 s, abandons after the fifth attempt, and records
+// logout_token=<jwt> to each due delivery with at most 16 attempts in
+// flight, at most 4 to one client and 4 to one receiving host:port, and
+// never two attempts of one delivery at once, so a receiver that hangs
+// delays only its own tokens. Its scan of the pending deliveries passes
+// over those of a client or host at its cap without reading them, and
+// pages on past them within a bound per look. It counts any 2xx as sent
+// (a redirect is not followed and counts as a failure), retries after
+// 1 s, 2 s, 4 s and 8 s, abandons after the fifth attempt, and records
 // outcomes with DeliveryOutcome. A new leader picks up whatever is still
 // pending: delivery is at least once, and the logout token's jti is the
 // delivery id, so repeats carry the same jti. The token is signed with

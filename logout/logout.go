@@ -32,8 +32,16 @@ const (
 	DefaultFrontChannelWait = 2 * time.Second
 	// DefaultSendTimeout bounds one POST to a receiver.
 	DefaultSendTimeout = 5 * time.Second
-	// DefaultConcurrency is how many deliveries are in flight at most.
-	DefaultConcurrency = 8
+	// DefaultConcurrency is how many delivery attempts are in flight at
+	// most, on the leader, for the whole cluster.
+	DefaultConcurrency = 16
+	// DefaultPerClient and DefaultPerHost are how many of them may go to
+	// one client, and to one receiving host (the host:port of the
+	// back-channel URI, which several clients may share). A receiver that
+	// never answers holds at most 4 slots for up to DefaultSendTimeout
+	// each; it takes four such hosts to fill the pool.
+	DefaultPerClient = 4
+	DefaultPerHost   = 4
 	// DefaultMaxAttempts is how many times a delivery is tried in all
 	// before it is abandoned.
 	DefaultMaxAttempts = 5
@@ -89,7 +97,11 @@ type Service struct {
 	// Sender tuning; New sets the defaults, package tests shorten them.
 	tick        time.Duration   // rescan period without a Notify
 	sendTimeout time.Duration   // one POST
-	concurrency int             // deliveries in flight
+	concurrency int             // attempts in flight
+	perClient   int             // attempts in flight to one client
+	perHost     int             // attempts in flight to one receiving host
+	scanLimit   int             // pending deliveries read per page
+	scanPages   int             // pages read per dispatch
 	backoff     []time.Duration // wait before retry i+1; the last repeats
 	maxAttempts int             // attempts in all before abandoning
 	pollEvery   time.Duration   // front-channel wait fallback poll
@@ -123,6 +135,10 @@ func New(cfg Config) (*Service, error) {
 		tick:        time.Second,
 		sendTimeout: DefaultSendTimeout,
 		concurrency: DefaultConcurrency,
+		perClient:   DefaultPerClient,
+		perHost:     DefaultPerHost,
+		scanLimit:   scanLimit,
+		scanPages:   scanPages,
 		backoff:     DefaultBackoff(),
 		maxAttempts: DefaultMaxAttempts,
 		pollEvery:   20 * time.Millisecond,

@@ -258,8 +258,8 @@ func TestSenderBoundsConcurrencyAndNeverOverlapsADelivery(t *testing.T) {
 	})
 	h.recvA.mu.Lock()
 	defer h.recvA.mu.Unlock()
-	if len(h.recvA.tokens) != 20 || h.recvA.maxInFlight > DefaultConcurrency || h.recvA.maxInFlight < 2 || h.recvA.overlap {
-		t.Fatalf("tokens %d, max in flight %d (want 2..%d), overlap %v", len(h.recvA.tokens), h.recvA.maxInFlight, DefaultConcurrency, h.recvA.overlap)
+	if len(h.recvA.tokens) != 20 || h.recvA.maxInFlight > DefaultPerClient || h.recvA.maxInFlight < 2 || h.recvA.overlap {
+		t.Fatalf("tokens %d, max in flight %d (want 2..%d, one client's cap), overlap %v", len(h.recvA.tokens), h.recvA.maxInFlight, DefaultPerClient, h.recvA.overlap)
 	}
 }
 

@@ -137,21 +137,19 @@ func clientFromHeader(r *http.Request, trusted []netip.Prefix, header string) (s
 		return "", nil
 	}
 	var chain []string
-	var valid bool
 	if header == "Forwarded" {
-		chain, valid = forwardedFor(strings.Join(values, ","))
+		chain = forwardedFor(strings.Join(values, ","))
 	} else {
-		chain, valid = xForwardedFor(strings.Join(values, ","))
-	}
-	if !valid || len(chain) == 0 {
-		return "", fmt.Errorf("the %s header from the load balancer does not parse", header)
+		chain = xForwardedFor(strings.Join(values, ","))
 	}
 	// Right to left: the first address that is not a trusted proxy.
 	for i := len(chain) - 1; i >= 0; i-- {
 		a, ok := addrOf(chain[i])
 		if !ok {
-			// An obfuscated or unknown hop: nothing left of it can be
-			// believed, and the client is not known.
+			// A hop that names no address (malformed, obfuscated,
+			// unknown) where the client should be: nothing left of it
+			// can be believed, and the client is not known. (What the
+			// client wrote left of its own address is never reached.)
 			return "", fmt.Errorf("the %s header from the load balancer names no client address", header)
 		}
 		if i == 0 || !isTrusted(a, trusted) {
@@ -187,23 +185,20 @@ func addrOf(s string) (netip.Addr, bool) {
 	return a.Unmap(), true
 }
 
-// xForwardedFor splits "client, proxy1, proxy2".
-func xForwardedFor(h string) ([]string, bool) {
+// xForwardedFor splits "client, proxy1, proxy2"; an empty element is
+// kept as "" (a hop that names nothing).
+func xForwardedFor(h string) []string {
 	var out []string
 	for part := range strings.SplitSeq(h, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			return nil, false
-		}
-		out = append(out, part)
+		out = append(out, strings.TrimSpace(part))
 	}
-	return out, len(out) > 0
+	return out
 }
 
 // forwardedFor returns the for= value of each element of an RFC 7239
-// Forwarded header ("for=192.0.2.60;proto=http, for=\"[2001:db8::1]:47\"").
-// An element without for= makes the chain unusable.
-func forwardedFor(h string) ([]string, bool) {
+// Forwarded header ("for=192.0.2.60;proto=http, for=\"[2001:db8::1]:47\""),
+// "" for an element that has none or does not parse.
+func forwardedFor(h string) []string {
 	var out []string
 	for elem := range strings.SplitSeq(h, ",") {
 		found := ""
@@ -213,7 +208,8 @@ func forwardedFor(h string) ([]string, bool) {
 				if strings.TrimSpace(pair) == "" {
 					continue
 				}
-				return nil, false
+				found = ""
+				break
 			}
 			if strings.EqualFold(k, "for") {
 				if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
@@ -222,10 +218,7 @@ func forwardedFor(h string) ([]string, bool) {
 				found = v
 			}
 		}
-		if found == "" {
-			return nil, false
-		}
 		out = append(out, found)
 	}
-	return out, len(out) > 0
+	return out
 }

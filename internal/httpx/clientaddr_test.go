@@ -22,37 +22,40 @@ func TestClientAddr(t *testing.T) {
 		name   string
 		way    ProxyHeader
 		peer   string
-		header map[string]string
-		want   string // the client address, or bad for a 400
+		header []string // name, value, ...
+		want   string   // the client address, or bad for a 400
 	}{
 		{"no header", xff, "10.0.0.1:5000", nil, "10.0.0.1:5000"},
-		{"untrusted peer's header is ignored (spoofing)", xff, "203.0.113.9:1", map[string]string{"X-Forwarded-For": "198.51.100.1"}, "203.0.113.9:1"},
-		{"untrusted peer's Forwarded is ignored", fwd, "203.0.113.9:1", map[string]string{"Forwarded": "for=198.51.100.1"}, "203.0.113.9:1"},
-		{"untrusted peer's malformed header is ignored", xff, "203.0.113.9:1", map[string]string{"X-Forwarded-For": ","}, "203.0.113.9:1"},
-		{"X-Forwarded-For from a trusted proxy", xff, "10.0.0.1:5000", map[string]string{"X-Forwarded-For": "198.51.100.1"}, "198.51.100.1:0"},
-		{"right-most untrusted wins", xff, "10.0.0.1:5000", map[string]string{"X-Forwarded-For": "6.6.6.6, 198.51.100.1, 10.0.0.2"}, "198.51.100.1:0"},
-		{"a client cannot prepend itself past the proxy", xff, "192.0.2.7:1", map[string]string{"X-Forwarded-For": "10.9.9.9, 198.51.100.1"}, "198.51.100.1:0"},
-		{"all trusted: the left-most", xff, "10.0.0.1:1", map[string]string{"X-Forwarded-For": "10.0.0.3, 10.0.0.2"}, "10.0.0.3:0"},
-		{"two header lines are one chain", xff, "10.0.0.1:1", map[string]string{"X-Forwarded-For": "6.6.6.6", "x-forwarded-for": "198.51.100.5"}, "198.51.100.5:0"},
+		{"untrusted peer's header is ignored (spoofing)", xff, "203.0.113.9:1", []string{"X-Forwarded-For", "198.51.100.1"}, "203.0.113.9:1"},
+		{"untrusted peer's Forwarded is ignored", fwd, "203.0.113.9:1", []string{"Forwarded", "for=198.51.100.1"}, "203.0.113.9:1"},
+		{"untrusted peer's malformed header is ignored", xff, "203.0.113.9:1", []string{"X-Forwarded-For", ","}, "203.0.113.9:1"},
+		{"X-Forwarded-For from a trusted proxy", xff, "10.0.0.1:5000", []string{"X-Forwarded-For", "198.51.100.1"}, "198.51.100.1:0"},
+		{"right-most untrusted wins", xff, "10.0.0.1:5000", []string{"X-Forwarded-For", "6.6.6.6, 198.51.100.1, 10.0.0.2"}, "198.51.100.1:0"},
+		{"a client cannot prepend itself past the proxy", xff, "192.0.2.7:1", []string{"X-Forwarded-For", "10.9.9.9, 198.51.100.1"}, "198.51.100.1:0"},
+		{"all trusted: the left-most", xff, "10.0.0.1:1", []string{"X-Forwarded-For", "10.0.0.3, 10.0.0.2"}, "10.0.0.3:0"},
+		{"two header lines are one chain", xff, "10.0.0.1:1", []string{"X-Forwarded-For", "6.6.6.6", "x-forwarded-for", "198.51.100.5"}, "198.51.100.5:0"},
 		// The balancer writes X-Forwarded-For and passes a client's
 		// Forwarded through: with the default way the client's
 		// Forwarded names nothing (Security III, defect 1).
-		{"x-forwarded-for ignores a client's Forwarded", xff, "10.0.0.1:1", map[string]string{"Forwarded": "for=198.51.100.50", "X-Forwarded-For": "198.51.100.3"}, "198.51.100.3:0"},
-		{"x-forwarded-for: a Forwarded alone names nothing", xff, "10.0.0.1:1", map[string]string{"Forwarded": "for=198.51.100.50"}, "10.0.0.1:1"},
-		{"forwarded ignores a client's X-Forwarded-For", fwd, "10.0.0.1:1", map[string]string{"Forwarded": "for=198.51.100.2", "X-Forwarded-For": "198.51.100.50"}, "198.51.100.2:0"},
-		{"forwarded: an X-Forwarded-For alone names nothing", fwd, "10.0.0.1:1", map[string]string{"X-Forwarded-For": "198.51.100.50"}, "10.0.0.1:1"},
-		{"Forwarded, quoted IPv6 with port", fwd, "10.0.0.1:1", map[string]string{"Forwarded": `for="[2001:db8::17]:4711";proto=https`}, "[2001:db8::17]:0"},
-		{"Forwarded chain", fwd, "10.0.0.1:1", map[string]string{"Forwarded": "for=198.51.100.2, for=10.0.0.5"}, "198.51.100.2:0"},
-		{"obfuscated hop left of the client: believe nothing left of it", fwd, "10.0.0.1:1", map[string]string{"Forwarded": "for=_hidden, for=198.51.100.2"}, "198.51.100.2:0"},
-		{"obfuscated client: refused", fwd, "10.0.0.1:1", map[string]string{"Forwarded": "for=198.51.100.2, for=_hidden"}, bad},
-		{"unknown right-most: refused, never the balancer's bucket", fwd, "10.0.0.1:1", map[string]string{"Forwarded": "for=unknown"}, bad},
-		{"Forwarded element without for=: refused", fwd, "10.0.0.1:1", map[string]string{"Forwarded": "proto=https"}, bad},
-		{"empty X-Forwarded-For element: refused", xff, "10.0.0.1:1", map[string]string{"X-Forwarded-For": "1.2.3.4,,5.6.7.8"}, bad},
-		{"X-Forwarded-For of a comma: refused", xff, "10.0.0.1:1", map[string]string{"X-Forwarded-For": ","}, bad},
-		{"X-Forwarded-For not an address: refused", xff, "10.0.0.1:1", map[string]string{"X-Forwarded-For": "me"}, bad},
-		{"IPv6 proxy prefix", xff, "[2001:db8:ffff::1]:443", map[string]string{"X-Forwarded-For": "2001:db8:1::9"}, "[2001:db8:1::9]:0"},
-		{"IPv4-mapped peer", xff, "[::ffff:10.0.0.1]:1", map[string]string{"X-Forwarded-For": "198.51.100.4"}, "198.51.100.4:0"},
-		{"proxy-protocol: headers name nothing", ProxyProtocol, "10.0.0.1:1", map[string]string{"X-Forwarded-For": "198.51.100.4", "Forwarded": "for=198.51.100.5"}, "10.0.0.1:1"},
+		{"x-forwarded-for ignores a client's Forwarded", xff, "10.0.0.1:1", []string{"Forwarded", "for=198.51.100.50", "X-Forwarded-For", "198.51.100.3"}, "198.51.100.3:0"},
+		{"x-forwarded-for: a Forwarded alone names nothing", xff, "10.0.0.1:1", []string{"Forwarded", "for=198.51.100.50"}, "10.0.0.1:1"},
+		{"forwarded ignores a client's X-Forwarded-For", fwd, "10.0.0.1:1", []string{"Forwarded", "for=198.51.100.2", "X-Forwarded-For", "198.51.100.50"}, "198.51.100.2:0"},
+		{"forwarded: an X-Forwarded-For alone names nothing", fwd, "10.0.0.1:1", []string{"X-Forwarded-For", "198.51.100.50"}, "10.0.0.1:1"},
+		{"Forwarded, quoted IPv6 with port", fwd, "10.0.0.1:1", []string{"Forwarded", `for="[2001:db8::17]:4711";proto=https`}, "[2001:db8::17]:0"},
+		{"Forwarded chain", fwd, "10.0.0.1:1", []string{"Forwarded", "for=198.51.100.2, for=10.0.0.5"}, "198.51.100.2:0"},
+		{"obfuscated hop left of the client: believe nothing left of it", fwd, "10.0.0.1:1", []string{"Forwarded", "for=_hidden, for=198.51.100.2"}, "198.51.100.2:0"},
+		{"obfuscated client: refused", fwd, "10.0.0.1:1", []string{"Forwarded", "for=198.51.100.2, for=_hidden"}, bad},
+		{"unknown right-most: refused, never the balancer's bucket", fwd, "10.0.0.1:1", []string{"Forwarded", "for=unknown"}, bad},
+		{"Forwarded element without for=: refused", fwd, "10.0.0.1:1", []string{"Forwarded", "proto=https"}, bad},
+		{"empty element left of the client: never reached", xff, "10.0.0.1:1", []string{"X-Forwarded-For", "1.2.3.4,,5.6.7.8"}, "5.6.7.8:0"},
+		{"a client's own garbage before the balancer's entry", xff, "10.0.0.1:1", []string{"X-Forwarded-For", ", me", "x-forwarded-for", "198.51.100.6"}, "198.51.100.6:0"},
+		{"empty element where the client should be: refused", xff, "10.0.0.1:1", []string{"X-Forwarded-For", "1.2.3.4, , 10.0.0.2"}, bad},
+		{"Forwarded element without for= left of the client: never reached", fwd, "10.0.0.1:1", []string{"Forwarded", "proto=http, for=198.51.100.2"}, "198.51.100.2:0"},
+		{"X-Forwarded-For of a comma: refused", xff, "10.0.0.1:1", []string{"X-Forwarded-For", ","}, bad},
+		{"X-Forwarded-For not an address: refused", xff, "10.0.0.1:1", []string{"X-Forwarded-For", "me"}, bad},
+		{"IPv6 proxy prefix", xff, "[2001:db8:ffff::1]:443", []string{"X-Forwarded-For", "2001:db8:1::9"}, "[2001:db8:1::9]:0"},
+		{"IPv4-mapped peer", xff, "[::ffff:10.0.0.1]:1", []string{"X-Forwarded-For", "198.51.100.4"}, "198.51.100.4:0"},
+		{"proxy-protocol: headers name nothing", ProxyProtocol, "10.0.0.1:1", []string{"X-Forwarded-For", "198.51.100.4", "Forwarded", "for=198.51.100.5"}, "10.0.0.1:1"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -60,8 +63,8 @@ func TestClientAddr(t *testing.T) {
 			h := TrustedProxies(trusted, c.way)(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { got = ClientAddr(r) }))
 			r := httptest.NewRequest("GET", "/", nil)
 			r.RemoteAddr = c.peer
-			for k, v := range c.header {
-				r.Header.Add(k, v)
+			for i := 0; i+1 < len(c.header); i += 2 {
+				r.Header.Add(c.header[i], c.header[i+1])
 			}
 			w := httptest.NewRecorder()
 			h.ServeHTTP(w, r)

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -123,11 +122,14 @@ type Config struct {
 	// OnVerify, when set, hears each GET /audit/verify's verdict (the
 	// verify-failure metric).
 	OnVerify func(ok bool)
+	// Guard counts credential guesses per client address. A node makes
+	// one and gives it to every route that takes a credential (this API
+	// and the console's token form); nil: New makes one of its own.
+	Guard *Guard
 }
 
 type api struct {
 	Config
-	guard *guard
 }
 
 // New returns the admin API. Its routes are full paths under Prefix, so the
@@ -156,7 +158,10 @@ func New(cfg Config) http.Handler {
 			return h
 		}
 	}
-	a := &api{Config: cfg, guard: newGuard(cfg.Now)}
+	if cfg.Guard == nil {
+		cfg.Guard = NewGuard(cfg.Now)
+	}
+	a := &api{Config: cfg}
 	mux := http.NewServeMux()
 	a.routes(mux)
 	return httpx.Recover(cfg.Logger)(a.authenticate(mux))
@@ -258,10 +263,9 @@ func (a *api) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		// The attempt is counted before the token is compared, and given
-		// back only when it matched.
-		src := sourceKey(r)
-		if !a.guard.reserve(src) {
-			w.Header().Set("Retry-After", strconv.Itoa(int(guardWindow/time.Second)))
+		// back only when it matched (Guard).
+		if !a.Guard.Reserve(r) {
+			w.Header().Set("Retry-After", a.Guard.RetryAfter())
 			httpx.WriteError(w, r, http.StatusTooManyRequests, httpx.CodeRateLimited, "too many admin token attempts from this address; try again later")
 			return
 		}
@@ -272,7 +276,7 @@ func (a *api) authenticate(next http.Handler) http.Handler {
 			httpx.WriteError(w, r, http.StatusUnauthorized, httpx.CodeUnauthorized, "invalid admin token")
 			return
 		}
-		a.guard.release(src)
+		a.Guard.Release(r)
 		next.ServeHTTP(w, r)
 	})
 }

@@ -44,7 +44,9 @@ type Config struct {
 	// Admin is the node's admin API configuration. The console serves its
 	// own in-process instance of that API (see New) and calls it for every
 	// read and write. Admin.TokenHash (or, when nil, the replicated hash)
-	// decides who may sign in.
+	// decides who may sign in, and Admin.Guard (the node's, shared with
+	// the admin API; nil: one of the console's own) counts the token
+	// form's guesses.
 	Admin admin.Config
 	// Issuer decides the cookies' Secure attribute (https issuers).
 	Issuer string
@@ -65,6 +67,7 @@ type Console struct {
 	api       http.Handler // a private admin API instance
 	apiToken  string       // the only token api accepts; never leaves the process
 	tokenHash func() string
+	guard     *admin.Guard // the node's: counts the token form's guesses
 	secret    []byte
 	key       func() ([]byte, error)
 	now       func() time.Time
@@ -83,6 +86,15 @@ var _ http.Handler = (*Console)(nil)
 // here and held in memory: the console authenticates the operator itself
 // (admin token once, then a sealed session cookie) and then calls that API
 // in-process, so every validation, stamp and error is the API's own.
+//
+// The token form counts its guesses in cfg.Admin.Guard, the node's guard
+// that the admin API counts in too. The private instance gets a guard of
+// its own instead: its token cannot be guessed (it never leaves the
+// process) and always matches, so counting its calls against the
+// person's address in the node's guard would only let an address locked
+// out by someone's guesses (one office behind one NAT) break every page
+// of an operator signed in from it, and let a busy console's calls in
+// flight refuse the address's right tokens on the API.
 func New(cfg Config) *Console {
 	ac := cfg.Admin
 	if ac.Now == nil {
@@ -90,6 +102,9 @@ func New(cfg Config) *Console {
 	}
 	if ac.Logger == nil {
 		ac.Logger = slog.New(slog.DiscardHandler)
+	}
+	if ac.Guard == nil {
+		ac.Guard = admin.NewGuard(ac.Now)
 	}
 	tokenHash := ac.TokenHash
 	if tokenHash == nil {
@@ -102,6 +117,7 @@ func New(cfg Config) *Console {
 	c := &Console{
 		apiToken:  admin.GenerateToken(),
 		tokenHash: tokenHash,
+		guard:     ac.Guard,
 		secret:    cfg.Secret,
 		key:       cfg.BrowserKey,
 		now:       ac.Now,
@@ -110,6 +126,7 @@ func New(cfg Config) *Console {
 	}
 	inner := admin.HashToken(c.apiToken)
 	ac.TokenHash = func() string { return inner }
+	ac.Guard = admin.NewGuard(ac.Now)
 	c.api = admin.New(ac)
 	c.mux = http.NewServeMux()
 	c.routes()

@@ -20,7 +20,11 @@
 //     8 hours) is sealed with the cluster's browser key (internal/seal,
 //     its own purpose) and holds neither the token nor its hash: only a
 //     fingerprint derived from the hash, so any node accepts it and a
-//     changed admin token ends every console session.
+//     changed admin token ends every console session. Each attempt is
+//     counted per client address before the token is compared, in the
+//     node's admin.Guard, the one the admin API counts in: a guess costs
+//     the same on either, and an address refused by one (429, with
+//     Retry-After) is refused by the other.
 //   - CSRF: double submit. Every POST carries csrf_token equal to the
 //     oidcd_console_csrf cookie, and a session is bound to that value.
 //   - Every answer has a CSP without 'unsafe-inline' (stylesheet from

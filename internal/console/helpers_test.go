@@ -70,16 +70,21 @@ func newEnv(t *testing.T) *env {
 	rand.Read(key)
 	e := &env{t: t, state: a.State(), app: a, keys: &fakeKeys{}}
 	e.token.Store(admin.HashToken(testToken))
-	e.console = New(Config{Issuer: "http://127.0.0.1", Secret: []byte("node secret"), BrowserKey: func() ([]byte, error) { return key, nil }, Admin: admin.Config{
+	// Wired as a node wires them: the admin API beside the console, one
+	// guard for both.
+	ac := admin.Config{
 		State:     a.State(),
 		Applier:   a,
 		Keys:      e.keys,
 		Cluster:   fakeCluster{},
 		Hasher:    password.New(password.Params{Memory: 64, Time: 1, Threads: 1}, 2),
 		TokenHash: func() string { return e.token.Load().(string) },
-	}})
+		Guard:     admin.NewGuard(nil),
+	}
+	e.console = New(Config{Issuer: "http://127.0.0.1", Secret: []byte("node secret"), BrowserKey: func() ([]byte, error) { return key, nil }, Admin: ac})
 	mux := http.NewServeMux()
 	mux.Handle(Prefix, e.console)
+	mux.Handle(admin.Prefix+"/", admin.New(ac))
 	e.srv = httptest.NewServer(httpx.Correlation(mux))
 	t.Cleanup(e.srv.Close)
 	jar, _ := cookiejar.New(nil)

@@ -151,12 +151,23 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := &view{Title: "Sign in to the console", CSRF: c.csrfToken(w, r)}
+	// The node's guard, shared with the admin API: the attempt is counted
+	// per address before the token is compared, and given back only when
+	// it matched.
+	if !c.guard.Reserve(r) {
+		c.log.Info("console: too many admin token attempts", "remote", httpx.ClientAddr(r), "correlation_id", httpx.CorrelationID(r.Context()))
+		w.Header().Set("Retry-After", c.guard.RetryAfter())
+		v.Error = "Too many admin token attempts from this address. Wait a minute, then try again."
+		c.render(w, http.StatusTooManyRequests, "signin", v)
+		return
+	}
 	if !password.VerifySecret(r.PostForm.Get("token"), c.tokenHash()) {
 		c.log.Info("console: rejected admin token", "remote", httpx.ClientAddr(r), "correlation_id", httpx.CorrelationID(r.Context()))
 		v.Error = "That is not the admin token."
 		c.render(w, http.StatusUnauthorized, "signin", v)
 		return
 	}
+	c.guard.Release(r)
 	if err := c.startSession(w, v.CSRF); err != nil {
 		c.log.Warn("console: start session", "err", err)
 		v.Error = "The cluster is not ready yet; try again in a moment."

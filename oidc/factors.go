@@ -147,8 +147,22 @@ var errLocked = errors.New("oidc: locked out")
 //
 // lock, when set, is the sign-in failure the reservation records if it
 // locks a key (the lockout's audit event).
+//
+// A key already locked is refused here, before any write: a flood of
+// attempts from a locked address or at a locked account costs the
+// cluster nothing replicated. The lock is read in this node's state
+// (lockedLocally), which may lag a lift of it made a moment ago elsewhere
+// (an operator's clear, a success's release); so a lock found is
+// confirmed after a read index (catchUp: no write, and concurrent
+// requests share its round), and the refusal is as current as the
+// reservation would have been. When the cluster cannot vouch (no leader),
+// the lock as read stands.
 func (p *Provider) reserve(ctx context.Context, lock *fsm.Audit, rules ...fsm.ThrottleRule) ([]fsm.Throttle, error) {
-	cmd := fsm.MustCommand(fsm.TypeThrottleReserve, fsm.ThrottleReserve{Rules: rules, At: p.now()})
+	now := p.now()
+	if p.lockedLocally(rules, now) && (!p.catchUp(ctx) || p.lockedLocally(rules, now)) {
+		return nil, errLocked
+	}
+	cmd := fsm.MustCommand(fsm.TypeThrottleReserve, fsm.ThrottleReserve{Rules: rules, At: now})
 	if lock != nil {
 		cmd = p.stamp(ctx, cmd, *lock)
 	}
@@ -173,6 +187,19 @@ func (p *Provider) reserve(ctx context.Context, lock *fsm.Audit, rules ...fsm.Th
 		}
 	}
 	return ts, nil
+}
+
+// lockedLocally reports whether one of rules' keys is locked at now in
+// this node's state (fsm.State.Throttle). A key not locked here still
+// goes through the replicated reservation, which decides. A read error
+// decides nothing.
+func (p *Provider) lockedLocally(rules []fsm.ThrottleRule, now time.Time) bool {
+	for _, r := range rules {
+		if t, err := p.cfg.State.Throttle(r.Key); err == nil && t.Locked(now) {
+			return true
+		}
+	}
+	return false
 }
 
 // settle is what a successful attempt gives back: the counters of the

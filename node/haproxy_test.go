@@ -121,6 +121,46 @@ func from(ip string, roots *x509.CertPool) *http.Client {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
+// site is a TLS pair for 127.0.0.1, a pool of roots that trusts it, and a
+// free port on 127.0.0.1 for the balancer.
+func site(t *testing.T) (certFile, keyFile string, roots *x509.CertPool, port string) {
+	t.Helper()
+	certFile, keyFile, cert := node.WritePair(t, t.TempDir(), "site", 24*time.Hour)
+	roots = x509.NewCertPool()
+	roots.AddCert(cert)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ = net.SplitHostPort(ln.Addr().String())
+	ln.Close()
+	return certFile, keyFile, roots, port
+}
+
+// signInThrough signs w's person in to its confidential client from
+// source address ip, through the balancer that p's endpoints name, with
+// go-oidc and x/oauth2, and verifies the ID token.
+func signInThrough(t *testing.T, c *testcluster.Cluster, p *gooidc.Provider, w world, ip string, roots *x509.CertPool) (*oauth2.Token, error) {
+	t.Helper()
+	cl := from(ip, roots)
+	verifier := p.Verifier(&gooidc.Config{ClientID: w.confID})
+	r := &rp{provider: p, verifier: verifier, oauth: oauth2.Config{ClientID: w.confID, ClientSecret: w.confSecret,
+		Endpoint: p.Endpoint(), RedirectURL: w.cb, Scopes: []string{gooidc.ScopeOpenID}}}
+	b := testcluster.NewBrowser(t)
+	b.Client.Transport = cl.Transport
+	pkce := oauth2.GenerateVerifier()
+	q := signIn(t, c, b, r, w, pkce, "nonce-0123456789")
+	ctx := gooidc.ClientContext(context.Background(), cl)
+	tok, err := r.oauth.Exchange(ctx, q.Get("code"), oauth2.VerifierOption(pkce))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := verifier.Verify(ctx, tok.Extra("id_token").(string)); err != nil {
+		t.Fatalf("ID token from %s: %v", ip, err)
+	}
+	return tok, nil
+}
+
 // withHeaders is rt adding the header pairs kv to every request: what a
 // client writes itself.
 func withHeaders(rt http.RoundTripper, kv ...string) http.RoundTripper {
@@ -137,80 +177,17 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// TestBehindHAProxy: three nodes behind a real HAProxy that terminates
-// TLS and names the client in X-Forwarded-For, with --trusted-proxies set
-// to it. Six people at six addresses sign in to one application through
-// go-oidc within the minute and all succeed (the per-client-and-address
-// token limit counts them apart); the sixth token request from one address
-// gets 429; one address locked out of an account leaves another signing
-// in; a Forwarded or X-Forwarded-For header the client writes itself
-// moves neither (--proxy-header x-forwarded-for, the default); and after the leader is killed, every acknowledged sign-in's token
-// still works through the balancer.
-func TestBehindHAProxy(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts haproxy")
-	}
-	dir := t.TempDir()
-	certFile, keyFile, cert := node.WritePair(t, dir, "site", 24*time.Hour)
-	roots := x509.NewCertPool()
-	roots.AddCert(cert)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	ln.Close()
-	issuer := "https://127.0.0.1:" + port
-	c := testcluster.New(t, testcluster.Options{Size: 3, Configure: func(_ int, cfg *node.Config) {
-		cfg.Issuer = issuer
-		cfg.TrustedProxies = "127.0.0.1/32"
-		cfg.RateLimit = "5/60s"
-	}})
-	var backends []string
-	for i := range c.Size() {
-		backends = append(backends, strings.TrimPrefix(c.URL(i), "http://"))
-	}
-	haproxy(t, port, certFile, keyFile, backends)
-	w := provision(t, c)
-
-	ctx := gooidc.ClientContext(context.Background(), from("127.0.0.1", roots))
-	p, err := gooidc.NewProvider(ctx, issuer)
-	if err != nil {
-		t.Fatalf("discovery through haproxy: %v", err)
-	}
-	verifier := p.Verifier(&gooidc.Config{ClientID: w.confID})
-	signInFrom := func(t *testing.T, ip string) (*oauth2.Token, error) {
-		t.Helper()
-		cl := from(ip, roots)
-		r := &rp{provider: p, verifier: verifier, oauth: oauth2.Config{ClientID: w.confID, ClientSecret: w.confSecret,
-			Endpoint: p.Endpoint(), RedirectURL: w.cb, Scopes: []string{gooidc.ScopeOpenID}}}
-		b := testcluster.NewBrowser(t)
-		b.Client.Transport = cl.Transport
-		verifierPKCE := oauth2.GenerateVerifier()
-		q := signIn(t, c, b, r, w, verifierPKCE, "nonce-0123456789")
-		tok, err := r.oauth.Exchange(gooidc.ClientContext(context.Background(), cl), q.Get("code"), oauth2.VerifierOption(verifierPKCE))
-		if err != nil {
-			return nil, err
-		}
-		if _, err := verifier.Verify(ctx, tok.Extra("id_token").(string)); err != nil {
-			t.Fatalf("ID token from %s: %v", ip, err)
-		}
-		return tok, nil
-	}
-
-	var tokens []*oauth2.Token
-	for i := 2; i <= 7; i++ {
-		tok, err := signInFrom(t, fmt.Sprintf("127.0.0.%d", i))
-		if err != nil {
-			t.Fatalf("sign-in %d of one client within the minute: %v", i-1, err)
-		}
-		tokens = append(tokens, tok)
-	}
-
-	// Six token requests from one address, each naming another client in
-	// its own Forwarded and X-Forwarded-For (HAProxy appends the real
-	// address to the latter and passes the former through): the sixth is
-	// refused all the same.
+// perAddressRulesFollowTheClient checks through the balancer at issuer
+// that the per-address rules count the real client whatever it writes
+// itself: six token requests from one address, each naming another client
+// in its own Forwarded and X-Forwarded-For (HAProxy in HTTP mode appends
+// the real address to the latter and passes the former through; in TCP
+// mode it sees neither), end in 429; ten wrong passwords from an attacker
+// who names the person's address in both headers lock out only the
+// attacker's address, and the person then signs in from the address the
+// attacker named (signInFrom).
+func perAddressRulesFollowTheClient(t *testing.T, p *gooidc.Provider, issuer string, w world, roots *x509.CertPool, signInFrom func(ip string) error) {
+	t.Helper()
 	one := from("127.0.0.20", roots)
 	status := 0
 	for i := range 6 {
@@ -230,9 +207,6 @@ func TestBehindHAProxy(t *testing.T) {
 		t.Fatalf("the sixth token request from one address: got %d, want 429", status)
 	}
 
-	// Ten wrong passwords from one address lock that address out of the
-	// account; the person signs in from another. The attacker names the
-	// person's address in both headers: it moves nothing.
 	attacker := testcluster.NewBrowser(t)
 	attacker.Client.Transport = withHeaders(from("127.0.0.30", roots).Transport,
 		"Forwarded", "for=127.0.0.31", "X-Forwarded-For", "127.0.0.31")
@@ -248,9 +222,62 @@ func TestBehindHAProxy(t *testing.T) {
 	if last != http.StatusTooManyRequests {
 		t.Fatalf("the attacker's address after 10 wrong passwords: got %d, want 429", last)
 	}
-	if _, err := signInFrom(t, "127.0.0.31"); err != nil {
-		t.Fatalf("the owner from another address: %v", err)
+	if err := signInFrom("127.0.0.31"); err != nil {
+		t.Fatalf("the person, from the address the attacker named: %v", err)
 	}
+}
+
+// TestBehindHAProxy: three nodes behind a real HAProxy that terminates
+// TLS and names the client in X-Forwarded-For, with --trusted-proxies set
+// to it. Six people at six addresses sign in to one application through
+// go-oidc within the minute and all succeed (the per-client-and-address
+// token limit counts them apart); the sixth token request from one address
+// gets 429; one address locked out of an account leaves another signing
+// in; a Forwarded or X-Forwarded-For header the client writes itself
+// moves neither (--proxy-header x-forwarded-for, the default); and after
+// the leader is killed, every acknowledged sign-in's token still works
+// through the balancer.
+func TestBehindHAProxy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts haproxy")
+	}
+	certFile, keyFile, roots, port := site(t)
+	issuer := "https://127.0.0.1:" + port
+	c := testcluster.New(t, testcluster.Options{Size: 3, Configure: func(_ int, cfg *node.Config) {
+		cfg.Issuer = issuer
+		cfg.TrustedProxies = "127.0.0.1/32"
+		cfg.RateLimit = "5/60s"
+	}})
+	var backends []string
+	for i := range c.Size() {
+		backends = append(backends, strings.TrimPrefix(c.URL(i), "http://"))
+	}
+	haproxy(t, port, certFile, keyFile, backends)
+	w := provision(t, c)
+
+	ctx := gooidc.ClientContext(context.Background(), from("127.0.0.1", roots))
+	p, err := gooidc.NewProvider(ctx, issuer)
+	if err != nil {
+		t.Fatalf("discovery through haproxy: %v", err)
+	}
+	signInFrom := func(t *testing.T, ip string) (*oauth2.Token, error) {
+		t.Helper()
+		return signInThrough(t, c, p, w, ip, roots)
+	}
+
+	var tokens []*oauth2.Token
+	for i := 2; i <= 7; i++ {
+		tok, err := signInFrom(t, fmt.Sprintf("127.0.0.%d", i))
+		if err != nil {
+			t.Fatalf("sign-in %d of one client within the minute: %v", i-1, err)
+		}
+		tokens = append(tokens, tok)
+	}
+
+	perAddressRulesFollowTheClient(t, p, issuer, w, roots, func(ip string) error {
+		_, err := signInFrom(t, ip)
+		return err
+	})
 
 	// Kill the leader behind the balancer: every acknowledged sign-in's
 	// token still works through it.
@@ -351,16 +378,7 @@ func TestRollingRestartBehindHAProxy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts haproxy")
 	}
-	dir := t.TempDir()
-	certFile, keyFile, cert := node.WritePair(t, dir, "site", 24*time.Hour)
-	roots := x509.NewCertPool()
-	roots.AddCert(cert)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	ln.Close()
+	certFile, keyFile, roots, port := site(t)
 	issuer := "https://127.0.0.1:" + port
 	c := testcluster.New(t, testcluster.Options{Size: 3, Configure: func(_ int, cfg *node.Config) {
 		cfg.Issuer = issuer

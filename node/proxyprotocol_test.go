@@ -16,7 +16,6 @@ import (
 	"time"
 
 	gooidc "github.com/coreos/go-oidc/v3/oidc"
-	"golang.org/x/oauth2"
 
 	"github.com/oidcd/oidcd/node"
 	"github.com/oidcd/oidcd/testcluster"
@@ -90,16 +89,7 @@ func TestBehindHAProxyWithProxyProtocol(t *testing.T) {
 		t.Skip("starts haproxy")
 	}
 	needHAProxy(t)
-	dir := t.TempDir()
-	certFile, keyFile, cert := node.WritePair(t, dir, "node", 24*time.Hour)
-	roots := x509.NewCertPool()
-	roots.AddCert(cert)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	ln.Close()
+	certFile, keyFile, roots, port := site(t) // the nodes' own pair: TLS passes through
 	issuer := "https://127.0.0.1:" + port
 	const balancer = "127.0.0.9" // the address HAProxy connects to the nodes from
 	c := testcluster.New(t, testcluster.Options{Size: 1, Configure: func(_ int, cfg *node.Config) {
@@ -131,21 +121,9 @@ func TestBehindHAProxyWithProxyProtocol(t *testing.T) {
 	if err != nil {
 		t.Fatalf("discovery through haproxy: %v", err)
 	}
-	verifier := p.Verifier(&gooidc.Config{ClientID: w.confID})
 	signInFrom := func(t *testing.T, ip string) error {
 		t.Helper()
-		cl := from(ip, roots)
-		r := &rp{provider: p, verifier: verifier, oauth: oauth2.Config{ClientID: w.confID, ClientSecret: w.confSecret,
-			Endpoint: p.Endpoint(), RedirectURL: w.cb, Scopes: []string{gooidc.ScopeOpenID}}}
-		b := testcluster.NewBrowser(t)
-		b.Client.Transport = cl.Transport
-		pkce := oauth2.GenerateVerifier()
-		q := signIn(t, c, b, r, w, pkce, "nonce-0123456789")
-		tok, err := r.oauth.Exchange(gooidc.ClientContext(context.Background(), cl), q.Get("code"), oauth2.VerifierOption(pkce))
-		if err != nil {
-			return err
-		}
-		_, err = verifier.Verify(ctx, tok.Extra("id_token").(string))
+		_, err := signInThrough(t, c, p, w, ip, roots)
 		return err
 	}
 	for i := 2; i <= 7; i++ {
@@ -154,48 +132,7 @@ func TestBehindHAProxyWithProxyProtocol(t *testing.T) {
 		}
 	}
 
-	// Six token requests from one address, each naming another client in
-	// both headers: inside TLS the balancer cannot see them, and the node
-	// reads none. The sixth is refused.
-	one := from("127.0.0.20", roots)
-	status := 0
-	for i := range 6 {
-		req, _ := http.NewRequest("POST", issuer+"/oauth2/token", strings.NewReader("grant_type=authorization_code&code=nope&redirect_uri="+w.cb))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.Header.Set("Forwarded", fmt.Sprintf("for=198.51.100.%d", i+1))
-		req.Header.Set("X-Forwarded-For", fmt.Sprintf("198.51.100.%d", i+1))
-		req.SetBasicAuth(w.confID, w.confSecret)
-		resp, err := one.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		status = resp.StatusCode
-	}
-	if status != http.StatusTooManyRequests {
-		t.Fatalf("the sixth token request from one address: got %d, want 429", status)
-	}
-
-	// The attacker names the person's address in both headers; only the
-	// attacker's own address is locked out.
-	attacker := testcluster.NewBrowser(t)
-	attacker.Client.Transport = withHeaders(from("127.0.0.30", roots).Transport,
-		"Forwarded", "for=127.0.0.31", "X-Forwarded-For", "127.0.0.31")
-	au := p.Endpoint().AuthURL + "?" + strings.Join([]string{"client_id=" + w.confID, "response_type=code", "scope=openid",
-		"redirect_uri=" + w.cb, "state=state-0123456789", "code_challenge=" + oauth2.S256ChallengeFromVerifier(oauth2.GenerateVerifier()),
-		"code_challenge_method=S256"}, "&")
-	last := 0
-	for range 11 {
-		page := attacker.Follow(attacker.Get(au), issuer)
-		page = attacker.Submit(page, map[string]string{"email": w.email, "password": "wrong"}, "method", "password")
-		last = page.Status
-	}
-	if last != http.StatusTooManyRequests {
-		t.Fatalf("the attacker's address after 10 wrong passwords: got %d, want 429", last)
-	}
-	if err := signInFrom(t, "127.0.0.31"); err != nil {
-		t.Fatalf("the owner from the address the attacker named: %v", err)
-	}
+	perAddressRulesFollowTheClient(t, p, issuer, w, roots, func(ip string) error { return signInFrom(t, ip) })
 
 	// A PROXY header the client writes itself: through the balancer it
 	// arrives after the balancer's own, where TLS should begin; straight

@@ -1,6 +1,7 @@
 // Package deploy holds what an operator deploys beside the binary: the
-// Grafana dashboard (grafana/oidcd.json) and the Prometheus alert rules
-// (prometheus/alerts.yml). Its test starts a real node, scrapes /metrics
+// Grafana dashboard (grafana/oidcd.json), the Prometheus alert rules
+// (prometheus/alerts.yml) and the HAProxy configurations (haproxy/*.cfg,
+// which the node package's balancer tests run and the README shows). Its test starts a real node, scrapes /metrics
 // and fails if either names a metric the node does not export, or if
 // docs/metrics.md and the exported metrics disagree.
 package deploy

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,43 +41,56 @@ func needHAProxy(t *testing.T) {
 	}
 }
 
-// haproxy starts Debian's HAProxy in front of backends, terminating TLS
-// with certFile and keyFile on 127.0.0.1:port, adding X-Forwarded-For and
-// checking each node's /readyz. It is stopped at the end of the test.
+// haproxy starts Debian's HAProxy with the repository's own HTTP-mode
+// configuration (deploy/haproxy/haproxy.cfg) in front of backends,
+// terminating TLS with certFile and keyFile on 127.0.0.1:port. It is
+// stopped at the end of the test.
 func haproxy(t *testing.T, port string, certFile, keyFile string, backends []string) {
 	t.Helper()
 	needHAProxy(t)
-	dir := t.TempDir()
 	cert, _ := os.ReadFile(certFile)
 	key, _ := os.ReadFile(keyFile)
-	pem := filepath.Join(dir, "site.pem")
+	pem := filepath.Join(t.TempDir(), "site.pem")
 	if err := os.WriteFile(pem, append(cert, key...), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var servers strings.Builder
-	for i, b := range backends {
-		fmt.Fprintf(&servers, "  server n%d %s check inter 300ms fall 2 rise 1\n", i, b)
+	startHAProxy(t, port, siteConfig(t, "haproxy.cfg", port, pem, backends))
+}
+
+// siteConfig is the repository's deploy/haproxy/<name> with only its
+// addresses substituted: the listener by 127.0.0.1:port, the certificate
+// by pem, and the example nodes 10.0.0.1 to 10.0.0.3 by backends (the
+// last repeated when there are fewer). The tests run what the docs show.
+func siteConfig(t *testing.T, name, port, pem string, backends []string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "deploy", "haproxy", name))
+	if err != nil {
+		t.Fatal(err)
 	}
-	cfg := fmt.Sprintf(`global
-  maxconn 512
-defaults
-  mode http
-  timeout connect 2s
-  timeout client 30s
-  timeout server 30s
-  retries 3
-  option redispatch
-  retry-on conn-failure empty-response
-frontend site
-  bind 127.0.0.1:%s ssl crt %s alpn h2,http/1.1
-  option forwardfor
-  http-request set-header X-Forwarded-Proto https
-  default_backend nodes
-backend nodes
-  balance roundrobin
-  option httpchk GET /readyz
-%s`, port, pem, servers.String())
-	startHAProxy(t, port, cfg)
+	cfg := string(b)
+	subst := func(old, new string) {
+		t.Helper()
+		if !strings.Contains(cfg, old) {
+			t.Fatalf("deploy/haproxy/%s has no %q to substitute", name, old)
+		}
+		cfg = strings.ReplaceAll(cfg, old, new)
+	}
+	subst("bind :443", "bind 127.0.0.1:"+port)
+	if pem != "" {
+		subst("/etc/haproxy/site.pem", pem)
+	}
+	for i := range 3 {
+		example := fmt.Sprintf("10.0.0.%d:", i+1)
+		backend := backends[min(i, len(backends)-1)]
+		host, bport, _ := net.SplitHostPort(backend)
+		// The example's port (8080 or 8443) goes with its address.
+		re := regexp.MustCompile(regexp.QuoteMeta(example) + `\d+`)
+		if !re.MatchString(cfg) {
+			t.Fatalf("deploy/haproxy/%s has no %s<port> to substitute", name, example)
+		}
+		cfg = re.ReplaceAllString(cfg, net.JoinHostPort(host, bport))
+	}
+	return cfg
 }
 
 // startHAProxy runs Debian's HAProxy with cfg until the test ends and
@@ -384,7 +398,9 @@ func TestRollingRestartBehindHAProxy(t *testing.T) {
 		cfg.Issuer = issuer
 		cfg.TrustedProxies = "127.0.0.1/32"
 		cfg.RateLimit = "off"
-		cfg.ShutdownDrain = time.Second // the balancer checks every 300 ms, out after 2 failures
+		// deploy/haproxy/haproxy.cfg checks every 1 s and takes a node out
+		// after 2 failures: out within 3 s of the drain's start.
+		cfg.ShutdownDrain = 3500 * time.Millisecond
 	}})
 	var backends []string
 	for i := range c.Size() {
@@ -433,7 +449,7 @@ func TestRollingRestartBehindHAProxy(t *testing.T) {
 		c.Kill(i)
 		c.Restart(i)
 		firstReady(t, c, i)
-		time.Sleep(700 * time.Millisecond) // the balancer's checks see it up again
+		time.Sleep(2500 * time.Millisecond) // rise 2 at inter 1 s: the balancer sees it up again
 		t.Logf("node %d restarted; %d sign-ins so far, %d failed", i, ok.Load(), failed.Load())
 	}
 	close(stop)

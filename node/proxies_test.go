@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -13,7 +14,7 @@ import (
 
 // tokenStatus posts a token request (a code that does not exist) for
 // client, as if from the client address xff, and returns the status.
-func tokenStatus(t *testing.T, c *testcluster.Cluster, client, xff string) int {
+func tokenStatus(t *testing.T, c *testcluster.Cluster, client, xff string, extra ...string) int {
 	t.Helper()
 	form := url.Values{"grant_type": {"authorization_code"}, "code": {"nope"}, "client_id": {client},
 		"redirect_uri": {"https://app.example/cb"}, "code_verifier": {strings.Repeat("v", 43)}}
@@ -21,6 +22,9 @@ func tokenStatus(t *testing.T, c *testcluster.Cluster, client, xff string) int {
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	if xff != "" {
 		req.Header.Set("X-Forwarded-For", xff)
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		req.Header.Add(extra[i], extra[i+1])
 	}
 	resp, err := c.Client().Do(req)
 	if err != nil {
@@ -65,6 +69,17 @@ func TestTrustedProxiesDecideTheClientAddress(t *testing.T) {
 				}
 				if got := tokenStatus(t, c, "app-x", "198.51.100.99"); got != http.StatusTooManyRequests {
 					t.Fatalf("the sixth request from one address: got %d, want 429", got)
+				}
+				// A Forwarded header the balancer passed through from the
+				// client names nothing (--proxy-header x-forwarded-for):
+				// six requests from one address, each with its own, and
+				// the sixth is refused.
+				status := 0
+				for i := range 6 {
+					status = tokenStatus(t, c, "app-y", "198.51.100.98", "Forwarded", fmt.Sprintf("for=203.0.113.%d", i+1))
+				}
+				if status != http.StatusTooManyRequests {
+					t.Fatalf("the sixth request from one address naming others in Forwarded: got %d, want 429", status)
 				}
 			}
 		})

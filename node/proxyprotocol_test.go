@@ -21,32 +21,14 @@ import (
 	"github.com/oidcd/oidcd/testcluster"
 )
 
-// haproxyTCP starts HAProxy in TCP mode on 127.0.0.1:port in front of
-// backends, passing TLS through to the nodes' own certificates and naming
-// each client in a PROXY protocol v2 header; its connections to the nodes
-// leave from source, and its health checks send the header too and ask
-// /readyz over TLS.
-func haproxyTCP(t *testing.T, port, source string, backends []string) {
+// haproxyTCP starts HAProxy with the repository's own TCP-mode
+// configuration (deploy/haproxy/haproxy-passthrough.cfg) on
+// 127.0.0.1:port in front of backends: it passes TLS through to the
+// nodes' own certificates and names each client in a PROXY v2 header.
+func haproxyTCP(t *testing.T, port string, backends []string) {
 	t.Helper()
 	needHAProxy(t)
-	var servers strings.Builder
-	for i, b := range backends {
-		fmt.Fprintf(&servers, "  server n%d %s send-proxy-v2 source %s check check-send-proxy check-ssl verify none inter 300ms fall 2 rise 1\n", i, b, source)
-	}
-	startHAProxy(t, port, fmt.Sprintf(`global
-  maxconn 512
-defaults
-  mode tcp
-  timeout connect 2s
-  timeout client 30s
-  timeout server 30s
-frontend site
-  bind 127.0.0.1:%s
-  default_backend nodes
-backend nodes
-  balance roundrobin
-  option httpchk GET /readyz
-%s`, port, servers.String()))
+	startHAProxy(t, port, siteConfig(t, "haproxy-passthrough.cfg", port, "", backends))
 }
 
 // adminVia calls the admin API at base with client hc and decodes the
@@ -91,7 +73,7 @@ func TestBehindHAProxyWithProxyProtocol(t *testing.T) {
 	needHAProxy(t)
 	certFile, keyFile, roots, port := site(t) // the nodes' own pair: TLS passes through
 	issuer := "https://127.0.0.1:" + port
-	const balancer = "127.0.0.9" // the address HAProxy connects to the nodes from
+	const balancer = "127.0.0.1" // the address HAProxy connects to the nodes from
 	c := testcluster.New(t, testcluster.Options{Size: 1, Configure: func(_ int, cfg *node.Config) {
 		cfg.Issuer = issuer
 		cfg.TLSCert, cfg.TLSKey = certFile, keyFile
@@ -100,7 +82,7 @@ func TestBehindHAProxyWithProxyProtocol(t *testing.T) {
 		cfg.RateLimit = "5/60s"
 	}})
 	nodeAddr := strings.TrimPrefix(c.URL(0), "http://")
-	haproxyTCP(t, port, balancer, []string{nodeAddr})
+	haproxyTCP(t, port, []string{nodeAddr})
 
 	// Provision through the balancer, as an operator behind it would.
 	admin := from("127.0.0.2", roots)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/oidcd/oidcd/cluster"
@@ -40,11 +41,38 @@ func (n *Node) readiness() []readyCheck {
 	return checks
 }
 
+// keysReadiness lists what /readyz?scope=keys waits for: discovery and
+// the JWKS need only an active signing key applied here, leader or not,
+// so a balancer that checks it for those two routes keeps them served
+// while the cluster has no quorum. A draining node leaves this pool too.
+func (n *Node) keysReadiness() []readyCheck {
+	checks := []readyCheck{
+		{Name: "signing_key", OK: n.keys.CanSign(), Why: "no active signing key applied here yet"},
+		{Name: "not_draining", OK: !n.draining.Load(), Why: "stopping: draining before it closes"},
+	}
+	for i := range checks {
+		if checks[i].OK {
+			checks[i].Why = ""
+		}
+	}
+	return checks
+}
+
 // handleReadyz is GET /readyz: 200 while every check passes, else 503,
 // with the checks listed in the 503 body and, with ?verbose, in the 200
-// one too. /healthz stays liveness only.
+// one too; ?scope=keys asks only what discovery and the JWKS need
+// (keysReadiness). /healthz stays liveness only.
 func (n *Node) handleReadyz(w http.ResponseWriter, r *http.Request) {
-	checks := n.readiness()
+	var checks []readyCheck
+	switch scope := r.URL.Query().Get("scope"); scope {
+	case "":
+		checks = n.readiness()
+	case "keys":
+		checks = n.keysReadiness()
+	default:
+		httpx.WriteError(w, r, http.StatusBadRequest, httpx.CodeBadRequest, "unknown scope "+strconv.Quote(httpx.LogValue(scope))+"; the one there is: keys")
+		return
+	}
 	ready := true
 	for _, c := range checks {
 		ready = ready && c.OK

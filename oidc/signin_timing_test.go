@@ -77,30 +77,53 @@ func TestSignInTimingUnknownLikeWrongPassword(t *testing.T) {
 	for _, c := range cases {
 		emails = append(emails, c.email)
 	}
-	times := make([][]time.Duration, len(emails))
 	for _, e := range emails {
 		check(e) // warm up: the directory's client, the allocator
-	}
-	for range rounds {
-		for i, e := range emails {
-			times[i] = append(times[i], check(e))
-		}
 	}
 	median := func(ds []time.Duration) time.Duration {
 		s := slices.Clone(ds)
 		slices.Sort(s)
 		return s[len(s)/2]
 	}
-	ref := median(times[0])
-	t.Logf("local person, wrong password: median %v", ref)
-	for i, c := range cases {
-		m := median(times[i+1])
-		ratio := float64(m) / float64(ref)
-		t.Logf("%s: median %v, ratio %.2f", c.name, m, ratio)
-		if ratio < low || ratio > high {
-			t.Errorf("%s: median %v against %v for a wrong password, ratio %.2f; want %.1f to %.1f",
-				c.name, m, ref, ratio, low, high)
+	// measure runs rounds of every case, interleaved, and returns what is
+	// out of the band. Under make test other packages' tests share the two
+	// cores, so a burst can land on one case's rounds: a run passes when
+	// one of its attempts is within the band. A real tell (ratios of 0.02
+	// and 9.2 before the decoy) is out of it in every attempt.
+	measure := func() []string {
+		times := make([][]time.Duration, len(emails))
+		for range rounds {
+			for i, e := range emails {
+				times[i] = append(times[i], check(e))
+			}
 		}
+		ref := median(times[0])
+		t.Logf("local person, wrong password: median %v", ref)
+		var out []string
+		for i, c := range cases {
+			m := median(times[i+1])
+			ratio := float64(m) / float64(ref)
+			t.Logf("%s: median %v, ratio %.2f", c.name, m, ratio)
+			if ratio < low || ratio > high {
+				out = append(out, fmt.Sprintf("%s: median %v against %v for a wrong password, ratio %.2f; want %.1f to %.1f",
+					c.name, m, ref, ratio, low, high))
+			}
+		}
+		return out
+	}
+	const attempts = 3
+	for a := 1; ; a++ {
+		out := measure()
+		if len(out) == 0 {
+			return
+		}
+		if a == attempts {
+			for _, o := range out {
+				t.Error(o)
+			}
+			return
+		}
+		t.Logf("attempt %d of %d out of the band; measuring again", a, attempts)
 	}
 }
 

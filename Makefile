@@ -1,6 +1,14 @@
 # oidcd: the two commands that matter are `make run` and `make test`.
 GO        ?= go
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+## VERSION: the build's version, from the VERSION file and the commits since
+## it last changed (tools/version.sh; RELEASES explains the scheme), worked
+## out once; `make build VERSION=...` overrides it.
+ifeq ($(origin VERSION),undefined)
+VERSION   := $(shell sh tools/version.sh)
+endif
+ifeq ($(VERSION),)
+$(error no version: tools/version.sh failed (its message is above))
+endif
 LDFLAGS   := -X main.version=$(VERSION)
 BIN       := bin/oidcd
 DEMO_RP   := bin/oidcd-demo-rp

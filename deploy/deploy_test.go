@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -538,10 +539,10 @@ func TestOperationsGauges(t *testing.T) {
 	}
 	build := false
 	for k, v := range values {
-		build = build || (strings.HasPrefix(k, `oidcd_build_info{version="`) && v == 1)
+		build = build || (strings.HasPrefix(k, `oidcd_build_info{goversion="`+runtime.Version()+`",version="`) && v == 1)
 	}
 	if !build {
-		t.Error("no oidcd_build_info{version=...} 1")
+		t.Error("no oidcd_build_info{goversion=<this Go>,version=...} 1")
 	}
 }
 

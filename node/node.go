@@ -293,6 +293,7 @@ func (n *Node) routes() (public, adminSurface http.Handler) {
 	if n.separateAdmin() {
 		adminMux = http.NewServeMux()
 		n.health(adminMux)
+		adminElsewhere(mux)
 	}
 	// The console calls an in-process instance of the same admin API.
 	adminCfg := admin.Config{

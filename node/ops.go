@@ -65,10 +65,7 @@ func (n *Node) registerOpsMetrics() {
 	}
 	n.registry.MustRegister(keyCounts...)
 	n.registry.MustRegister(
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "oidcd_build_info", Help: "Always 1; the version label is the build's version.",
-			ConstLabels: prometheus.Labels{"version": n.cfg.Version},
-		}, func() float64 { return 1 }),
+		buildInfo(n.cfg.Version),
 		gauge("oidcd_tls_certificate_not_after_seconds", "When the --tls-cert certificate being served expires, as a Unix time; 0 without TLS on the node.",
 			func() float64 {
 				if n.certs == nil {

@@ -55,7 +55,10 @@ which wins over the file, which wins over the default.
 
 Exit codes of check: 0 the file is valid, 1 it has problems (each printed as
 FILE:LINE: message), 2 usage error. The process environment is not read:
-check looks at FILE, ENVFILE and the defaults only.
+check looks at FILE, ENVFILE and the defaults only. A valid file can still
+draw warnings (FILE:LINE: warning: message), which do not change the exit
+code: an issuer left at its default or plain http beyond this machine, a
+secret in a file other users can read.
 `
 
 // listKeys are the flags whose file value is an array of strings (the flag
@@ -394,6 +397,14 @@ var flagRef = regexp.MustCompile(`--([a-z][a-z0-9-]*)`)
 // those of the configuration they make with the defaults, each at the line
 // of the first setting its message names.
 func checkConfig(path, envFile string) []problem {
+	probs, _ := checkConfigWarn(path, envFile)
+	return probs
+}
+
+// checkConfigWarn is checkConfig that also returns the warnings about the
+// configuration, at the line that sets what they name: things that check
+// but are almost certainly not what a deployment wants (issuerWarnings).
+func checkConfigWarn(path, envFile string) (probs, warnings []problem) {
 	fs := flag.NewFlagSet("oidcd serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	var cfg node.Config
@@ -401,7 +412,7 @@ func checkConfig(path, envFile string) []problem {
 	serveFlags(fs, &cfg, &logLevel, &join)
 	cf, probs := readConfig(path, fs)
 	if cf == nil {
-		return probs
+		return probs, nil
 	}
 	envLines := map[string]int{}
 	if envFile != "" {
@@ -416,7 +427,7 @@ func checkConfig(path, envFile string) []problem {
 		}
 	}
 	if err := cf.apply(fs); err != nil {
-		return append(probs, problem{0, err.Error(), ""})
+		return append(probs, problem{0, err.Error(), ""}), nil
 	}
 	if join != "" {
 		cfg.Join = strings.Split(join, ",")
@@ -426,8 +437,8 @@ func checkConfig(path, envFile string) []problem {
 		errs = append(errs, splitJoined(err)...)
 	}
 	errs = append(errs, extraChecks(&cfg, logLevel)...)
-	for _, err := range errs {
-		msg := err.Error()
+	// at places msg at the line of the first setting it names.
+	at := func(msg string) problem {
 		p := problem{0, msg, ""}
 		for _, m := range flagRef.FindAllStringSubmatch(msg, -1) {
 			if l, ok := envLines[m[1]]; ok {
@@ -439,10 +450,59 @@ func checkConfig(path, envFile string) []problem {
 				break
 			}
 		}
-		probs = append(probs, p)
+		return p
+	}
+	for _, err := range errs {
+		probs = append(probs, at(err.Error()))
+	}
+	for _, w := range issuerWarnings(&cfg) {
+		warnings = append(warnings, at(w))
 	}
 	sortProblems(probs)
-	return probs
+	return probs, warnings
+}
+
+// issuerWarnings warns about an issuer that checks but cannot be the one
+// people and applications use: the default (reachable from this machine
+// only: a packaged or copied file whose issuer was never set), or plain
+// http where other machines are involved (codes, tokens and session
+// cookies in clear). Behind a balancer that ends TLS the issuer is still
+// https: it is the balancer's URL.
+func issuerWarnings(cfg *node.Config) []string {
+	if cfg.Issuer == node.DefaultIssuer {
+		return []string{fmt.Sprintf("--issuer is the default, %s, which only this machine reaches: set issuer to the https URL "+
+			"that people and applications use (the load balancer's, the same on every node)", node.DefaultIssuer)}
+	}
+	u, err := url.Parse(cfg.Issuer)
+	if err != nil || u.Scheme != "http" {
+		return nil // https, or a problem already reported
+	}
+	switch {
+	case !loopbackHost(u.Hostname()):
+		return []string{fmt.Sprintf("--issuer %q is not https on a host other machines reach: codes, tokens and session cookies "+
+			"would cross the network in clear; use https (TLS at the load balancer, or --tls-cert on the node)", cfg.Issuer)}
+	case !loopbackAddr(cfg.HTTPAddr):
+		return []string{fmt.Sprintf("--issuer %q is plain http on this machine while --http-addr %q listens beyond it: "+
+			"other machines reach the node but cannot use that issuer; set the https URL they use", cfg.Issuer, cfg.HTTPAddr)}
+	}
+	return nil
+}
+
+// loopbackHost reports whether host (a name or an IP address) is this
+// machine's loopback.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// loopbackAddr reports whether the listener address host:port listens on
+// loopback only (":8080" and 0.0.0.0 listen everywhere).
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	return err == nil && loopbackHost(host)
 }
 
 // readEnvFile reads the OIDCD_* settings of a systemd EnvironmentFile
@@ -588,13 +648,19 @@ func configCheck(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	path := fs.Arg(0)
-	probs := checkConfig(path, *envFile)
+	probs, warnings := checkConfigWarn(path, *envFile)
 	for _, p := range probs {
 		fmt.Fprintln(stderr, p.format(path))
 	}
 	if len(probs) > 0 {
 		fmt.Fprintf(stderr, "%s: %d problem(s)\n", path, len(probs))
 		return 1
+	}
+	// Warnings do not fail the check: the file works, but probably not
+	// as meant.
+	for _, w := range warnings {
+		w.msg = "warning: " + w.msg
+		fmt.Fprintln(stderr, w.format(path))
 	}
 	if w := secretWarning(path); w != "" {
 		fmt.Fprintln(stderr, w)

@@ -13,9 +13,6 @@ import (
 	"github.com/oidcd/oidcd/internal/admincli"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 const usage = `oidcd: an OpenID Connect provider that needs no database.
 
 Usage:
@@ -65,7 +62,7 @@ func run(args []string, env func(string) string, stdin io.Reader, stdout, stderr
 		fmt.Fprintln(stdout, base64.StdEncoding.EncodeToString(b[:]))
 		return 0
 	case "version", "--version", "-version":
-		fmt.Fprintln(stdout, "oidcd", version)
+		fmt.Fprintln(stdout, versionLine())
 		return 0
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"time"
@@ -45,8 +46,8 @@ type Options struct {
 	// Tool runs `config example` and `man` to generate the configuration
 	// file and the manual; default Binary.
 	Tool string
-	// Version is the build's version (git describe); DebVersion turns it
-	// into a Debian version.
+	// Version is the build's version (tools/version.sh); DebVersion turns
+	// it into the package's.
 	Version string
 	// Arch is the Go architecture of Binary; default runtime.GOARCH.
 	Arch string
@@ -210,10 +211,13 @@ func run(ctx context.Context, tool string, args ...string) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-// DebVersion turns a build version (v1.2.3, v1.2.3-4-gabcdef-dirty, a bare
-// commit, dev) into a Debian version: it starts with a digit and holds only
-// [0-9A-Za-z.+~]; a version that does not start with a digit sorts before
-// every release (0.0.0~...).
+// DebVersion turns a build version into a Debian version. Those of
+// tools/version.sh (0.2.0, 0.2.0+git.5.1a2b3c4.dirty; RELEASES) are Debian
+// versions already and keep their order. Others (v1.2.3-4-gabcdef, a bare
+// commit, dev) are made valid: a leading v goes, any character outside
+// [0-9A-Za-z.+~] becomes +, and one that does not start as MAJOR.MINOR
+// does (a commit such as 65a5750 would sort above every release) is put
+// before every release as 0.0.0~<it>.
 func DebVersion(v string) string {
 	v = strings.TrimPrefix(strings.TrimSpace(v), "v")
 	if v == "" {
@@ -229,8 +233,11 @@ func DebVersion(v string) string {
 		}
 	}
 	s := b.String()
-	if s[0] < '0' || s[0] > '9' {
+	if !releaseLike.MatchString(s) {
 		s = "0.0.0~" + s
 	}
 	return s
 }
+
+// releaseLike is how a version of a release (or a build after one) starts.
+var releaseLike = regexp.MustCompile(`^[0-9]+\.[0-9]+`)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -21,10 +22,19 @@ import (
 
 func TestDebVersion(t *testing.T) {
 	cases := []struct{ in, want string }{
+		// tools/version.sh's versions are Debian versions already.
+		{"0.2.0", "0.2.0"},
+		{"0.2.0+git.5.1a2b3c4", "0.2.0+git.5.1a2b3c4"},
+		{"0.2.0+git.5.1a2b3c4.dirty", "0.2.0+git.5.1a2b3c4.dirty"},
+		{"0.2.0+shallow.1a2b3c4", "0.2.0+shallow.1a2b3c4"},
+		{"0.2.0+nogit", "0.2.0+nogit"},
 		{"v1.2.3", "1.2.3"},
 		{"1.2.3", "1.2.3"},
 		{"v1.2.3-4-gabcdef0-dirty", "1.2.3+4+gabcdef0+dirty"},
 		{"a6a0187-dirty", "0.0.0~a6a0187+dirty"},
+		// A bare commit that starts with a digit is no release either.
+		{"65a5750", "0.0.0~65a5750"},
+		{"1234567", "0.0.0~1234567"},
 		{"dev", "0.0.0~dev"},
 		{"", "0.0.0~dev"},
 		{"v2.0.0-rc.1", "2.0.0+rc.1"},
@@ -75,21 +85,63 @@ func command(t *testing.T, name string, args ...string) string {
 	return string(out)
 }
 
+// scratch is the package that TestPackageInstallsIntoAScratchRoot, the
+// guide's and the postinst's tests look at: cmd/oidcd stamped v1.4.2,
+// packaged, unpacked with dpkg-deb into root and its control files into
+// ctrl, once for all of them (TestMain removes dir).
+var scratch struct {
+	once                 sync.Once
+	dir, deb, root, ctrl string
+	err                  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if scratch.dir != "" {
+		os.RemoveAll(scratch.dir)
+	}
+	os.Exit(code)
+}
+
+// scratchPackage builds, or returns, the scratch package.
+func scratchPackage(t *testing.T) (deb, root, ctrl string) {
+	t.Helper()
+	needDpkgDeb(t)
+	scratch.once.Do(func() {
+		scratch.err = errors.New("building the package failed in an earlier test")
+		dir, err := os.MkdirTemp("", "oidcd-packaging-test-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		scratch.dir = dir
+		bin := buildBinary(t, dir, "v1.4.2")
+		deb, err := Build(context.Background(), Options{
+			Binary: bin, Version: "v1.4.2", RepoRoot: repoRoot, Out: filepath.Join(dir, "oidcd.deb"),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		root, ctrl := filepath.Join(dir, "root"), filepath.Join(dir, "control")
+		command(t, "dpkg-deb", "-x", deb, root)
+		command(t, "dpkg-deb", "--control", deb, ctrl)
+		scratch.deb, scratch.root, scratch.ctrl, scratch.err = deb, root, ctrl, nil
+	})
+	if scratch.err != nil {
+		t.Fatal(scratch.err)
+	}
+	return scratch.deb, scratch.root, scratch.ctrl
+}
+
 // TestPackageInstallsIntoAScratchRoot builds the package, unpacks it with
 // dpkg-deb into a throwaway root, and checks what an operator gets: the
 // control data and conffiles, file modes, a unit that systemd accepts and
 // that is hardened, a configuration file that `oidcd config check` (the
-// shipped binary) accepts, and a manual.
+// shipped binary) accepts, warning that its issuer is still the default,
+// and a manual; the shipped binary runs on the shipped file with the admin
+// token it generates (TestGuideCommandsWorkAgainstThePackagedConfig runs
+// it with one from the environment, as the guide has it).
 func TestPackageInstallsIntoAScratchRoot(t *testing.T) {
-	needDpkgDeb(t)
-	work := t.TempDir()
-	bin := buildBinary(t, work, "v1.4.2")
-	deb, err := Build(context.Background(), Options{
-		Binary: bin, Version: "v1.4.2", RepoRoot: filepath.Join("..", ".."), Out: filepath.Join(work, "oidcd.deb"),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	deb, root, ctrl := scratchPackage(t)
 
 	fields := map[string]string{}
 	for _, l := range strings.Split(command(t, "dpkg-deb", "--field", deb), "\n") {
@@ -102,8 +154,6 @@ func TestPackageInstallsIntoAScratchRoot(t *testing.T) {
 			t.Errorf("control %s: got %q, want %q", k, fields[k], want)
 		}
 	}
-	ctrl := filepath.Join(work, "control")
-	command(t, "dpkg-deb", "--control", deb, ctrl)
 	conffiles, _ := os.ReadFile(filepath.Join(ctrl, "conffiles"))
 	for _, want := range []string{ConfigPath, EnvPath} {
 		if !strings.Contains(string(conffiles), want+"\n") {
@@ -116,8 +166,6 @@ func TestPackageInstallsIntoAScratchRoot(t *testing.T) {
 		}
 	}
 
-	root := filepath.Join(work, "root")
-	command(t, "dpkg-deb", "-x", deb, root)
 	modes := map[string]os.FileMode{
 		BinaryPath: 0o755, UnitPath: 0o644, ConfigPath: 0o644, EnvPath: 0o600, ManPath: 0o644,
 		SharePath + "/grafana/oidcd.json": 0o644, SharePath + "/prometheus/alerts.yml": 0o644, DocPath + "/metrics.md": 0o644,
@@ -137,13 +185,15 @@ func TestPackageInstallsIntoAScratchRoot(t *testing.T) {
 	if out := command(t, shipped, "version"); !strings.Contains(out, "v1.4.2") {
 		t.Errorf("oidcd version: got %q", out)
 	}
+	// The shipped files check, but their issuer is the default until the
+	// operator sets it: config check says so.
 	out := command(t, shipped, "config", "check", filepath.Join(root, ConfigPath))
-	if !strings.Contains(out, ": ok") {
-		t.Errorf("config check of the shipped file: %q", out)
+	if !strings.Contains(out, ": ok") || !strings.Contains(out, "warning: --issuer is the default") {
+		t.Errorf("config check of the shipped file: %q, want ok and a warning about the default issuer", out)
 	}
 	out = command(t, shipped, "config", "check", "--env-file", filepath.Join(root, EnvPath), filepath.Join(root, ConfigPath))
-	if !strings.Contains(out, ": ok") {
-		t.Errorf("config check of the shipped files: %q", out)
+	if !strings.Contains(out, ": ok") || !strings.Contains(out, "warning: --issuer is the default") {
+		t.Errorf("config check of the shipped files: %q, want ok and a warning about the default issuer", out)
 	}
 	cfg, _ := os.ReadFile(filepath.Join(root, ConfigPath))
 	if !strings.Contains(string(cfg), "\ndata-dir = \""+DataDir+"\"\n") {
@@ -152,15 +202,25 @@ func TestPackageInstallsIntoAScratchRoot(t *testing.T) {
 
 	checkUnit(t, root)
 	checkManPage(t, filepath.Join(root, ManPath))
-	runShipped(t, shipped, filepath.Join(root, ConfigPath))
+	// As installed, with no token set: the node generates one and
+	// writes it to <data-dir>/admin-token (the guide's way, with
+	// OIDCD_ADMIN_TOKEN, is TestGuideCommandsWorkAgainstThePackagedConfig).
+	runShipped(t, shipped, filepath.Join(root, ConfigPath), "", func(admin, data string) {
+		out := command(t, shipped, "admin", "--addr", admin, "--token-file", filepath.Join(data, "admin-token"), "status")
+		if !strings.Contains(out, "1 (1 voters, 1 leader or follower)") {
+			t.Errorf("admin status:\n%s", out)
+		}
+	})
 }
 
 // runShipped starts the unpacked binary on the unpacked configuration, as
 // the unit does, with the data directory and addresses moved by flags
-// (which win over the file) into the test's space; the node must become
-// ready, answer `oidcd admin status` with the token it generated, and stop
-// cleanly on SIGTERM.
-func runShipped(t *testing.T, bin, config string) {
+// (which win over the file) into the test's space, and with
+// OIDCD_ADMIN_TOKEN=envToken in its environment unless it is empty; the
+// node must become ready, keep the admin API off its public listener, pass
+// check(its admin address, its data directory) and stop cleanly on
+// SIGTERM.
+func runShipped(t *testing.T, bin, config, envToken string, check func(adminAddr, dataDir string)) {
 	t.Helper()
 	data := t.TempDir()
 	if b, err := os.ReadFile(config); err != nil || !strings.Contains(string(b), "\nadmin-addr = \""+AdminAddr+"\"\n") {
@@ -171,6 +231,9 @@ func runShipped(t *testing.T, bin, config string) {
 	cmd := exec.Command(bin, "serve", "--config", config, "--data-dir", data,
 		"--http-addr", addrs[0], "--issuer", "http://"+addrs[0], "--raft-addr", addrs[1], "--gossip-addr", addrs[2], "--admin-addr", addrs[3])
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	if envToken != "" {
+		cmd.Env = append(cmd.Env, "OIDCD_ADMIN_TOKEN="+envToken)
+	}
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -198,10 +261,7 @@ func runShipped(t *testing.T, bin, config string) {
 	} else {
 		resp.Body.Close()
 	}
-	out := command(t, bin, "admin", "--addr", addrs[3], "--token-file", filepath.Join(data, "admin-token"), "status")
-	if !strings.Contains(out, "1 (1 voters, 1 leader or follower)") {
-		t.Errorf("admin status:\n%s", out)
-	}
+	check(addrs[3], data)
 	cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-done:

@@ -3,5 +3,8 @@
 // tools module with the linters, so nfpm and what it pulls in stay out of
 // the product's go.mod and go.sum. From tools/:
 //
-//	go run ./cmd/oidcd-package --binary ../bin/oidcd --root .. --version "$(git describe --tags --always --dirty)" --out ../dist/
+//	go run ./cmd/oidcd-package --binary ../bin/oidcd --root .. --version "$(sh version.sh)" --out ../dist/
+//
+// --version is the build's version from version.sh (RELEASES explains
+// it); the package's version is the same string (packaging.DebVersion).
 package main

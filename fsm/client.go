@@ -1,6 +1,8 @@
 package fsm
 
 import (
+	"strconv"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -29,6 +31,28 @@ type Client struct {
 	Suspended            bool      `json:"suspended" cbor:"13,keyasint"`
 	CreatedAt            time.Time `json:"created_at" cbor:"14,keyasint"`
 	UpdatedAt            time.Time `json:"updated_at" cbor:"15,keyasint"`
+	// RateLimit is the client's own limit on the token, introspection and
+	// revocation endpoints per client address, "N/duration" (CONTRACT.md
+	// section 2); empty, as in every record written before it existed:
+	// the node's --rate-limit.
+	RateLimit string `json:"rate_limit,omitempty" cbor:"16,keyasint,omitempty"`
+}
+
+// validRateLimit reports whether s can be a Client's RateLimit: empty, or
+// "N/duration" with N a whole number of at least 1 and a positive
+// duration as time.ParseDuration reads it. It checks the form only (what
+// every version of apply must agree on); the admin API sets the bounds.
+func validRateLimit(s string) bool {
+	if s == "" {
+		return true
+	}
+	n, d, ok := strings.Cut(s, "/")
+	limit, err := strconv.Atoi(n)
+	if !ok || err != nil || limit < 1 || n[0] == '+' {
+		return false
+	}
+	per, err := time.ParseDuration(d)
+	return err == nil && per > 0
 }
 
 // PutClient creates (Create) or replaces a client registration. The
@@ -53,7 +77,7 @@ func init() {
 
 func applyPutClient(tx *bolt.Tx, _ uint64, p []byte) Result {
 	c := decode[PutClient](p)
-	if !validID(c.Client.ID, c.Client.OrganizationID) {
+	if !validID(c.Client.ID, c.Client.OrganizationID) || !validRateLimit(c.Client.RateLimit) {
 		return invalid
 	}
 	var cur Client
@@ -102,20 +126,40 @@ func (s *State) Client(id string) (Client, error) {
 	return c, err
 }
 
+// clientLimitView is ClientAuthAndLimit's view of a Client's RateLimit.
+type clientLimitView struct {
+	RateLimit string `json:"rate_limit" cbor:"16,keyasint"`
+}
+
 // ClientAuth returns the fields of a registration that client
 // authentication reads: ID, Type, SecretHash, OrganizationID and
 // Suspended; every other field is zero. It decodes only those (the
 // record views of CheckAccess), so the back-channel endpoints
 // (introspection, revocation) do not pay for redirect URIs, scopes and
 // organization lists on every call. ErrNotFound when there is none.
-func (s *State) ClientAuth(id string) (Client, error) {
+func (s *State) ClientAuth(id string) (Client, error) { return s.clientAuth(id, false) }
+
+// ClientAuthAndLimit is ClientAuth with RateLimit as well, which the rate
+// limit of the back-channel endpoints reads before authentication. It
+// costs one more read of the record than ClientAuth (RateLimit is not in
+// the cached view), so a node whose rate limit is off uses ClientAuth.
+func (s *State) ClientAuthAndLimit(id string) (Client, error) { return s.clientAuth(id, true) }
+
+func (s *State) clientAuth(id string, withLimit bool) (Client, error) {
 	var v clientAuthView
+	var l clientLimitView
 	var ok bool
-	err := s.f.view(func(tx *bolt.Tx) error { v, ok = s.f.accessGenFor(tx).clientAuth(tx, id); return nil })
+	err := s.f.view(func(tx *bolt.Tx) error {
+		if v, ok = s.f.accessGenFor(tx).clientAuth(tx, id); ok && withLimit {
+			get(tx, bucketClients, id, &l) // one field decoded, the others skipped
+		}
+		return nil
+	})
 	if err == nil && !ok {
 		err = ErrNotFound
 	}
-	return Client{ID: v.ID, Type: v.Type, SecretHash: v.SecretHash, OrganizationID: v.OrganizationID, Suspended: v.Suspended}, err
+	return Client{ID: v.ID, Type: v.Type, SecretHash: v.SecretHash, OrganizationID: v.OrganizationID, Suspended: v.Suspended,
+		RateLimit: l.RateLimit}, err
 }
 
 // Clients lists registrations in client_id order.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // handler applies one decoded command inside tx. A handler that returns a
@@ -120,7 +121,10 @@ func openDB(path string) (*bolt.DB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, err
 	}
-	db, err := OpenBolt(path, &bolt.Options{Timeout: 5 * time.Second})
+	db, err := OpenBolt(path, &bolt.Options{Timeout: holdWait})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, held(path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("fsm: open %s: %w", path, err)
 	}

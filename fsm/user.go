@@ -191,5 +191,20 @@ func (s *State) userByIndex(bucket []byte, key string) (User, error) {
 	return u, err
 }
 
+// EmailIndex calls visit with every person's address, as the index keeps
+// it (lower case), and id, in address order, until visit returns false. It
+// reads the index alone: no person is decoded.
+func (s *State) EmailIndex(visit func(email, id string) bool) error {
+	return s.f.view(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketUserEmails).Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if !visit(string(k), string(v)) {
+				break
+			}
+		}
+		return nil
+	})
+}
+
 // Users lists people in id order.
 func (s *State) Users(p Page) ([]User, int, error) { return listBucket[User](s, bucketUsers, p) }

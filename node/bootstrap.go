@@ -7,6 +7,10 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -16,10 +20,11 @@ import (
 	"github.com/oidcd/oidcd/oidc"
 )
 
-// bootstrapOnce runs on the leader: it generates the admin token the first
-// time a cluster has none (unless the operator set --admin-token), and seeds
-// the demo data when asked. Both are idempotent, so a new leader running
-// them again changes nothing.
+// bootstrapOnce runs on the leader: it puts the admin token's hash in the
+// replicated state the first time the state holds none (from --admin-token,
+// or generated), creates the browser key, and seeds the demo data when
+// asked. Each is idempotent, so a new leader running them again changes
+// nothing.
 func (n *Node) bootstrapOnce(ctx context.Context) {
 	for attempt := 0; ; attempt++ {
 		err := n.ensureAdminToken(ctx)
@@ -44,21 +49,49 @@ func (n *Node) bootstrapOnce(ctx context.Context) {
 	}
 }
 
+// ensureAdminToken makes the replicated state hold the admin token's hash
+// (CONTRACT.md section 9: it lives there, wherever it came from). When the
+// state holds none, the leader seeds it from its --admin-token (or
+// OIDCD_ADMIN_TOKEN), or else generates a token, writes it to
+// <data-dir>/admin-token and prints it once; either way a backup carries
+// it. Once the state holds a hash it rules: a flag or a token file that no
+// longer matches is reported (noteAdminToken) and changes nothing.
+//
+// It runs at every leadership gain, so a cluster whose nodes all ran with
+// --admin-token before the token was replicated (a rolling upgrade from
+// such a version) gets it seeded once, by the first upgraded leader; and
+// after a restore (adminCluster.Restore), so a backup that holds no hash
+// gets one at once.
 func (n *Node) ensureAdminToken(ctx context.Context) error {
-	if n.cfg.AdminToken != "" {
-		return nil
-	}
-	if h, err := n.fsm.State().AdminTokenHash(); err != nil || h != "" {
-		if err == nil {
-			if _, statErr := os.Stat(n.AdminTokenFile()); statErr == nil {
-				// A later start: the token was shown once; say where it is.
-				fmt.Fprintf(n.cfg.Out, "\nAdmin API token: in %s\n\n", n.AdminTokenFile())
-			}
-		}
+	h, err := n.fsm.State().AdminTokenHash()
+	if err != nil {
 		return err
 	}
+	if h != "" {
+		n.noteAdminToken(h)
+		if n.cfg.AdminToken == "" && n.tokenFileHolds(h) {
+			// A later start: the token was shown once; say where it is.
+			fmt.Fprintf(n.cfg.Out, "\nAdmin API token: in %s\n\n", n.AdminTokenFile())
+		}
+		return nil
+	}
+	if n.cfg.AdminToken != "" {
+		res, err := n.cluster.Apply(ctx, fsm.MustCommand(fsm.TypeSetAdminToken, fsm.SetAdminToken{Hash: admin.HashToken(n.cfg.AdminToken)}))
+		if err != nil {
+			return err
+		}
+		if errors.Is(res.Err, fsm.ErrConflict) {
+			return nil // another leader won the race; its token stands (noteAdminToken says so if it differs)
+		}
+		n.log.Info("admin token: the replicated state held none; seeded it from --admin-token")
+		return nil
+	}
 	token := admin.GenerateToken()
-	res, err := n.cluster.Apply(ctx, fsm.MustCommand(fsm.TypeSetAdminToken, fsm.SetAdminToken{Hash: admin.HashToken(token)}))
+	hash := admin.HashToken(token)
+	// The file below will hold this token: no need to check it once the
+	// hash is applied (and a check racing the write would see it stale).
+	n.adminTok.expect(hash)
+	res, err := n.cluster.Apply(ctx, fsm.MustCommand(fsm.TypeSetAdminToken, fsm.SetAdminToken{Hash: hash}))
 	if err != nil {
 		return err
 	}
@@ -70,6 +103,74 @@ func (n *Node) ensureAdminToken(ctx context.Context) error {
 	}
 	fmt.Fprintf(n.cfg.Out, "\nAdmin API token (shown once; also in %s):\n  %s\n\n", n.AdminTokenFile(), token)
 	return nil
+}
+
+// adminTokenNote remembers which replicated admin token hash this node
+// last checked its own token sources against, so each change is reported
+// once (noteAdminToken).
+type adminTokenNote struct {
+	mu       sync.Mutex
+	noted    string        // the hash last checked; guarded by mu
+	restores atomic.Uint64 // fsm.Restores() when onApply last looked
+}
+
+// expect records h as checked: this node is about to make it the
+// cluster's token, with its own sources matching.
+func (a *adminTokenNote) expect(h string) {
+	a.mu.Lock()
+	a.noted = h
+	a.mu.Unlock()
+}
+
+// noteAdminToken checks this node's own token sources against h, the
+// replicated admin token hash, once per value of h: an --admin-token that
+// differs, and a token in <data-dir>/admin-token that differs, are logged
+// as warnings. The state's token stays the one that works; nothing is
+// changed.
+func (n *Node) noteAdminToken(h string) {
+	n.adminTok.mu.Lock()
+	defer n.adminTok.mu.Unlock()
+	if h == "" || h == n.adminTok.noted {
+		return
+	}
+	n.adminTok.noted = h
+	if n.cfg.AdminToken != "" && admin.HashToken(n.cfg.AdminToken) != h {
+		n.log.Warn("admin token: --admin-token (or OIDCD_ADMIN_TOKEN) does not match the cluster's admin token, which came from a restored backup, " +
+			"another node's flag or a generated token; the cluster's token stays the one that works and this node's flag is ignored")
+	}
+	if tok, err := os.ReadFile(n.AdminTokenFile()); err == nil && admin.HashToken(strings.TrimSpace(string(tok))) != h {
+		n.log.Warn("admin token: the token in the token file is no longer the cluster's admin token (a restored backup replaced it); "+
+			"it answers 'invalid admin token'", "file", n.AdminTokenFile())
+	}
+}
+
+// tokenFileHolds reports whether <data-dir>/admin-token holds the token
+// whose hash is h.
+func (n *Node) tokenFileHolds(h string) bool {
+	tok, err := os.ReadFile(n.AdminTokenFile())
+	return err == nil && admin.HashToken(strings.TrimSpace(string(tok))) == h
+}
+
+// adminTokenApplied runs in onApply, on the FSM goroutine, possibly under
+// the FSM's write lock (a restore): when the admin token hash may have
+// changed (a SetAdminToken applied, or a snapshot installed, whether a
+// restore on this leader or one sent by the leader), it checks this node's
+// token sources against it in the background (noteAdminToken).
+func (n *Node) adminTokenApplied(types []fsm.Type) {
+	r := n.fsm.Restores()
+	if n.adminTok.restores.Swap(r) == r && !slices.Contains(types, fsm.TypeSetAdminToken) {
+		return
+	}
+	go func() {
+		select {
+		case <-n.closing:
+			return
+		default:
+		}
+		if h, err := n.fsm.State().AdminTokenHash(); err == nil {
+			n.noteAdminToken(h)
+		}
+	}()
 }
 
 // ensureBrowserKey creates the cluster-wide key that seals browser state

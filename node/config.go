@@ -18,7 +18,7 @@ import (
 )
 
 // Config is everything one node needs. Zero values take the defaults of
-// CONTRACT.md section 1.
+// `oidcd serve` (README, "Running a node").
 type Config struct {
 	// Version is the build's version, advertised to peers and in metrics
 	// (default "dev"; cmd/oidcd sets its own).
@@ -33,7 +33,8 @@ type Config struct {
 	BootstrapExpect int
 	// NonVoter (--non-voter) makes the node an edge replica: the leader
 	// adds it as a raft non-voter, so it serves everything from its own
-	// state without voting or counting towards the quorum. It needs Join.
+	// state without voting or counting towards the quorum. It needs Join,
+	// and ignores BootstrapExpect and StaticPeers (dropBootstrapOfNonVoter).
 	NonVoter   bool
 	ClusterKey string
 	AdminToken string // empty: generated at first bootstrap
@@ -135,7 +136,7 @@ type Peer struct {
 	ID, RaftAddr string
 }
 
-// Defaults of CONTRACT.md section 1.
+// Defaults of `oidcd serve` (README, "Running a node").
 const (
 	DefaultIssuer      = "http://127.0.0.1:8080"
 	DefaultHTTPAddr    = "127.0.0.1:8080"
@@ -199,6 +200,23 @@ func (c *Config) setDefaults() {
 		c.PasswordParams = password.DefaultParams()
 	}
 	c.Issuer = strings.TrimRight(c.Issuer, "/")
+	c.dropBootstrapOfNonVoter()
+}
+
+// dropBootstrapOfNonVoter makes a non-voter ignore --bootstrap-expect and
+// StaticPeers, saying so in its log, so that every node of a site can share
+// one config file (the operators' guide, "Edge replicas"). Both only
+// matter to the voters that form a cluster: a non-voter never bootstraps
+// one, it joins through --join and the leader adds it. StaticPeers are
+// the voters' raft addresses, not gossip addresses, so they cannot stand
+// in for --join either.
+func (c *Config) dropBootstrapOfNonVoter() {
+	if !c.NonVoter || (c.BootstrapExpect <= 1 && len(c.StaticPeers) == 0) {
+		return
+	}
+	c.Logger.Info("--non-voter: ignoring --bootstrap-expect and static peers; a non-voter joins an existing cluster through --join and the leader adds it",
+		"bootstrap_expect", c.BootstrapExpect, "static_peers", len(c.StaticPeers))
+	c.BootstrapExpect, c.StaticPeers = 1, nil
 }
 
 // Check reports every problem of c as New would: the defaults of the
@@ -220,9 +238,6 @@ func (c *Config) Validate() error {
 	}
 	if c.BootstrapExpect < 1 {
 		errs = append(errs, fmt.Errorf("--bootstrap-expect %d: must be at least 1", c.BootstrapExpect))
-	}
-	if c.NonVoter && (c.BootstrapExpect > 1 || len(c.StaticPeers) > 0) {
-		errs = append(errs, errors.New("--non-voter: a non-voter joins an existing cluster; it takes no part in --bootstrap-expect"))
 	}
 	if c.NonVoter && len(c.Join) == 0 {
 		errs = append(errs, errors.New("--non-voter needs --join: the gossip addresses of nodes of the cluster it joins"))

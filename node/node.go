@@ -71,6 +71,9 @@ type Node struct {
 	// kek seals secrets at rest before they are proposed (--kek-file); nil
 	// without one (see internal/kek and secrets.go).
 	kek *kek.KEK
+	// adminTok remembers the admin token hash this node last checked its
+	// --admin-token and token file against (bootstrap.go).
+	adminTok adminTokenNote
 
 	serveErr  chan error
 	closeOnce sync.Once
@@ -309,6 +312,7 @@ func (n *Node) routes() (public, adminSurface http.Handler) {
 		KEK:       n.kek,
 		OnVerify:  n.auditVerified,
 		Issuer:    n.cfg.Issuer,
+		ReadIndex: n.readIndex,
 		// One guard for every route that takes an admin credential: the
 		// API and the console's token form count guesses together.
 		Guard: admin.NewGuard(n.cfg.Now),
@@ -317,7 +321,7 @@ func (n *Node) routes() (public, adminSurface http.Handler) {
 	// The admin API's description needs no token: it is the same
 	// document the repository ships.
 	adminMux.HandleFunc("GET /admin/v1/openapi.json", serveDocument(docs.Admin))
-	adminMux.Handle(console.Prefix, console.New(console.Config{Admin: adminCfg, Issuer: n.cfg.Issuer, Secret: n.consoleSecret(),
+	adminMux.Handle(console.Prefix, console.New(console.Config{Admin: adminCfg, Issuer: n.cfg.Issuer, OwnListener: n.separateAdmin(), Secret: n.consoleSecret(),
 		BrowserKey: func() ([]byte, error) {
 			stored, err := n.fsm.State().Secret(fsm.SecretBrowserKey)
 			if err != nil {
@@ -351,6 +355,7 @@ func (n *Node) health(mux *http.ServeMux) {
 // It must not block.
 func (n *Node) onApply(types []fsm.Type) {
 	n.keys.OnApply(types)
+	n.adminTokenApplied(types)
 	for _, t := range types {
 		switch t {
 		case fsm.TypeEndSSOSession, fsm.TypeStartSSOSession, fsm.TypeDeleteUser, fsm.TypeDeleteOrg, fsm.TypeDeliveryOutcome,
@@ -588,11 +593,22 @@ func (n *Node) ID() string { return n.cfg.NodeID }
 // AdminTokenFile is where a generated admin token is written.
 func (n *Node) AdminTokenFile() string { return filepath.Join(n.cfg.DataDir, "admin-token") }
 
+// adminTokenHash is the hash of the one admin token the admin API
+// accepts: the replicated one, wherever it came from (CONTRACT.md section
+// 9), so every node accepts the same token and a restore brings back the
+// backup's. While the state holds none (before the first leader seeds it,
+// or in a cluster upgraded from a version that did not replicate
+// --admin-token, until an upgraded leader does), this node's own
+// --admin-token works, so neither a new node nor a rolling upgrade locks
+// anyone out.
 func (n *Node) adminTokenHash() string {
-	if n.cfg.AdminToken != "" {
+	h, err := n.fsm.State().AdminTokenHash()
+	if err != nil {
+		return "" // a read error lets nobody in
+	}
+	if h == "" && n.cfg.AdminToken != "" {
 		return admin.HashToken(n.cfg.AdminToken)
 	}
-	h, _ := n.fsm.State().AdminTokenHash()
 	return h
 }
 

@@ -38,7 +38,9 @@ func loadKEK(path string, log *slog.Logger) (*kek.KEK, error) {
 // checkSecrets opens every stored secret with this node's KEK. An error
 // wraps kek.ErrNoKEK, kek.ErrWrongKEK or kek.ErrInvalid and says which key
 // the state needs. Secrets stored in the clear although a KEK is given
-// (written before it was) are only logged.
+// (written before it was) are only logged, and so are an --admin-token and
+// a token file that the replicated admin token no longer matches
+// (noteAdminToken): the state's token is the one that works.
 func (n *Node) checkSecrets() error {
 	fail := func(err error) error {
 		return fmt.Errorf("--kek-file: %s holds secrets this node cannot open: %w", filepath.Join(n.cfg.DataDir, "state.db"), err)
@@ -77,6 +79,9 @@ func (n *Node) checkSecrets() error {
 	if n.kek != nil && (clearKeys > 0 || clearBrowser) {
 		n.log.Warn("some secrets were stored before --kek-file was given and stay in the clear: signing keys until rotated out (oidcd admin keys rotate), the browser key for good",
 			"clear_signing_keys", clearKeys, "clear_browser_key", clearBrowser)
+	}
+	if h, err := n.fsm.State().AdminTokenHash(); err == nil {
+		n.noteAdminToken(h)
 	}
 	return nil
 }

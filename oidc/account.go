@@ -207,7 +207,7 @@ func (a *account) signIn(form url.Values) {
 	u, settled, err := a.p.passwordSignIn(a.r, strings.TrimSpace(email), secret, "")
 	switch {
 	case errors.Is(err, errLocked):
-		a.showSignIn(http.StatusTooManyRequests, msgLocked)
+		a.showSignIn(http.StatusTooManyRequests, lockout(a.w, err, a.p.now()))
 		return
 	case errors.Is(err, errBadPassword):
 		a.showSignIn(http.StatusBadRequest, msgBadPassword)
@@ -220,7 +220,7 @@ func (a *account) signIn(form url.Values) {
 		return
 	}
 	if a.sess.ID != "" && a.sess.UserID == u.ID {
-		a.sess, err = a.p.stepUp(ctx, a.sess, AMRPassword, settled)
+		a.sess, err = a.p.stepUp(ctx, a.sess, AMRPassword, settled, "")
 	} else {
 		a.sess, err = a.p.openSession(a.w, a.r, u, AMRPassword, a.sess.ID, a.now, settled, "")
 		a.csrf = a.p.rotateCSRF(a.w)
@@ -517,10 +517,10 @@ func (a *account) verify(form url.Values) {
 		a.page(http.StatusBadRequest, msgBadRequest)
 		return
 	}
-	amr, settled, err := a.p.checkFactor(ctx, a.r, a.user, f, pf, a.step.Challenge)
+	amr, settled, err := a.p.checkFactor(ctx, a.r, a.user, f, pf, a.step.Challenge, "")
 	switch {
 	case errors.Is(err, errLocked):
-		a.showVerify(http.StatusTooManyRequests, f, msgLocked)
+		a.showVerify(http.StatusTooManyRequests, f, lockout(a.w, err, a.p.now()))
 		return
 	case errors.Is(err, errCodeWrong):
 		a.p.log.Info("account: second factor failed", "method", pf.method, "user_id", a.user.ID)
@@ -534,7 +534,7 @@ func (a *account) verify(form url.Values) {
 		a.unavailable("account verify: " + err.Error())
 		return
 	}
-	if a.sess, err = a.p.stepUp(ctx, a.sess, amr, settled); err != nil {
+	if a.sess, err = a.p.stepUp(ctx, a.sess, amr, settled, ""); err != nil {
 		a.unavailable("account step-up: " + err.Error())
 		return
 	}

@@ -128,9 +128,9 @@ func (a *account) changePassword(form url.Values) {
 	}
 	ctx := a.r.Context()
 	rules := passwordRules(a.user.Email, remoteIP(a.r))
-	if _, err := a.p.reserve(ctx, lockoutEvent(a.user.ID, ""), rules...); err != nil {
+	if _, err := a.p.reserve(ctx, a.p.lockoutEvent(a.user.ID, ""), rules...); err != nil {
 		if errors.Is(err, errLocked) {
-			a.showHome(http.StatusTooManyRequests, "", msgLocked)
+			a.showHome(http.StatusTooManyRequests, "", lockout(a.w, err, a.p.now()))
 		} else {
 			a.unavailable(err.Error())
 		}

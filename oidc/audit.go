@@ -22,15 +22,32 @@ func (p *Provider) stamp(ctx context.Context, cmd fsm.Command, a fsm.Audit) fsm.
 }
 
 // signinEvent is a sign-in event of the person subject ("" when unknown)
-// for clientID ("" outside an authorization request).
-func signinEvent(subject, clientID string, detail map[string]string) fsm.Audit {
-	return fsm.Audit{Type: fsm.EventSignin, Actor: fsm.ActorPerson, Subject: subject, ClientID: clientID, Detail: detail}
+// for clientID ("" outside an authorization request), naming the client's
+// organization where it is known (clientOrg).
+func (p *Provider) signinEvent(subject, clientID string, detail map[string]string) fsm.Audit {
+	return fsm.Audit{Type: fsm.EventSignin, Actor: fsm.ActorPerson, Subject: subject, ClientID: clientID,
+		OrgID: p.clientOrg(clientID), Detail: detail}
+}
+
+// clientOrg is the organization of the client clientID when the client
+// belongs to one alone; "" for none, for a multi-organization client
+// (whose organization is chosen after the sign-in, at the picker) and for
+// a client that cannot be read (the event is still recorded).
+func (p *Provider) clientOrg(clientID string) string {
+	if clientID == "" {
+		return ""
+	}
+	c, err := p.cfg.State.Client(clientID)
+	if err != nil || c.MultiOrganization {
+		return ""
+	}
+	return c.OrganizationID
 }
 
 // lockoutEvent is the template of the sign-in failure a reservation
 // records if it starts a lockout (fsm: deriveReserve).
-func lockoutEvent(subject, clientID string) *fsm.Audit {
-	a := signinEvent(subject, clientID, nil)
+func (p *Provider) lockoutEvent(subject, clientID string) *fsm.Audit {
+	a := p.signinEvent(subject, clientID, nil)
 	a.Outcome = fsm.OutcomeFailure
 	return &a
 }
@@ -39,7 +56,7 @@ func lockoutEvent(subject, clientID string) *fsm.Audit {
 // the attempt is already counted, and the person gets the same answer
 // whether it is recorded or not.
 func (p *Provider) recordFailure(ctx context.Context, subject, clientID, reason string) {
-	a := signinEvent(subject, clientID, map[string]string{"reason": reason})
+	a := p.signinEvent(subject, clientID, map[string]string{"reason": reason})
 	a.Outcome = fsm.OutcomeFailure
 	b := fsm.AuditBaseFrom(ctx)
 	a.Node, a.IP, a.Time = b.Node, b.IP, p.now().UTC()

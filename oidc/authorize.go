@@ -59,6 +59,8 @@ const (
 	msgSMSDisabled   = "Text-message sign-in is not available."
 	msgPickOrg       = "Choose one of the organizations listed."
 	msgLocked        = "Too many failed attempts. Wait a few minutes, then try again."
+	msgLockedMinute  = "Too many failed attempts. Wait about a minute, then try again."
+	msgLockedMinutes = "Too many failed attempts. Wait about %d minutes, then try again."
 	msgBadCode       = "That code is not correct. Check it and try again."
 	msgNoCode        = "Enter the code."
 	msgPasskeyFailed = "The passkey could not be verified. Try again or use another method." // #nosec G101 -- a message shown to people, not a credential

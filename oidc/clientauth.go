@@ -102,18 +102,13 @@ func clientCredentials(r *http.Request, form url.Values) credentials {
 	return c
 }
 
-// authenticateClient checks the credentials against the registration.
-// Unknown client, wrong or missing secret of a confidential client, a
-// secret from a public client, a public client where publicOK is false,
-// and a suspended client all yield errTokClient. A store that cannot be
-// read yields errTokUnavailable.
-func (p *Provider) authenticateClient(ctx context.Context, c credentials, publicOK bool) (fsm.Client, *Error) {
-	return p.authenticateWith(ctx, c, publicOK, p.cfg.State.Client)
-}
-
-// authenticateWith is authenticateClient reading the registration with
-// lookup: fsm.State.Client for the whole record, or fsm.State.ClientAuth
-// for only the fields checked here (the back-channel endpoints).
+// authenticateWith checks the credentials against the registration,
+// read with lookup: fsm.State.Client for the whole record (the token
+// endpoint), or fsm.State.ClientAuth (ClientAuthAndLimit) for only the
+// fields checked here (the back-channel endpoints). Unknown client, wrong or missing secret
+// of a confidential client, a secret from a public client, a public
+// client where publicOK is false, and a suspended client all yield
+// errTokClient. A store that cannot be read yields errTokUnavailable.
 func (p *Provider) authenticateWith(ctx context.Context, c credentials, publicOK bool, lookup func(id string) (fsm.Client, error)) (fsm.Client, *Error) {
 	if c.err != nil {
 		return fsm.Client{}, c.err

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/go-webauthn/webauthn/protocol"
@@ -50,12 +51,14 @@ func withMethod(amr []string, m string) []string {
 
 // stepUp records second factor method on the SSO session s, settling the
 // throttle reservation of its verification in the same write. The error
-// wraps fsm.ErrSessionEnded when the session ended meanwhile.
-func (p *Provider) stepUp(ctx context.Context, s fsm.SSOSession, method string, settled *fsm.ThrottleClear) (fsm.SSOSession, error) {
+// wraps fsm.ErrSessionEnded when the session ended meanwhile. clientID
+// names the application signed in to for the audit event ("" on the
+// account page).
+func (p *Provider) stepUp(ctx context.Context, s fsm.SSOSession, method string, settled *fsm.ThrottleClear, clientID string) (fsm.SSOSession, error) {
 	amr := withMethod(s.AMR, method)
 	res, err := p.cfg.Applier.Apply(ctx, p.stamp(ctx, fsm.MustCommand(fsm.TypeStepUpSSOSession, fsm.StepUpSSOSession{
 		ID: s.ID, Method: method, ACR: acrOf(amr), At: p.now(), Settle: settled,
-	}), signinEvent(s.UserID, "", map[string]string{"method": method, "acr": acrOf(amr)})))
+	}), p.signinEvent(s.UserID, clientID, map[string]string{"method": method, "acr": acrOf(amr)})))
 	if err == nil {
 		err = res.Err
 	}
@@ -133,8 +136,45 @@ func passwordDelay(attempts int) time.Duration {
 // proxy says), an IPv6 address by its /64 (httpx.SourceKey).
 func remoteIP(r *http.Request) string { return httpx.SourceKey(httpx.ClientAddr(r)) }
 
-// errLocked: too many failures; the person must wait.
+// errLocked: too many failures; the person must wait. reserve returns it
+// as a *lockedError, which says until when.
 var errLocked = errors.New("oidc: locked out")
+
+// lockedError is errLocked with the moment the lock ends (zero: unknown).
+type lockedError struct{ until time.Time }
+
+func (e *lockedError) Error() string        { return errLocked.Error() }
+func (e *lockedError) Is(target error) bool { return target == errLocked }
+
+// lockedUntil is when every lock among rules' keys has ended, as this
+// node's state has them, or at least after (a lock the reservation
+// found, which the local state may not hold yet).
+func (p *Provider) lockedUntil(rules []fsm.ThrottleRule, now, after time.Time) time.Time {
+	until := after
+	for _, r := range rules {
+		if t, err := p.cfg.State.Throttle(r.Key); err == nil && t.Locked(now) && t.LockedUntil.After(until) {
+			until = t.LockedUntil
+		}
+	}
+	return until
+}
+
+// lockout answers a lockout (an error that Is errLocked): it sets
+// Retry-After to the seconds until the lock ends, rounded up, and returns
+// the message that tells the person about how many minutes to wait.
+func lockout(w http.ResponseWriter, err error, now time.Time) string {
+	var le *lockedError
+	if !errors.As(err, &le) || !le.until.After(now) {
+		return msgLocked
+	}
+	wait := le.until.Sub(now)
+	w.Header().Set("Retry-After", strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10))
+	minutes := int64((wait + time.Minute - 1) / time.Minute)
+	if minutes <= 1 {
+		return msgLockedMinute
+	}
+	return fmt.Sprintf(msgLockedMinutes, minutes)
+}
 
 // reserve counts one attempt against rules before the attempt is
 // evaluated (fsm.ThrottleReserve): one replicated apply checks every key's
@@ -160,7 +200,7 @@ var errLocked = errors.New("oidc: locked out")
 func (p *Provider) reserve(ctx context.Context, lock *fsm.Audit, rules ...fsm.ThrottleRule) ([]fsm.Throttle, error) {
 	now := p.now()
 	if p.lockedLocally(rules, now) && (!p.catchUp(ctx) || p.lockedLocally(rules, now)) {
-		return nil, errLocked
+		return nil, &lockedError{until: p.lockedUntil(rules, now, time.Time{})}
 	}
 	cmd := fsm.MustCommand(fsm.TypeThrottleReserve, fsm.ThrottleReserve{Rules: rules, At: now})
 	if lock != nil {
@@ -174,7 +214,11 @@ func (p *Provider) reserve(ctx context.Context, lock *fsm.Audit, rules ...fsm.Th
 		return nil, err
 	}
 	if errors.Is(res.Err, fsm.ErrLocked) {
-		return nil, errLocked
+		var found time.Time
+		if ts, ok := res.Value.([]fsm.Throttle); ok && len(ts) > 0 {
+			found = ts[0].LockedUntil
+		}
+		return nil, &lockedError{until: p.lockedUntil(rules, now, found)}
 	}
 	if res.Err != nil {
 		return nil, res.Err
@@ -254,10 +298,11 @@ func (pf posted) known() bool {
 // per address), reserving the attempt first: the amr value and the
 // settlement the step-up must carry on success; errLocked (nothing
 // evaluated), errCodeWrong (the attempt stays counted), or the cluster's
-// error. challenge is the passkey ceremony's handle.
-func (p *Provider) checkFactor(ctx context.Context, r *http.Request, u fsm.User, fac fsm.Factors, pf posted, challenge string) (string, *fsm.ThrottleClear, error) {
+// error. challenge is the passkey ceremony's handle; clientID names the
+// application signed in to for the audit events ("" on the account page).
+func (p *Provider) checkFactor(ctx context.Context, r *http.Request, u fsm.User, fac fsm.Factors, pf posted, challenge, clientID string) (string, *fsm.ThrottleClear, error) {
 	rules := []fsm.ThrottleRule{throttleCode.rule(u.ID), throttleIP.rule(remoteIP(r))}
-	if _, err := p.reserve(ctx, lockoutEvent(u.ID, ""), rules...); err != nil {
+	if _, err := p.reserve(ctx, p.lockoutEvent(u.ID, clientID), rules...); err != nil {
 		return "", nil, err
 	}
 	p.metrics.guesses.WithLabelValues("code").Inc()
@@ -272,7 +317,7 @@ func (p *Provider) checkFactor(ctx context.Context, r *http.Request, u fsm.User,
 		amr, err = AMRPasskey, p.finishPasskeyAssertion(ctx, u, fac, challenge, pf.credential)
 	}
 	if errors.Is(err, errCodeWrong) {
-		p.recordFailure(ctx, u.ID, "", "wrong_code")
+		p.recordFailure(ctx, u.ID, clientID, "wrong_code")
 	}
 	if err != nil {
 		return "", nil, err

@@ -67,22 +67,23 @@ func sameOwner(caller, minter fsm.Client) bool {
 }
 
 // backchannelClient runs the common start of introspection and
-// revocation: read the form, rate-limit, authenticate a confidential
-// client, require token. On failure it has answered. The client it
-// returns holds only what fsm.State.ClientAuth reads (ID, Type,
-// OrganizationID, Suspended, SecretHash): all that sameOwner and the
+// revocation: read the form, rate-limit and authenticate a confidential
+// client (limitAndAuthenticate), require token. On failure it has
+// answered. The client it returns holds only what fsm.State.ClientAuth
+// reads (ID, Type, OrganizationID, Suspended, SecretHash; and RateLimit
+// when the rate limit is on): all that sameOwner, the limit and the
 // callers use, without decoding the whole registration on every call.
 func (p *Provider) backchannelClient(w http.ResponseWriter, r *http.Request, endpoint string) (fsm.Client, url.Values, bool) {
 	form, ferr := readTokenForm(w, r)
 	cred := clientCredentials(r, form)
-	if !p.rateLimit(w, r, endpoint, cred.id) {
+	lookup := p.cfg.State.ClientAuth
+	if p.limiter.on() {
+		lookup = p.cfg.State.ClientAuthAndLimit // the limit reads the client's own
+	}
+	client, cerr, ok := p.limitAndAuthenticate(w, r, endpoint, cred, ferr, false, lookup)
+	if !ok {
 		return fsm.Client{}, nil, false
 	}
-	if ferr != nil {
-		writeClientError(w, cred, ferr)
-		return fsm.Client{}, nil, false
-	}
-	client, cerr := p.authenticateWith(r.Context(), cred, false, p.cfg.State.ClientAuth)
 	if cerr != nil {
 		if cerr == errTokUnavailable {
 			cerr = errTokServer // SPEC.md 7.5: a server-side fault is 500 here

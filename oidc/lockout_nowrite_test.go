@@ -81,7 +81,7 @@ func TestReserveRefusesALockedKeyWithoutWriting(t *testing.T) {
 			h.apply(fsm.TypeThrottleHit, fsm.ThrottleHit{Rules: []fsm.ThrottleRule{lock}, At: h.clock.Now()})
 			before = h.applier.State().Applied()
 			for range 10 {
-				if _, err := h.p.reserve(ctx, lockoutEvent("", ""), tc.rules...); !errors.Is(err, errLocked) {
+				if _, err := h.p.reserve(ctx, h.p.lockoutEvent("", ""), tc.rules...); !errors.Is(err, errLocked) {
 					t.Fatalf("%s locked: got %v, want errLocked", lock.Key, err)
 				}
 			}

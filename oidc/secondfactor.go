@@ -65,7 +65,7 @@ func (f *flow) secondFactor(form url.Values) {
 		f.page(http.StatusBadRequest, msgBadRequest, fmt.Sprintf("second-factor method %q", logValue(pf.method)))
 		return
 	}
-	amr, settled, err := f.p.checkFactor(ctx, f.r, u, fac, pf, f.pend.Challenge)
+	amr, settled, err := f.p.checkFactor(ctx, f.r, u, fac, pf, f.pend.Challenge, f.client.ID)
 	switch {
 	case errors.Is(err, errLocked):
 		f.lockedOrUnavailable(err, func(status int, msg string) { f.showSecondFactor(status, fac, msg) })
@@ -84,7 +84,7 @@ func (f *flow) secondFactor(form url.Values) {
 		f.unavailable("second factor: " + err.Error())
 		return
 	}
-	s, err := f.p.stepUp(ctx, f.sess, amr, settled)
+	s, err := f.p.stepUp(ctx, f.sess, amr, settled, f.client.ID)
 	if err != nil {
 		if errors.Is(err, fsm.ErrSessionEnded) || errors.Is(err, fsm.ErrNotFound) {
 			f.hasSession, f.pend.SSOID = false, ""
@@ -252,7 +252,7 @@ func (f *flow) smsCode(form url.Values) {
 		return
 	}
 	rules := []fsm.ThrottleRule{throttleCode.rule("tel" + f.pend.Phone), throttleIP.rule(remoteIP(f.r))}
-	if _, err := f.p.reserve(ctx, lockoutEvent("", f.client.ID), rules...); err != nil {
+	if _, err := f.p.reserve(ctx, f.p.lockoutEvent("", f.client.ID), rules...); err != nil {
 		f.lockedOrUnavailable(err, f.showSMSCode)
 		return
 	}
@@ -260,7 +260,7 @@ func (f *flow) smsCode(form url.Values) {
 	// A failed check commits (it counts the code's attempts) and records
 	// its failure; a success records nothing here: the session it opens
 	// does.
-	failure := signinEvent("", f.client.ID, map[string]string{"method": AMRSMS})
+	failure := f.p.signinEvent("", f.client.ID, map[string]string{"method": AMRSMS})
 	failure.FailOnError = true
 	res, err := f.p.cfg.Applier.Apply(ctx, f.p.stamp(ctx, fsm.MustCommand(fsm.TypeCheckSMSCode, fsm.CheckSMSCode{
 		ID: f.pend.SMS, Hash: smsHash(f.pend.SMS, code), MaxAttempts: smsMaxAttempts, At: f.now,

@@ -74,11 +74,12 @@ func (f *flow) signIn(form url.Values) {
 }
 
 // lockedOrUnavailable answers a reserve error: errLocked re-shows the
-// form through show with 429, anything else is a 503.
+// form through show with 429, Retry-After and the wait in minutes
+// (lockout); anything else is a 503.
 func (f *flow) lockedOrUnavailable(err error, show func(status int, msg string)) {
 	if errors.Is(err, errLocked) {
 		f.p.log.Info("authorize: locked out", "reference", f.reference())
-		show(http.StatusTooManyRequests, msgLocked)
+		show(http.StatusTooManyRequests, lockout(f.w, err, f.p.now()))
 		return
 	}
 	f.unavailable(err.Error())
@@ -107,7 +108,7 @@ func (p *Provider) passwordSignIn(r *http.Request, email, secret, clientID strin
 			subject = known.ID
 		}
 	}
-	ts, err := p.reserve(ctx, lockoutEvent(subject, clientID), rules...)
+	ts, err := p.reserve(ctx, p.lockoutEvent(subject, clientID), rules...)
 	if err != nil {
 		return fsm.User{}, nil, err
 	}
@@ -276,7 +277,7 @@ func (p *Provider) openSession(w http.ResponseWriter, r *http.Request, u fsm.Use
 	secret := newID()
 	cmd := fsm.StartSSOSession{Session: s, TokenHash: hashToken(secret), Supersedes: supersedes, Settle: settled}
 	res, err := p.cfg.Applier.Apply(r.Context(), p.stamp(r.Context(), fsm.MustCommand(fsm.TypeStartSSOSession, cmd),
-		signinEvent(u.ID, clientID, map[string]string{"method": method, "acr": s.ACR})))
+		p.signinEvent(u.ID, clientID, map[string]string{"method": method, "acr": s.ACR})))
 	if err == nil {
 		err = res.Err
 	}

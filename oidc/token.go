@@ -53,22 +53,19 @@ type tokenResponse struct {
 
 // handleToken is POST /oauth2/token (SPEC.md 4.5): the authorization code
 // grant with PKCE. Order: read the body; rate-limit on the client_id as
-// sent and the peer IP (every request counts, even a malformed one);
-// authenticate the client; validate the parameters; check the code as
+// sent and the client address (every request counts, even a malformed
+// one), and authenticate the client (first, for a client with a limit of
+// its own: limitAndAuthenticate); validate the parameters; check the code as
 // read locally; sign both tokens; then redeem through the log. The tokens
 // are signed before the redemption so that a signing failure leaves the
 // code unused; they are handed out only when the redemption succeeded.
 func (p *Provider) handleToken(w http.ResponseWriter, r *http.Request) {
 	form, ferr := readTokenForm(w, r)
 	cred := clientCredentials(r, form)
-	if !p.rateLimit(w, r, limitToken, cred.id) {
+	client, cerr, ok := p.limitAndAuthenticate(w, r, limitToken, cred, ferr, true, p.cfg.State.Client)
+	if !ok {
 		return
 	}
-	if ferr != nil {
-		p.tokenError(w, cred, ferr)
-		return
-	}
-	client, cerr := p.authenticateClient(r.Context(), cred, true)
 	if cerr != nil {
 		p.tokenError(w, cred, cerr)
 		return

@@ -16,9 +16,9 @@ import (
 	"github.com/oidcd/oidcd/node"
 )
 
-// serveFlags binds the flags of CONTRACT.md section 1 to a node.Config.
+// serveFlags binds the flags of `oidcd serve` (README, "Running a node") to a node.Config.
 func serveFlags(fs *flag.FlagSet, cfg *node.Config, logLevel *string, join *string) {
-	fs.StringVar(&cfg.Issuer, "issuer", node.DefaultIssuer, "the issuer URL (the {base_url} of SPEC.md); identical on every node")
+	fs.StringVar(&cfg.Issuer, "issuer", node.DefaultIssuer, "the issuer URL: the base of every endpoint and the iss of every token; identical on every node")
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", node.DefaultHTTPAddr, "listener for OIDC, admin API, /metrics, /healthz, /readyz")
 	fs.StringVar(&cfg.DataDir, "data-dir", node.DefaultDataDir, "raft log, snapshots and the bbolt state; created if missing")
 	fs.StringVar(&cfg.NodeID, "node-id", "", "stable raft server id (default: generated once and stored in the data dir)")
@@ -26,7 +26,7 @@ func serveFlags(fs *flag.FlagSet, cfg *node.Config, logLevel *string, join *stri
 	fs.StringVar(&cfg.GossipAddr, "gossip-addr", node.DefaultGossipAddr, "memberlist address")
 	fs.StringVar(join, "join", "", "gossip addresses of existing nodes: comma-separated here and in OIDCD_JOIN, an array of strings in the config file")
 	fs.IntVar(&cfg.BootstrapExpect, "bootstrap-expect", 1, "bootstrap once this many nodes see each other; 1 = a single node that works at once")
-	fs.BoolVar(&cfg.NonVoter, "non-voter", false, "join as an edge replica: a raft non-voter that serves everything from its own copy of the state but never votes or leads (needs --join)")
+	fs.BoolVar(&cfg.NonVoter, "non-voter", false, "join as an edge replica: a raft non-voter that serves everything from its own copy of the state but never votes or leads (needs --join; ignores --bootstrap-expect, so a site's nodes can share one config file)")
 	fs.StringVar(&cfg.ClusterKey, "cluster-key", "", "base64 of 32 random bytes shared by all nodes (oidcd keygen)")
 	fs.StringVar(&cfg.AdminToken, "admin-token", "", "bearer token of the admin API (default: generated at first bootstrap, written to <data-dir>/admin-token)")
 	fs.StringVar(&cfg.RateLimit, "rate-limit", node.DefaultRateLimit, "per-client-and-IP limit of token, introspect and revoke, as N/duration (5/60s); off disables it")

@@ -126,6 +126,13 @@ type Config struct {
 	// one and gives it to every route that takes a credential (this API
 	// and the console's token form); nil: New makes one of its own.
 	Guard *Guard
+	// ReadIndex makes reads linearizable: it returns once this node has
+	// applied every write acknowledged anywhere in the cluster before the
+	// call (a raft read index), or an error when no leader can vouch for
+	// that, within a deadline of its own. Every GET calls it first unless
+	// the caller asks for ?stale=true (see read). Nil: local reads (one
+	// node, or a test, where they are already current).
+	ReadIndex func(ctx context.Context) error
 }
 
 type api struct {
@@ -190,6 +197,9 @@ func (a *api) routes(mux *http.ServeMux) {
 	for _, rt := range a.table() {
 		var allow []string
 		for m, h := range rt.methods {
+			if m == http.MethodGet {
+				h = a.read(rt.path, h) // linearizable unless ?stale=true (linearize.go)
+			}
 			mux.HandleFunc(m+" "+Prefix+rt.path, h)
 			allow = append(allow, m)
 		}

@@ -109,7 +109,8 @@ func parseAuditQuery(v map[string][]string) (fsm.AuditQuery, time.Duration, []ht
 	q := fsm.AuditQuery{Limit: 100}
 	var wait time.Duration
 	var details []httpx.Detail
-	known := map[string]bool{"after": true, "limit": true, "type": true, "subject": true, "client_id": true, "organization_id": true, "wait": true, "order": true}
+	known := map[string]bool{"after": true, "limit": true, "type": true, "subject": true, "client_id": true, "organization_id": true, "wait": true, "order": true,
+		staleParam: true} // read and checked before the handler (linearize.go)
 	for name, vals := range v {
 		switch {
 		case !known[name]:

@@ -4,12 +4,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/httpx"
 	"github.com/oidcd/oidcd/internal/password"
+	"github.com/oidcd/oidcd/internal/ratelimit"
 )
 
 // Scopes a client may register (SPEC.md 2.6).
@@ -32,6 +36,7 @@ type Client struct {
 	BackchannelLogoutURI string    `json:"backchannel_logout_uri,omitempty"`
 	SkipConsent          bool      `json:"skip_consent"`
 	Suspended            bool      `json:"suspended"`
+	RateLimit            string    `json:"rate_limit,omitempty"` // absent: the node's --rate-limit
 	CreatedAt            time.Time `json:"created_at"`
 	UpdatedAt            time.Time `json:"updated_at"`
 }
@@ -56,6 +61,7 @@ func clientOut(c fsm.Client) Client {
 		BackchannelLogoutURI: c.BackchannelLogoutURI,
 		SkipConsent:          c.SkipConsent,
 		Suspended:            c.Suspended,
+		RateLimit:            c.RateLimit,
 		CreatedAt:            c.CreatedAt,
 		UpdatedAt:            c.UpdatedAt,
 	}
@@ -78,6 +84,7 @@ type clientBody struct {
 	BackchannelLogoutURI *string          `json:"backchannel_logout_uri"` // "" removes it
 	SkipConsent          *bool            `json:"skip_consent"`
 	Suspended            *bool            `json:"suspended"`
+	RateLimit            *string          `json:"rate_limit"` // "" removes it
 }
 
 // mergeInto copies the given mutable fields onto c (client_id and type are
@@ -110,6 +117,7 @@ func (b *clientBody) mergeInto(c *fsm.Client) {
 	set(&c.BackchannelLogoutURI, b.BackchannelLogoutURI)
 	setBool(&c.SkipConsent, b.SkipConsent)
 	setBool(&c.Suspended, b.Suspended)
+	set(&c.RateLimit, b.RateLimit)
 }
 
 // checkClient validates a complete registration (a new one with defaults
@@ -167,6 +175,52 @@ func checkClient(p *problems, c *fsm.Client) {
 	if c.BackchannelLogoutURI != "" {
 		p.absURI("backchannel_logout_uri", c.BackchannelLogoutURI)
 	}
+	c.RateLimit = p.rateLimit("rate_limit", c.RateLimit, c.Type)
+}
+
+// rateLimitForm is the form of a client's own rate limit, as
+// docs/openapi/admin.json gives it: digits, "/", and a duration of
+// time.ParseDuration without sign or spaces.
+var rateLimitForm = regexp.MustCompile(`^[0-9]+/([0-9]+(\.[0-9]*)?(ns|us|µs|ms|s|m|h))+$`)
+
+// Bounds of a client's own rate limit. 10,000 requests a window keeps one
+// key of the cluster's limiter under 80 KB; a window of at most a day
+// keeps a key from being remembered for longer.
+const (
+	maxRateLimitN   = 10_000
+	minRateLimitPer = time.Second
+	maxRateLimitPer = 24 * time.Hour
+)
+
+// rateLimit checks a client's own rate limit (CONTRACT.md section 2):
+// empty (the node's --rate-limit), or "N/duration" within the bounds
+// above, for a confidential client. It returns the form stored: spaces
+// trimmed and N in plain digits ("20/60s").
+func (p *problems) rateLimit(field, s, clientType string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return ""
+	}
+	const form = "must be N/duration, such as 600/60s (N requests per client address in any window of that duration), or empty for the node's --rate-limit"
+	lim, err := ratelimit.ParseLimit(s)
+	switch {
+	case s == "off":
+		p.add(field, codeInvalid, "cannot be off for one client: give a higher N instead, or empty for the node's --rate-limit")
+	case err != nil || !rateLimitForm.MatchString(s):
+		p.add(field, codeInvalid, form)
+	case lim.N > maxRateLimitN:
+		p.add(field, codeOutOfRange, "N must be between 1 and %d", maxRateLimitN)
+	case lim.Per < minRateLimitPer || lim.Per > maxRateLimitPer:
+		p.add(field, codeOutOfRange, "the duration must be between %v and %v", minRateLimitPer, maxRateLimitPer)
+	case clientType != fsm.ClientConfidential:
+		// The limit of its own applies once the client proves who it is
+		// (oidc/ratelimit.go): a public client has no secret to prove it.
+		p.add(field, codeInvalid, "only a confidential client can have a rate limit of its own: a public client has no secret to prove that a request is its own")
+	default:
+		_, per, _ := strings.Cut(s, "/")
+		return strconv.Itoa(lim.N) + "/" + per
+	}
+	return s
 }
 
 // dedupe drops repeated entries, keeping the first of each; nil stays nil

@@ -16,6 +16,13 @@
 //     argon2id hashes) and sent through Config.Applier; the state machine is
 //     the final judge of uniqueness and references. An Applier error means
 //     the cluster did not commit: 503 SERVICE_UNAVAILABLE.
+//   - Reads are linearizable: every GET (and HEAD) first waits for
+//     Config.ReadIndex, in one place after authentication (linearize.go),
+//     so a read on any node sees every write acknowledged before it began;
+//     without a leader to vouch, 503 SERVICE_UNAVAILABLE. ?stale=true
+//     reads the node's own copy instead. GET /status, GET /cluster and
+//     GET /audit/verify describe the answering node and never wait; GET
+//     /snapshot takes its own read index.
 //   - Answers never include a password or secret hash; a confidential
 //     client's secret is shown once, in the 201 of its creation.
 //   - Errors use the httpx envelope (SPEC.md 2.11). Client input never

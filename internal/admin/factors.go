@@ -105,8 +105,8 @@ func (a *api) getFactors(w http.ResponseWriter, r *http.Request) {
 // lockoutOut is one locked throttle key.
 type lockoutOut struct {
 	Key         string    `json:"key"`
-	Kind        string    `json:"kind"` // password, code, ip, sms_number, sms_ip
-	UserID      string    `json:"user_id,omitempty"`
+	Kind        string    `json:"kind"`              // password, code, ip, sms_number, sms_ip
+	UserID      string    `json:"user_id,omitempty"` // the person the key names, when known
 	Count       int       `json:"count"`
 	LockedUntil time.Time `json:"locked_until"`
 }
@@ -116,7 +116,11 @@ var lockoutKinds = []struct{ prefix, kind string }{
 	{factor.KeySMSTo, "sms_number"}, {factor.KeySMSIP, "sms_ip"},
 }
 
-// listLockouts is GET /lockouts: every key locked now. A lock ends by
+// listLockouts is GET /lockouts: every key locked now, with the person it
+// names when that person is known (user_id): a person's code counter
+// names their id, a text-message code or number their phone, a password
+// counter the hash of the address typed (factor.EmailSubject), which is
+// matched against every person's address (lockoutPeople). A lock ends by
 // itself at locked_until; DELETE clears it sooner.
 func (a *api) listLockouts(w http.ResponseWriter, r *http.Request) {
 	ts, err := a.State.Throttles(a.now())
@@ -125,22 +129,65 @@ func (a *api) listLockouts(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := []lockoutOut{}
+	subjects := map[string][]int{} // a password counter's address hash: its rows
 	for _, t := range ts {
 		l := lockoutOut{Key: t.Key, Count: t.Count, LockedUntil: t.LockedUntil, Kind: "other"}
 		for _, k := range lockoutKinds {
-			if rest, ok := strings.CutPrefix(t.Key, k.prefix); ok {
-				l.Kind = k.kind
-				if k.prefix == factor.KeyCode && !strings.HasPrefix(rest, "tel") {
-					l.UserID = rest
-				}
-				break
+			rest, ok := strings.CutPrefix(t.Key, k.prefix)
+			if !ok {
+				continue
 			}
+			l.Kind = k.kind
+			switch {
+			case k.prefix == factor.KeyCode && strings.HasPrefix(rest, "tel"):
+				l.UserID = a.phoneUser(strings.TrimPrefix(rest, "tel"))
+			case k.prefix == factor.KeySMSTo:
+				l.UserID = a.phoneUser(rest)
+			case k.prefix == factor.KeyCode:
+				l.UserID = rest
+			case k.prefix == factor.KeyPassword:
+				subject, _, _ := strings.Cut(rest, "@") // per account, or per account and address
+				subjects[subject] = append(subjects[subject], len(out))
+			}
+			break
 		}
 		out = append(out, l)
+	}
+	if err := a.lockoutPeople(out, subjects); err != nil {
+		a.unavailable(w, r, "read lockouts", err)
+		return
 	}
 	httpx.WriteJSON(w, http.StatusOK, struct {
 		Data []lockoutOut `json:"data"`
 	}{out})
+}
+
+// phoneUser is the id of the person with the phone number, "" for none.
+func (a *api) phoneUser(phone string) string {
+	if u, err := a.State.UserByPhone(phone); err == nil {
+		return u.ID
+	}
+	return ""
+}
+
+// lockoutPeople names the person of each password counter in subjects
+// (the rows of out by address hash) whose address is a person's: one
+// scan of the address index, which ends once every hash is found, and
+// none when there is no password counter.
+func (a *api) lockoutPeople(out []lockoutOut, subjects map[string][]int) error {
+	left := len(subjects)
+	if left == 0 {
+		return nil
+	}
+	return a.State.EmailIndex(func(email, id string) bool {
+		if rows, ok := subjects[factor.EmailSubject(email)]; ok {
+			for _, i := range rows {
+				out[i].UserID = id
+			}
+			left--
+		}
+		return left > 0
+	})
 }
 
 // clearLockout is DELETE /lockouts/{key} (the key URL-escaped).

@@ -84,9 +84,11 @@ func (d *download) Write(p []byte) (int, error) {
 // that the body is a state file of this version before anything changes:
 // 400 otherwise, 413 above MaxSnapshotBytes.
 //
-// Everything comes back as it was in the backup, the admin token included:
-// after a restore, the token that works is the one that worked when the
-// backup was made (unless the nodes run with a configured --admin-token).
+// Everything comes back as it was in the backup, the admin token included
+// (it lives in the state as a hash, wherever it came from): after a
+// restore, the token that works on every node is the one that worked when
+// the backup was made, whatever token the nodes were started with; a node
+// whose --admin-token differs says so in its log.
 func (a *api) restore(w http.ResponseWriter, r *http.Request) {
 	if a.Cluster == nil {
 		a.unavailable(w, r, "restore", errNotWired)

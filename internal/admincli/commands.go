@@ -184,14 +184,21 @@ func commands() []noun {
 			{name: "delete", args: []string{"ID"}, summary: "remove a membership", setup: deleteOne("/memberships", "membership")},
 		}},
 		{name: "client", aliases: []string{"clients", "app", "apps"}, summary: "relying-party applications", verbs: []verb{
-			{name: "create", synopsis: "--name N --org O --redirect-uri U... [--type public|confidential] [--scope S...] [--multi-org] [--serve-org O...] [--access-token-ttl N] [--backchannel-logout-uri U] [--skip-consent] [--suspended] [--client-id ID]",
+			{name: "create", synopsis: "--name N --org O --redirect-uri U... [--type public|confidential] [--scope S...] [--multi-org] [--serve-org O...] [--access-token-ttl N] [--backchannel-logout-uri U] [--skip-consent] [--suspended] [--rate-limit N/DURATION] [--client-id ID]",
 				summary: "register a client",
-				details: "--redirect-uri, --scope and --serve-org may be repeated; --scope and\n--serve-org also take comma-separated lists. A confidential client (the\ndefault) gets a generated client_secret, shown only this once.",
-				setup:   clientCreate},
+				details: "--redirect-uri, --scope and --serve-org may be repeated; --scope and\n--serve-org also take comma-separated lists. A confidential client (the\ndefault) gets a generated client_secret, shown only this once.\n\n" +
+					"--rate-limit N/DURATION (600/60s) is the client's own limit on token,\n" +
+					"introspection and revocation requests per client address, instead of the\n" +
+					"server's --rate-limit (5/60s): a server-side app exchanges every sign-in's\n" +
+					"code from its own address. It counts requests that prove the client's\n" +
+					"secret; others keep the server's. Confidential clients only; N up to\n" +
+					"10000, a duration from 1s to 24h; empty (--rate-limit=) goes back to the\n" +
+					"server's.",
+				setup: clientCreate},
 			{name: "get", args: []string{"ID"}, summary: "show one client", setup: getOne("/clients", clientView)},
 			{name: "list", synopsis: "[--page N] [--page-size N]", summary: "list clients", setup: listOf("/clients", clientTable)},
 			{name: "update", args: []string{"ID"}, synopsis: "[flags of create, except --client-id and --type]", summary: "change a client",
-				details: "Only the flags given are sent. A list flag replaces the whole list;\ngive it empty (--serve-org=) to send an empty list. The client ID and the\ntype cannot change.",
+				details: "Only the flags given are sent. A list flag replaces the whole list;\ngive it empty (--serve-org=) to send an empty list. The client ID and the\ntype cannot change. --rate-limit= (empty) goes back to the server's limit.",
 				setup:   clientUpdate},
 			{name: "delete", args: []string{"ID"}, summary: "delete a client", setup: deleteOne("/clients", "client")},
 		}},
@@ -242,9 +249,15 @@ func commands() []noun {
 					"FILE must come from \"snapshot save\" of this version; the server checks it\n" +
 					"before anything changes. Every node then takes the backup's state: writes\n" +
 					"made after the backup was saved are gone.\n\n" +
-					"The backup brings back its own admin token: afterwards the token that works\n" +
-					"is the one that worked when the backup was saved (unless the nodes run with\n" +
-					"--admin-token). Signing keys and sessions are the backup's too.\n\n" +
+					"The backup brings back its own admin token: afterwards the token that works,\n" +
+					"on every node and at once, is the one that worked when the backup was saved,\n" +
+					"whether it came from --admin-token, OIDCD_ADMIN_TOKEN or <data-dir>/admin-token.\n" +
+					"Tokens the nodes had before no longer work: a node started with another\n" +
+					"--admin-token says so in its log and keeps the backup's, and so does a node\n" +
+					"whose token file holds another token. A backup saved by v0.1.0 from nodes run\n" +
+					"with --admin-token holds no token: the leader then takes its own --admin-token,\n" +
+					"or generates one, prints it and writes it to its <data-dir>/admin-token.\n" +
+					"Signing keys and sessions are the backup's too.\n\n" +
 					"--timeout covers the whole upload; its default is 10m here."},
 		}},
 	}
@@ -484,12 +497,6 @@ func userFactors(fs *flag.FlagSet) func(in *inv) (*request, error) {
 	}
 }
 
-func lockoutList(fs *flag.FlagSet) func(in *inv) (*request, error) {
-	return func(in *inv) (*request, error) {
-		return &request{method: http.MethodGet, path: "/lockouts", show: lockoutTable.list}, nil
-	}
-}
-
 // ---- memberships
 
 var membershipStatuses = []string{"active", "suspended"}
@@ -556,6 +563,7 @@ func membershipUpdate(fs *flag.FlagSet) func(in *inv) (*request, error) {
 // clientFlags are the flags of client create and update.
 type clientFlags struct {
 	name, org, typ, backchannel, clientID string
+	rateLimit                             string
 	redirects, scopes, serveOrgs          listFlag
 	multiOrg, skipConsent, suspended      bool
 	ttl                                   secondsFlag
@@ -580,6 +588,7 @@ func (c *clientFlags) register(fs *flag.FlagSet, create bool) {
 	fs.StringVar(&c.backchannel, "backchannel-logout-uri", "", "`URI` to which back-channel logout tokens are POSTed")
 	fs.BoolVar(&c.skipConsent, "skip-consent", false, "first-party app: no consent page")
 	fs.BoolVar(&c.suspended, "suspended", false, "the client is suspended")
+	fs.StringVar(&c.rateLimit, "rate-limit", "", "the client's own limit of token, introspection and revocation requests per client address, as `N/DURATION` like 600/60s; empty: the server's --rate-limit (5/60s)")
 	if create {
 		fs.StringVar(&c.clientID, "client-id", "", "chosen client `ID`, of the characters A-Z a-z 0-9 . _ - (default: a generated UUID)")
 	}
@@ -597,6 +606,7 @@ func (c *clientFlags) body(in *inv) (map[string]any, error) {
 		"org":                    {"organization_id", c.org},
 		"type":                   {"type", c.typ},
 		"backchannel-logout-uri": {"backchannel_logout_uri", c.backchannel},
+		"rate-limit":             {"rate_limit", c.rateLimit},
 	}
 	for flagName, f := range str {
 		if in.given(flagName) {

@@ -25,6 +25,7 @@ type conn struct {
 	token   string
 	timeout time.Duration
 	hc      *http.Client
+	stale   bool // every GET asks for ?stale=true: the node's own copy
 }
 
 func newConn(base, token string, timeout time.Duration) *conn {
@@ -44,8 +45,15 @@ type answer struct {
 // correlation id sent.
 func (c *conn) newHTTPRequest(ctx context.Context, req *request, body io.Reader) (*http.Request, string, error) {
 	u := c.base + req.path
-	if len(req.query) > 0 {
-		u += "?" + req.query.Encode()
+	q := req.query
+	if c.stale && req.method == http.MethodGet {
+		q = url.Values{"stale": {"true"}}
+		for k, v := range req.query {
+			q[k] = v
+		}
+	}
+	if len(q) > 0 {
+		u += "?" + q.Encode()
 	}
 	contentType := ""
 	if body == nil && req.body != nil {

@@ -76,6 +76,12 @@ const globalHelp = `Global flags (before the command, or after it):
   --json            print the server's JSON answer, pretty-printed, instead
                     of a table
   --timeout D       give up after this long, e.g. 30s (default 10s)
+  --stale           for commands that read: answer from the node's own copy
+                    of the state, without asking the leader (faster, and it
+                    works on a node cut off from the leader, but it may miss
+                    a write made through another node a moment ago). By
+                    default a read sees every write acknowledged before it
+                    began, through any node
 
 The token is taken from --token, else --token-file, else $` + EnvToken + `,
 else ./` + DefaultTokenFile + ` (where "oidcd serve" with the default

@@ -56,14 +56,14 @@ var (
 	}}
 	clientView = view{plural: "clients", cols: clientTable.cols, fields: []string{
 		"client_id", "name", "type", "organization_id", "redirect_uris", "scopes", "multi_organization",
-		"organizations", "access_token_ttl", "backchannel_logout_uri", "skip_consent", "suspended",
+		"organizations", "access_token_ttl", "backchannel_logout_uri", "skip_consent", "suspended", "rate_limit",
 	}}
 	keyTable = view{plural: "keys", cols: []column{
 		col("KID", "kid"), col("STATE", "state"), col("CREATED_AT", "created_at"),
 		col("ACTIVATES_AT", "activates_at"), col("RETIRED_AT", "retired_at"),
 	}}
 	lockoutTable = view{plural: "lockouts", cols: []column{
-		col("KEY", "key"), col("KIND", "kind"), col("USER", "user_id"), col("FAILURES", "count"), col("LOCKED_UNTIL", "locked_until"),
+		col("KEY", "key"), col("KIND", "kind"), col("USER", "person", "user_id"), col("FAILURES", "count"), col("LOCKED_UNTIL", "locked_until"),
 	}}
 	passkeyTable = []column{col("PASSKEY", "id"), col("NAME", "name"), col("CREATED_AT", "created_at"), col("LAST_USED_AT", "last_used_at")}
 	memberTable  = []column{

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -54,6 +55,7 @@ type globals struct {
 	json       bool
 	timeout    time.Duration
 	timeoutSet bool // --timeout was given
+	stale      bool // reads answer from the node's own copy (?stale=true)
 }
 
 func (g *globals) register(fs *flag.FlagSet) {
@@ -62,6 +64,7 @@ func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.tokenFile, "token-file", g.tokenFile, "read the admin token from `PATH`, e.g. <data-dir>/admin-token")
 	fs.BoolVar(&g.json, "json", g.json, "print the server's JSON answer instead of a table")
 	fs.DurationVar(&g.timeout, "timeout", g.timeout, "give up on the server after this `duration`")
+	fs.BoolVar(&g.stale, "stale", g.stale, "reads only: answer from the node's own copy, without asking the leader (faster; may miss a write made through another node a moment ago)")
 }
 
 // Run executes `oidcd admin <args>` and returns the process exit code.
@@ -151,6 +154,9 @@ func runVerb(ctx context.Context, g *globals, n *noun, v *verb, args []string, e
 		return usageError(stderr, err.Error(), helpCmd)
 	}
 
+	if g.stale && req.method != "" && req.method != http.MethodGet {
+		return usageError(stderr, "--stale is for commands that read; a write always goes through the leader", helpCmd)
+	}
 	if v.transfer && !g.timeoutSet && !set["timeout"] {
 		g.timeout = DefaultTransferTimeout
 	}
@@ -166,6 +172,7 @@ func runVerb(ctx context.Context, g *globals, n *noun, v *verb, args []string, e
 		return code
 	}
 	c := newConn(base, token, g.timeout)
+	c.stale = g.stale
 	return c.call(ctx, req, g.json, stdout, stderr)
 }
 

@@ -29,7 +29,7 @@ func snapshotRestore(fs *flag.FlagSet) func(in *inv) (*request, error) {
 	return func(in *inv) (*request, error) {
 		return &request{method: http.MethodPost, path: "/snapshot", upload: in.args[0],
 			note: func([]byte) string {
-				return "every node now holds the backup's state, and the admin token is the backup's (unless the nodes run with --admin-token)"
+				return "every node now holds the backup's state, and the admin token is the backup's: the one that worked when it was saved"
 			}}, nil
 	}
 }

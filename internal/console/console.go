@@ -48,8 +48,14 @@ type Config struct {
 	// the admin API; nil: one of the console's own) counts the token
 	// form's guesses.
 	Admin admin.Config
-	// Issuer decides the cookies' Secure attribute (https issuers).
+	// Issuer is the provider's issuer. On the public listener its scheme
+	// decides the cookies' Secure attribute (secureFor).
 	Issuer string
+	// OwnListener: the console is served on a listener of its own
+	// (--admin-addr), which a browser reaches directly (a management
+	// network) rather than through the issuer's balancer, so only the
+	// request's own TLS says whether the browser speaks https.
+	OwnListener bool
 	// BrowserKey returns the cluster's 32-byte browser key (opened from
 	// its stored form), which seals the session cookie so that every node
 	// accepts it; an error while it is not replicated yet.
@@ -72,8 +78,10 @@ type Console struct {
 	key       func() ([]byte, error)
 	now       func() time.Time
 	log       *slog.Logger
-	secure    bool
-	mux       *http.ServeMux
+	// httpsIssuer and ownListener decide secureFor.
+	httpsIssuer bool
+	ownListener bool
+	mux         *http.ServeMux
 
 	boxMu sync.Mutex
 	box   *seal.Box
@@ -115,14 +123,15 @@ func New(cfg Config) *Console {
 		}
 	}
 	c := &Console{
-		apiToken:  admin.GenerateToken(),
-		tokenHash: tokenHash,
-		guard:     ac.Guard,
-		secret:    cfg.Secret,
-		key:       cfg.BrowserKey,
-		now:       ac.Now,
-		log:       ac.Logger,
-		secure:    strings.HasPrefix(cfg.Issuer, "https://"),
+		apiToken:    admin.GenerateToken(),
+		tokenHash:   tokenHash,
+		guard:       ac.Guard,
+		secret:      cfg.Secret,
+		key:         cfg.BrowserKey,
+		now:         ac.Now,
+		log:         ac.Logger,
+		httpsIssuer: strings.HasPrefix(cfg.Issuer, "https://"),
+		ownListener: cfg.OwnListener,
 	}
 	inner := admin.HashToken(c.apiToken)
 	ac.TokenHash = func() string { return inner }
@@ -187,7 +196,7 @@ func (c *Console) sealer() (*seal.Box, error) {
 // currentSession returns the request's session when its cookie opens and
 // still matches the admin token and the CSRF cookie.
 func (c *Console) currentSession(r *http.Request) (session, bool) {
-	ck, err := r.Cookie(cookieSession)
+	ck, err := r.Cookie(c.cookieName(r, cookieSession))
 	if err != nil {
 		return session{}, false
 	}
@@ -203,29 +212,79 @@ func (c *Console) currentSession(r *http.Request) (session, bool) {
 	if want == "" || subtle.ConstantTimeCompare([]byte(s.Fingerprint), []byte(want)) != 1 {
 		return session{}, false
 	}
-	if csrf := cookieValue(r, cookieCSRF); csrf == "" || subtle.ConstantTimeCompare([]byte(csrf), []byte(s.CSRF)) != 1 {
+	if csrf := c.cookieValue(r, cookieCSRF); csrf == "" || subtle.ConstantTimeCompare([]byte(csrf), []byte(s.CSRF)) != 1 {
 		return session{}, false
 	}
 	return s, true
 }
 
-func cookieValue(r *http.Request, name string) string {
-	ck, err := r.Cookie(name)
+// secureFor reports whether the cookies of r's answer are Secure. A
+// browser drops a Secure cookie set over plain HTTP and never sends one
+// back over it (the console then answers "the form was stale" forever),
+// and a cookie that is not Secure may leak over plain HTTP, so the
+// attribute follows the scheme the browser speaks:
+//
+//   - r came over TLS (--tls-cert on the node): https.
+//   - The console has a listener of its own (--admin-addr) and r came over
+//     plain HTTP: the browser is on that listener directly, a management
+//     network, whatever the issuer's scheme. (An admin listener behind a
+//     TLS-terminating balancer gets cookies that are not Secure; they
+//     still work, HttpOnly and SameSite=Strict.)
+//   - The console shares the public listener and r came over plain HTTP:
+//     the browser speaks the issuer's scheme to the balancer in front
+//     (an https issuer there is TLS terminated at the balancer; an http
+//     issuer is loopback or development).
+//
+// TestCookiesFitTheListener walks these cases.
+func (c *Console) secureFor(r *http.Request) bool {
+	switch {
+	case r.TLS != nil:
+		return true
+	case c.ownListener:
+		return false
+	}
+	return c.httpsIssuer
+}
+
+// cookieName and cookiePath are the name and path of the console's cookie
+// name on r's listener. A Secure cookie gets the __Host- prefix, which a
+// browser accepts only Secure, with path / and no Domain, so that a
+// sibling subdomain can neither plant nor shadow the CSRF cookie the
+// double submit trusts (HttpOnly and SameSite=Strict keep it from other
+// pages). A cookie that is not Secure keeps its plain name, since a
+// browser refuses a __Host- cookie without Secure, and the console's path.
+func (c *Console) cookieName(r *http.Request, name string) string {
+	if c.secureFor(r) {
+		return "__Host-" + name
+	}
+	return name
+}
+
+func (c *Console) cookiePath(r *http.Request) string {
+	if c.secureFor(r) {
+		return "/"
+	}
+	return Prefix
+}
+
+// cookieValue is the value of the console's cookie name on r, "" if none.
+func (c *Console) cookieValue(r *http.Request, name string) string {
+	ck, err := r.Cookie(c.cookieName(r, name))
 	if err != nil {
 		return ""
 	}
 	return ck.Value
 }
 
-func (c *Console) setCookie(w http.ResponseWriter, name, value string, maxAge int) {
-	// #nosec G124 -- HttpOnly and SameSite are set; Secure follows the issuer scheme (an http issuer is for loopback and development; TestSecureCookieOnHTTPSIssuer)
+func (c *Console) setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge int) {
+	// #nosec G124 -- HttpOnly and SameSite are set; Secure follows the scheme the browser speaks on this listener (secureFor; TestCookiesFitTheListener)
 	http.SetCookie(w, &http.Cookie{
-		Name:     name,
+		Name:     c.cookieName(r, name),
 		Value:    value,
-		Path:     Prefix,
+		Path:     c.cookiePath(r),
 		MaxAge:   maxAge,
 		HttpOnly: true,
-		Secure:   c.secure,
+		Secure:   c.secureFor(r),
 		SameSite: http.SameSiteStrictMode,
 	})
 }
@@ -233,11 +292,11 @@ func (c *Console) setCookie(w http.ResponseWriter, name, value string, maxAge in
 // csrfToken returns the browser's CSRF token, setting a fresh cookie when
 // it has none of the right shape.
 func (c *Console) csrfToken(w http.ResponseWriter, r *http.Request) string {
-	if v := cookieValue(r, cookieCSRF); isToken(v) {
+	if v := c.cookieValue(r, cookieCSRF); isToken(v) {
 		return v
 	}
 	v := httpx.NewID()
-	c.setCookie(w, cookieCSRF, v, 0)
+	c.setCookie(w, r, cookieCSRF, v, 0)
 	return v
 }
 
@@ -256,14 +315,14 @@ func isToken(v string) bool {
 
 // checkCSRF reports whether the posted csrf_token equals the CSRF cookie
 // (double submit). The form must have been parsed.
-func checkCSRF(r *http.Request) bool {
-	ck := cookieValue(r, cookieCSRF)
+func (c *Console) checkCSRF(r *http.Request) bool {
+	ck := c.cookieValue(r, cookieCSRF)
 	field := r.PostForm.Get("csrf_token")
 	return isToken(ck) && subtle.ConstantTimeCompare([]byte(ck), []byte(field)) == 1
 }
 
 // startSession signs the browser in.
-func (c *Console) startSession(w http.ResponseWriter, csrf string) error {
+func (c *Console) startSession(w http.ResponseWriter, r *http.Request, csrf string) error {
 	box, err := c.sealer()
 	if err != nil {
 		return err
@@ -272,14 +331,14 @@ func (c *Console) startSession(w http.ResponseWriter, csrf string) error {
 	if err != nil {
 		return err
 	}
-	c.setCookie(w, cookieSession, v, int(SessionLifetime/time.Second))
+	c.setCookie(w, r, cookieSession, v, int(SessionLifetime/time.Second))
 	// The CSRF cookie outlives a browser restart as long as the session.
-	c.setCookie(w, cookieCSRF, csrf, int(SessionLifetime/time.Second))
+	c.setCookie(w, r, cookieCSRF, csrf, int(SessionLifetime/time.Second))
 	return nil
 }
 
-func (c *Console) endSession(w http.ResponseWriter) {
-	c.setCookie(w, cookieSession, "", -1)
+func (c *Console) endSession(w http.ResponseWriter, r *http.Request) {
+	c.setCookie(w, r, cookieSession, "", -1)
 }
 
 // apiError is a non-2xx answer of the admin API.

@@ -16,8 +16,9 @@
 // Invariants:
 //   - Sign-in takes the admin token once (a password field), checked in
 //     constant time against the token's stored hash. The session cookie
-//     (HttpOnly, SameSite=Strict, Path=/console/, Secure on https issuers,
-//     8 hours) is sealed with the cluster's browser key (internal/seal,
+//     (HttpOnly, SameSite=Strict, 8 hours; Secure, with the __Host- prefix
+//     and Path=/, when the browser speaks https on the console's listener,
+//     else Path=/console/, see secureFor) is sealed with the cluster's browser key (internal/seal,
 //     its own purpose) and holds neither the token nor its hash: only a
 //     fingerprint derived from the hash, so any node accepts it and a
 //     changed admin token ends every console session. Each attempt is

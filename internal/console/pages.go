@@ -37,6 +37,7 @@ func (c *Console) routes() {
 	auth("POST "+Prefix+"people/{id}/recovery-codes", c.recoveryCodes)
 	auth("POST "+Prefix+"memberships/{id}/status", c.setMembershipStatus)
 	auth("POST "+Prefix+"clients/{id}/suspended", c.setClientSuspended)
+	auth("POST "+Prefix+"clients/{id}/rate-limit", c.setClientRateLimit)
 	auth("GET "+Prefix+"keys", c.keysPage)
 	auth("GET "+Prefix+"directories", c.directoriesPage)
 	auth("GET "+Prefix+"audit", c.auditPage)
@@ -65,7 +66,7 @@ func (c *Console) authenticated(h http.HandlerFunc) http.Handler {
 			if !c.parseForm(w, r) {
 				return
 			}
-			if !checkCSRF(r) {
+			if !c.checkCSRF(r) {
 				c.log.Info("console: csrf mismatch", "path", r.URL.Path, "correlation_id", httpx.CorrelationID(r.Context()))
 				c.message(w, r, http.StatusForbidden, "Request refused", "The form was stale or did not come from this console. Go back, reload the page and try again.")
 				return
@@ -146,7 +147,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	if !c.parseForm(w, r) {
 		return
 	}
-	if !checkCSRF(r) {
+	if !c.checkCSRF(r) {
 		c.message(w, r, http.StatusForbidden, "Request refused", "The form was stale. Reload the sign-in page and try again.")
 		return
 	}
@@ -168,7 +169,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.guard.Release(r)
-	if err := c.startSession(w, v.CSRF); err != nil {
+	if err := c.startSession(w, r, v.CSRF); err != nil {
 		c.log.Warn("console: start session", "err", err)
 		v.Error = "The cluster is not ready yet; try again in a moment."
 		c.render(w, http.StatusServiceUnavailable, "signin", v)
@@ -181,11 +182,11 @@ func (c *Console) signOut(w http.ResponseWriter, r *http.Request) {
 	if !c.parseForm(w, r) {
 		return
 	}
-	if !checkCSRF(r) {
+	if !c.checkCSRF(r) {
 		c.message(w, r, http.StatusForbidden, "Request refused", "The form was stale. Reload the page and try again.")
 		return
 	}
-	c.endSession(w)
+	c.endSession(w, r)
 	http.Redirect(w, r, Prefix+"signin", http.StatusSeeOther)
 }
 
@@ -602,6 +603,9 @@ func clientBody(f url.Values) (any, []httpx.Detail) {
 	if u := strings.TrimSpace(f.Get("backchannel_logout_uri")); u != "" {
 		body["backchannel_logout_uri"] = u
 	}
+	if l := strings.TrimSpace(f.Get("rate_limit")); l != "" {
+		body["rate_limit"] = l
+	}
 	var bad []httpx.Detail
 	if t := strings.TrimSpace(f.Get("access_token_ttl")); t != "" {
 		n, err := strconv.ParseInt(t, 10, 64)
@@ -626,6 +630,18 @@ func lines(s string) []string {
 
 func (c *Console) setClientSuspended(w http.ResponseWriter, r *http.Request) {
 	body := map[string]bool{"suspended": r.PostForm.Get("suspended") == "true"}
+	if err := c.call(r, "PATCH", "/clients/"+pathID(r.PathValue("id")), body, nil); err != nil {
+		c.apiMessage(w, r, err)
+		return
+	}
+	done(w, r, Prefix+"clients", "client-updated")
+}
+
+// setClientRateLimit sets a client's own rate limit (CONTRACT.md section
+// 2); empty goes back to the node's --rate-limit. The admin API validates
+// it, and its detail is shown as it is.
+func (c *Console) setClientRateLimit(w http.ResponseWriter, r *http.Request) {
+	body := map[string]string{"rate_limit": strings.TrimSpace(r.PostForm.Get("rate_limit"))}
 	if err := c.call(r, "PATCH", "/clients/"+pathID(r.PathValue("id")), body, nil); err != nil {
 		c.apiMessage(w, r, err)
 		return

@@ -109,7 +109,15 @@ func (k *killable) admin(method, path string, body io.Reader, contentType string
 // people, whether the org "after-backup" is there, and the audit chain.
 func (k *killable) state() (people int, afterBackup bool) {
 	k.t.Helper()
-	status, b := k.admin("GET", "/users?page_size=1", nil, "")
+	return k.stateWith("")
+}
+
+// stateWith is state with query parameters added to both reads
+// ("&stale=true": the node's own copy, when it cannot confirm it is up to
+// date, as on a full disk, where a committed write may wait to be applied).
+func (k *killable) stateWith(query string) (people int, afterBackup bool) {
+	k.t.Helper()
+	status, b := k.admin("GET", "/users?page_size=1"+query, nil, "")
 	var page struct {
 		Pagination struct {
 			TotalItems int `json:"total_items"`
@@ -118,7 +126,7 @@ func (k *killable) state() (people int, afterBackup bool) {
 	if status != 200 || json.Unmarshal(b, &page) != nil {
 		k.t.Fatalf("GET /users after a restart: %d %s", status, b)
 	}
-	status, b = k.admin("GET", "/organizations?page_size=100", nil, "")
+	status, b = k.admin("GET", "/organizations?page_size=100"+query, nil, "")
 	if status != 200 {
 		k.t.Fatalf("GET /organizations: %d", status)
 	}

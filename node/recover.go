@@ -30,8 +30,8 @@ func Recover(dataDir string, voters []string, log *slog.Logger) ([]string, error
 	}
 	id := strings.TrimSpace(string(b))
 	f, err := fsm.Open(filepath.Join(dataDir, "state.db"))
-	if errors.Is(err, bolt.ErrTimeout) {
-		return nil, fmt.Errorf("%s is in use: stop the node first", dataDir)
+	if errors.Is(err, fsm.ErrHeld) || errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("%s is in use: stop the node first (%w)", dataDir, err)
 	}
 	if err != nil {
 		return nil, err

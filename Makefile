@@ -38,15 +38,16 @@ package: build
 
 ## test: every unit and black-box test, with the race detector.
 ## Browser tests need chromium, the load-balancer tests HAProxy, the
-## directory tests slapd and the Node relying-party tests Node and their npm
-## packages: the ensure-*.sh scripts install them (apt-get, npm ci) when
-## missing; without them those tests are skipped, except under CI=true where
-## they fail.
+## directory tests slapd, the Apache test apache2 with mod_auth_openidc
+## and the Node relying-party tests Node and their npm packages: the
+## ensure-*.sh scripts install them (apt-get, npm ci) when missing; without
+## them those tests are skipped, except under CI=true where they fail.
 test:
 	$(GO) mod verify
 	@sh scripts/ensure-chromium.sh || [ "$${CI:-}" != true ]
 	@sh scripts/ensure-haproxy.sh || [ "$${CI:-}" != true ]
 	@sh scripts/ensure-slapd.sh || [ "$${CI:-}" != true ]
+	@sh scripts/ensure-apache-oidc.sh || [ "$${CI:-}" != true ]
 	@sh scripts/ensure-node.sh || [ "$${CI:-}" != true ]
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }

@@ -34,7 +34,7 @@ import (
 // a failure that would otherwise commit nothing (a wrong password, whose
 // attempt the throttle reservation already counted).
 
-// Event types and outcomes (CONTRACT.md section 8).
+// Event types and outcomes (README "Audit trail").
 const (
 	EventSignin     = "signin"
 	EventToken      = "token"

@@ -32,9 +32,9 @@ type Client struct {
 	CreatedAt            time.Time `json:"created_at" cbor:"14,keyasint"`
 	UpdatedAt            time.Time `json:"updated_at" cbor:"15,keyasint"`
 	// RateLimit is the client's own limit on the token, introspection and
-	// revocation endpoints per client address, "N/duration" (CONTRACT.md
-	// section 2); empty, as in every record written before it existed:
-	// the node's --rate-limit.
+	// revocation endpoints per client address, "N/duration" (the
+	// registration's rate_limit); empty, as in every record written before
+	// it existed: the node's --rate-limit.
 	RateLimit string `json:"rate_limit,omitempty" cbor:"16,keyasint,omitempty"`
 }
 

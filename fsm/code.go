@@ -51,7 +51,7 @@ type IssueCode struct {
 // RedeemCode exchanges a code once. The proposer has checked PKCE and the
 // redirect URI against the code it read; apply re-checks what can change
 // between that read and now, and marks the code used. A second redemption
-// revokes the access token of the first (SPEC.md section 3).
+// revokes the access token of the first.
 type RedeemCode struct {
 	Hash          string    `json:"hash"`
 	ClientID      string    `json:"client_id"`

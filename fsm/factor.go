@@ -47,7 +47,7 @@ type Passkey struct {
 }
 
 // HasSecondFactor reports whether f can raise a session to mfa: an
-// authenticator app or a passkey (recovery codes never do, SPEC.md 2.5).
+// authenticator app or a passkey (recovery codes never do).
 func (f Factors) HasSecondFactor() bool { return f.TOTP != nil || len(f.Passkeys) > 0 }
 
 // RecoveryLeft counts the unused recovery codes.

@@ -144,7 +144,7 @@ func fuzzApply(f *FSM, index uint64, data []byte) (res Result, panicked string) 
 	return f.Apply(&raft.Log{Index: index, Type: raft.LogCommand, Data: data}).(Result), ""
 }
 
-// panicByDesign: a corrupt log entry (design rule 3) panics: an unknown
+// panicByDesign: a corrupt log entry (DESIGN.md, "Commands") panics: an unknown
 // type not marked ignorable, or a payload that does not decode into the
 // type's command.
 func panicByDesign(known bool, cmd Command, msg string) bool {

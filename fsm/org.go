@@ -78,7 +78,7 @@ func applyDeleteOrg(tx *bolt.Tx, index uint64, p []byte) Result {
 		for _, sid := range prefixKeys(tx, bucketAppByOrg, o.ID) {
 			if a, ok := endApp(tx, sid, c.At, EndOrgDeleted); ok {
 				ended.Apps = append(ended.Apps, a)
-				// SPEC.md section 6: apps registered to the organization get
+				// Back-channel logout: apps registered to the organization get
 				// the sub-only shape; multi-organization apps one token with
 				// sid per ended app session.
 				var cl Client

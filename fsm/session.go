@@ -63,7 +63,7 @@ type AppSession struct {
 
 // StartSSOSession opens an SSO session after an authentication. With
 // Supersedes set, that earlier session of the same browser ends first, with
-// all its app sessions (a fresh authentication, SPEC.md section 3).
+// all its app sessions (a fresh authentication).
 type StartSSOSession struct {
 	Session    SSOSession `json:"session"`
 	TokenHash  string     `json:"token_hash"`
@@ -165,7 +165,7 @@ func applyEndSSOSession(tx *bolt.Tx, index uint64, p []byte) Result {
 		return Result{Err: ErrNotFound}
 	}
 	ended := EndedApps{Index: index, Apps: endSSO(tx, c.ID, c.At, c.Reason)}
-	if c.Reason != EndPlainExpiry { // SPEC.md section 6: plain expiry sends nothing
+	if c.Reason != EndPlainExpiry { // plain expiry sends no logout token
 		ended.Deliveries = enqueueLogouts(tx, index, c.At, CauseLogout, withSID(ended.Apps))
 	}
 	return Result{Value: ended}
@@ -261,7 +261,7 @@ func (s *State) LiveAppSession(ssoID, clientID, orgID string) (AppSession, error
 // StepUpSSOSession records a second factor on a live SSO session: Method
 // joins its amr, ACR becomes its acr, and At its auth_time (the last
 // authentication). The session and its app sessions stay: a step-up is not
-// a fresh authentication (SPEC.md section 3), so the sid is kept.
+// a fresh authentication, so the sid is kept.
 type StepUpSSOSession struct {
 	ID     string    `json:"id"`
 	Method string    `json:"method"`

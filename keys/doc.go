@@ -22,7 +22,7 @@
 //     published at least PublishLead (> the 300 s JWKS cache lifetime)
 //     before it signs, unless an operator asks for an immediate rotation,
 //     and stays published at least Retention (>= 60 min) after it stops
-//     signing (SPEC.md 2.2).
+//     signing.
 //   - Keys are immutable once written, so parsed keys are cached per kid and
 //     the cache is keyed by the version of the key set (the raft index of
 //     its last change). Time alone changes the active key and the published

@@ -20,7 +20,8 @@ const (
 	MinPublishLead = 301 * time.Second
 	// DefaultRetention is how long a retired key stays published.
 	DefaultRetention = 60 * time.Minute
-	// MinRetention is the floor of SPEC.md 2.2 rule 2.
+	// MinRetention is the floor: a retired key stays published at least
+	// 60 minutes after a rotation.
 	MinRetention = 60 * time.Minute
 	// DefaultRotateEvery is the scheduled rotation period.
 	DefaultRotateEvery = 30 * 24 * time.Hour

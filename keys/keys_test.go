@@ -72,7 +72,7 @@ func storedKids(t testing.TB, a *fsmtest.Applier) []string {
 }
 
 // jwksKids parses JWKS bytes, checks the shape of every key (exactly the
-// public fields of SPEC.md 2.2) and returns the kids in order.
+// public fields kty, use, alg, kid, n, e) and returns the kids in order.
 func jwksKids(t testing.TB, b []byte) []string {
 	t.Helper()
 	var doc struct {

@@ -1,5 +1,6 @@
-// Package logout ends sessions on RP-initiated logout (SPEC.md 4.10, 4.11)
-// and delivers back-channel logout tokens (SPEC.md section 6).
+// Package logout ends sessions on RP-initiated logout (GET and POST /logout)
+// and delivers back-channel logout tokens (docs/application-developers.md,
+// "Signing out").
 //
 // End session (endsession.go). GET and POST /logout take id_token_hint
 // (required), post_logout_redirect_uri, client_id and state; POST reads
@@ -16,14 +17,14 @@
 // with an error page quoting the correlation id (GET) or the status alone
 // (POST), and never redirects.
 //
-// The browser's SSO session (the cookie secret's SHA-256, as oidc stores
-// it) is ended with EndSSOSession only when it is the SSO session of the
-// hint's sid and still live, and its cookie is then cleared. A hint of
-// another session ends nothing, but the redirect still happens (4.10 rule
-// 2). Before redirecting, a logout that created deliveries waits at most
-// FrontChannelWait (2 s) for them to leave the pending state, so that an
-// app rarely sees the browser before its back-channel token. state is
-// appended to the redirect, keeping the registered URI's query as it is.
+// The browser's SSO session (the cookie secret's SHA-256, as oidc stores it)
+// is ended with EndSSOSession only when it is the SSO session of the hint's
+// sid and still live, and its cookie is then cleared. A hint of another
+// session ends nothing, but the redirect still happens. Before redirecting,
+// a logout that created deliveries waits at most FrontChannelWait (2 s) for
+// them to leave the pending state, so that an app rarely sees the browser
+// before its back-channel token. state is appended to the redirect, keeping
+// the registered URI's query as it is.
 //
 // Back-channel delivery (sender.go). Deliveries are recorded by the FSM in
 // the same command that ends the sessions, so an acknowledged logout

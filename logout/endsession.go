@@ -19,7 +19,7 @@ import (
 	"github.com/oidcd/oidcd/webui"
 )
 
-// Path is the end-session endpoint (SPEC.md 4.10, 4.11).
+// Path is the end-session endpoint (GET and POST).
 const Path = "/logout"
 
 // Parameters of the end-session request.
@@ -54,7 +54,8 @@ const (
 	msgInternal      = "Something went wrong while signing you out. Please try again."
 )
 
-// eventBackchannelLogout is the key of the events claim (SPEC.md 6).
+// eventBackchannelLogout is the key of the events claim (OpenID Connect
+// Back-Channel Logout 1.0).
 const eventBackchannelLogout = "http://schemas.openid.net/event/backchannel-logout"
 
 // logoutRequest is a parsed and validated end-session request.
@@ -89,7 +90,7 @@ func unavailable(format string, args ...any) *requestError {
 	return &requestError{status: http.StatusServiceUnavailable, reason: fmt.Sprintf(format, args...)}
 }
 
-// handleGet is GET /logout: answers are pages (SPEC.md 4.10).
+// handleGet is GET /logout: answers are pages.
 func (s *Service) handleGet(w http.ResponseWriter, r *http.Request) {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
@@ -100,7 +101,7 @@ func (s *Service) handleGet(w http.ResponseWriter, r *http.Request) {
 }
 
 // handlePost is POST /logout: the same fields in a form body, answers
-// without a body (SPEC.md 4.11).
+// without a body.
 func (s *Service) handlePost(w http.ResponseWriter, r *http.Request) {
 	form, err := readForm(w, r)
 	if err != nil {
@@ -167,7 +168,7 @@ func (s *Service) endSession(w http.ResponseWriter, r *http.Request, params url.
 	w.WriteHeader(http.StatusFound)
 }
 
-// validate runs the checks of SPEC.md 4.10 and 7.1 in order: single
+// validate runs the end-session checks in order: single
 // parameters, the hint (ours, an ID token, unexpired), client_id against
 // its audience, the hint's client, and the redirect URI against that
 // client's registration.
@@ -260,8 +261,8 @@ func (s *Service) checkHint(raw string, now time.Time) (hint, *requestError) {
 
 // endBrowserSession ends the browser's SSO session when it is the one the
 // hint's app session belongs to, and clears its cookie. A hint of another
-// session, or a browser without a session, ends nothing (SPEC.md 4.10
-// rule 2). endedHere reports that the browser's session was the hint's.
+// session, or a browser without a session, ends nothing (the redirect still
+// happens). endedHere reports that the browser's session was the hint's.
 func (s *Service) endBrowserSession(w http.ResponseWriter, r *http.Request, req logoutRequest, now time.Time) (ended fsm.EndedApps, endedHere bool, rerr *requestError) {
 	if s.cfg.ReadIndex != nil {
 		if err := s.cfg.ReadIndex(r.Context()); err != nil {

@@ -45,7 +45,7 @@ const (
 	// DefaultMaxAttempts is how many times a delivery is tried in all
 	// before it is abandoned.
 	DefaultMaxAttempts = 5
-	// LogoutTokenLifetime is exp - iat of a logout token (SPEC.md 8).
+	// LogoutTokenLifetime is exp - iat of a logout token.
 	LogoutTokenLifetime = 120 * time.Second
 )
 

@@ -29,9 +29,10 @@ const (
 	scanPages = 16
 )
 
-// logoutClaims are the claims of a logout token, exactly SPEC.md section
-// 6: aud is a plain string, events holds the logout event with an empty
-// object, sid is absent in the sub-only shape, and there is never a nonce.
+// logoutClaims are the claims of a logout token, exactly as back-channel
+// logout sends them: aud is a plain string, events holds the logout event
+// with an empty object, sid is absent in the sub-only shape, and there is
+// never a nonce.
 type logoutClaims struct {
 	Iss    string              `json:"iss"`
 	Aud    string              `json:"aud"`

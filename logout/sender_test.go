@@ -21,8 +21,9 @@ import (
 	"github.com/oidcd/oidcd/keys"
 )
 
-// checkLogoutToken validates tok as SPEC.md section 6 tells receivers, plus
-// the exact shape: header, claim set, aud as a string, events, lifetime.
+// checkLogoutToken validates tok as docs/application-developers.md tells
+// receivers, plus the exact shape: header, claim set, aud as a string,
+// events, lifetime.
 func (h *harness) checkLogoutToken(t *testing.T, tok, clientID string, withSID bool) map[string]any {
 	t.Helper()
 	set, err := h.keys.PublicSet()

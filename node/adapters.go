@@ -87,10 +87,11 @@ func (a adminCluster) Backup(ctx context.Context, w io.Writer) error {
 // Restore serves POST /admin/v1/snapshot on the leader. The backup brings
 // back its own admin token hash (and browser key): afterwards the admin
 // token is the one of the backup, on every node, whatever their
-// --admin-token (CONTRACT.md section 9). A backup that holds no hash (saved
-// by a version that did not replicate --admin-token) gets one at once, as a
-// new cluster does (ensureAdminToken): this leader's --admin-token, or a
-// generated token in its token file.
+// --admin-token (the break-glass token lives in the replicated state, see
+// README "Running a node"). A backup that holds no hash (saved by a version
+// that did not replicate --admin-token) gets one at once, as a new cluster
+// does (ensureAdminToken): this leader's --admin-token, or a generated token
+// in its token file.
 func (a adminCluster) Restore(ctx context.Context, r io.Reader) error {
 	err := a.n.cluster.RestoreFrom(ctx, r)
 	switch {

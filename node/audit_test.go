@@ -85,10 +85,10 @@ func findEvent(es []auditEvent, match func(e auditEvent) bool) *auditEvent {
 	return nil
 }
 
-// TestAuditTrailOnThreeNodes drives the actions of CONTRACT.md section 8
-// through the product with go-oidc and x/oauth2, and reads the trail
-// back from every node: each action left its event with the fields the
-// table names, the three nodes answer the same seq and hash, no secret
+// TestAuditTrailOnThreeNodes drives the audited actions (README "Audit
+// trail") through the product with go-oidc and x/oauth2, and reads the
+// trail back from every node: each action left its event with the fields
+// an event holds, the three nodes answer the same seq and hash, no secret
 // is in any event, a leader kill loses nothing and the chain goes on,
 // bad queries get VALIDATION_ERROR, and `oidcd admin audit verify`
 // agrees.

@@ -17,7 +17,7 @@ import (
 )
 
 // benchNode is a real node with production password parameters and the
-// rate limit off (CONTRACT.md: benchmarks only), provisioned through the
+// rate limit off (--rate-limit off: benchmarks only), provisioned through the
 // admin API.
 func benchNode(b *testing.B) (*testcluster.Cluster, world) { return benchCluster(b, 1) }
 

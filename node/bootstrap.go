@@ -50,7 +50,7 @@ func (n *Node) bootstrapOnce(ctx context.Context) {
 }
 
 // ensureAdminToken makes the replicated state hold the admin token's hash
-// (CONTRACT.md section 9: it lives there, wherever it came from). When the
+// (the break-glass token lives there, wherever it came from). When the
 // state holds none, the leader seeds it from its --admin-token (or
 // OIDCD_ADMIN_TOKEN), or else generates a token, writes it to
 // <data-dir>/admin-token and prints it once; either way a backup carries
@@ -292,9 +292,9 @@ const (
 )
 
 // demoURIs returns the demo client's redirect URIs (the callback and the
-// post-logout page, which SPEC.md 4.10 requires to be registered) and its
-// back-channel logout URI: demo-rp's signed-out and backchannel-logout,
-// beside its callback.
+// post-logout page, which /logout accepts only as a registered redirect URI)
+// and its back-channel logout URI: demo-rp's signed-out and
+// backchannel-logout, beside its callback.
 func demoURIs(callback string) (redirects []string, backchannel string, err error) {
 	u, err := url.Parse(callback)
 	if err != nil || !u.IsAbs() {

@@ -201,8 +201,8 @@ type chaosViolation struct {
 //   - no token reported active after its end was acknowledged: a userinfo
 //     or introspection call that started after a revocation of the token
 //     (200), a logout of its session (302 to the redirect URI) or a replay
-//     of its code (400 invalid_grant, SPEC.md section 3) had answered did
-//     not report it active.
+//     of its code (400 invalid_grant; a replay revokes the first token) had
+//     answered did not report it active.
 //
 // Organizations (acknowledged writes on every node) are checked against
 // the nodes' state, outside this function.
@@ -271,7 +271,7 @@ func chaosTokenIndex(ops []chaosOp, tokens []chaosToken) (bySession map[int][]in
 // chaosEnds returns, for each token whose end was acknowledged, when it
 // first was: a revocation answered 200, a logout of its session answered
 // with the redirect, or a replay of its code refused with invalid_grant
-// (the replay revokes the token of the first exchange, SPEC.md section 3;
+// (the replay revokes the token of the first exchange;
 // given that another exchange of the code won, a replay's invalid_grant
 // can only mean that the replay was applied after it).
 func chaosEnds(ops []chaosOp, tokens []chaosToken) map[int]time.Time {

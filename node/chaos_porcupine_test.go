@@ -20,12 +20,12 @@ import (
 //     invalid_grant needs it redeemed already (the code was issued: the
 //     browser holds it); an exchange whose outcome is unknown may or may
 //     not have redeemed it.
-//   - tokens: a token's liveness is a register that revocation, logout
-//     and a code replay (which revokes the first exchange's token, SPEC.md
-//     section 3) write, and that userinfo and introspection read. A read
-//     that reports the token active needs it not ended. (A read reporting
-//     it inactive is allowed whenever: a fresh sign-in in the same browser
-//     supersedes the session, which the model does not track.)
+//   - tokens: a token's liveness is a register that revocation, logout and a
+//     code replay (which revokes the first exchange's token) write, and that
+//     userinfo and introspection read. A read that reports the token active
+//     needs it not ended. (A read reporting it inactive is allowed whenever:
+//     a fresh sign-in in the same browser supersedes the session, which the
+//     model does not track.)
 //   - orgs: admin writes are linearizable: creating an organization with
 //     a slug needs the slug free and takes it; a refusal needs it taken.
 //

@@ -11,7 +11,7 @@ import (
 	"github.com/oidcd/oidcd/testcluster"
 )
 
-// TestClientRateLimitIsThatClientsAlone: SPEC.md 8 allows 5 token
+// TestClientRateLimitIsThatClientsAlone: the default limit allows 5 token
 // requests a minute per client and address, which stops a server-side app
 // (all its exchanges come from one address) at its sixth sign-in. A client
 // registered with rate_limit "20/60s" signs ten people in through three

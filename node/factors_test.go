@@ -254,7 +254,7 @@ func TestSignInPathsGiveTheirACRAndAMR(t *testing.T) {
 	}
 	t.Run("a recovery code works once, and never for mfa", func(t *testing.T) {
 		// A recovery code proves the person but not the strength asked
-		// for (SPEC.md 2.5): access_denied, not a code with acr pwd. The
+		// for: access_denied, not a code with acr pwd. The
 		// code is spent; the person re-enrols a factor at /account.
 		q, _ := m.run(t, testcluster.NewBrowser(t), r, script{email: m.email, password: m.password, second: "recovery", code: m.recovery[0]}, acrValues(acrMFA))
 		if q.Get("error") != "access_denied" || q.Get("error_description") != "strong authentication required; no second factor enrolled" {
@@ -277,7 +277,8 @@ func TestSignInPathsGiveTheirACRAndAMR(t *testing.T) {
 	})
 }
 
-// TestACRValuesErrors: the 7.2 rows and prompt=none.
+// TestACRValuesErrors: the acr_values errors redirected to the client, and
+// prompt=none.
 func TestACRValuesErrors(t *testing.T) {
 	m := newMFAWorld(t, 1)
 	r := newRP(t, m.c, m.confID, m.confSecret, m.cb, gooidc.ScopeOpenID)

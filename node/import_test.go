@@ -73,7 +73,7 @@ func TestImportTenThousandThenSignIn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("imports 10,000 people")
 	}
-	// Eight sign-ins of one app from one address: more than SPEC.md's
+	// Eight sign-ins of one app from one address: more than the
 	// default token rate (5 a minute per client and address) allows.
 	c := testcluster.New(t, testcluster.Options{Size: 3, Configure: func(_ int, cfg *node.Config) { cfg.RateLimit = "100/60s" }})
 	w := provision(t, c)

@@ -43,12 +43,13 @@ type logoutToken struct {
 	At     time.Time // when the receiver saw it
 }
 
-// bcReceiver is a relying party's back-channel logout endpoint on
-// 127.0.0.1. It validates every token exactly as SPEC.md section 6 tells
-// receivers: signature by the node's JWKS (kid, RS256), typ logout+jwt,
-// iss, exp, aud equal to its own client_id as a plain string, the events
-// key with an empty object, no nonce. A valid token is recorded, answered
-// with status(); an invalid one is recorded as a problem and answered 400.
+// bcReceiver is a relying party's back-channel logout endpoint on 127.0.0.1.
+// It validates every token exactly as docs/application-developers.md
+// ("Signing out") tells receivers: signature by the node's JWKS (kid,
+// RS256), typ logout+jwt, iss, exp, aud equal to its own client_id as a
+// plain string, the events key with an empty object, no nonce. A valid token
+// is recorded, answered with status(); an invalid one is recorded as a
+// problem and answered 400.
 type bcReceiver struct {
 	t        *testing.T
 	clientID string

@@ -119,7 +119,7 @@ func New(cfg Config) (_ *Node, err error) {
 	// OnApply hook reaches (the key cache, the logout sender) must exist
 	// by then, and each of them gets the cluster itself as its Applier.
 	//
-	// SPEC.md section 8's limits hold for the cluster as a whole: every
+	// The request-rate limits hold for the cluster as a whole: every
 	// node asks the leader, whose window alone counts (cluster.RateLimiter).
 	window, err := ratelimit.Parse(cfg.RateLimit, cfg.Now)
 	if err != nil {
@@ -593,11 +593,11 @@ func (n *Node) ID() string { return n.cfg.NodeID }
 // AdminTokenFile is where a generated admin token is written.
 func (n *Node) AdminTokenFile() string { return filepath.Join(n.cfg.DataDir, "admin-token") }
 
-// adminTokenHash is the hash of the one admin token the admin API
-// accepts: the replicated one, wherever it came from (CONTRACT.md section
-// 9), so every node accepts the same token and a restore brings back the
-// backup's. While the state holds none (before the first leader seeds it,
-// or in a cluster upgraded from a version that did not replicate
+// adminTokenHash is the hash of the one admin token the admin API accepts:
+// the replicated one, wherever it came from (the break-glass token lives in
+// the state), so every node accepts the same token and a restore brings back
+// the backup's. While the state holds none (before the first leader seeds
+// it, or in a cluster upgraded from a version that did not replicate
 // --admin-token, until an upgraded leader does), this node's own
 // --admin-token works, so neither a new node nor a rolling upgrade locks
 // anyone out.

@@ -35,7 +35,7 @@ func tokenStatus(t *testing.T, c *testcluster.Cluster, client, xff string, extra
 }
 
 // TestTrustedProxiesDecideTheClientAddress: behind a trusted balancer
-// (127.0.0.1 here), the token rate limit of SPEC.md 8 (5 per 60 s per
+// (127.0.0.1 here), the default token rate limit (5 per 60 s per
 // client and address) counts each client address apart, so six people
 // signing in to one application in a minute all get through, while the
 // sixth request from one address gets 429. Without --trusted-proxies the

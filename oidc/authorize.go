@@ -1,17 +1,17 @@
 package oidc
 
-// The authorization endpoint (SPEC.md 4.3, 4.4, 7.1, 7.2).
+// The authorization endpoint and its organization picker.
 //
 // GET /authorize validates the request in a fixed order
 // (validateAuthorize): until client_id, redirect_uri and the rest of
-// SPEC.md 7.1 have passed, every problem is an error page (status 400 with
+// the page checks have passed, every problem is an error page (status 400 with
 // a reference, never a Location). Then the request becomes a pending
 // request and runs the pipeline of flow.proceed:
 //
 //	authenticate -> strength (acr_values) -> organization -> consent -> code
 //
 // Each stage either passes, answers with a form (sign-in, picker, consent),
-// or ends the flow with an error redirected to the client (SPEC.md 7.2).
+// or ends the flow with an error redirected to the client.
 // A form posts its sealed step back; the POST handlers check the step and
 // CSRF binding, do their stage's work and call proceed again, which
 // re-checks everything that could have changed in between (client,
@@ -45,7 +45,7 @@ const (
 	pathPicker   = PathAuthorize + "/organization"
 	maxPageForm  = 16 << 10 // body of a sign-in form post
 	maxEmailLen  = 254
-	maxPickerLen = 64 // q (SPEC.md section 8)
+	maxPickerLen = 64 // q of the organization picker
 )
 
 // Constant texts of the pages.
@@ -72,7 +72,7 @@ const (
 	titleUnavailable = "Temporarily unavailable"
 )
 
-// The errors redirected to the client (SPEC.md 7.2). Descriptions are
+// The errors redirected to the client. Descriptions are
 // matched whole by clients: do not reword.
 var (
 	errLoginRequired   = &Error{Code: "login_required", Description: "The Authorization Server requires End-User authentication."}
@@ -150,7 +150,7 @@ func (p *Provider) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleAuthorizeNotFound answers unknown paths under /authorize/ with the
-// HTML error page (SPEC.md 4.3 and 4.4 list 404 as text/html).
+// HTML error page (a 404 under /authorize is documented as text/html).
 func (p *Provider) handleAuthorizeNotFound(w http.ResponseWriter, r *http.Request) {
 	p.newFlow(w, r).page(http.StatusNotFound, msgNotFound, "no such page: "+r.URL.Path)
 }
@@ -338,9 +338,9 @@ func needsFreshAuth(req authzRequest, s fsm.SSOSession, now time.Time) bool {
 	return *req.MaxAge == 0 || now.Unix()-s.AuthTime.Unix() > *req.MaxAge
 }
 
-// strength passes when the session is as strong as acr_values asks
-// (SPEC.md 4.3 rule 4). Otherwise it asks for a second factor, or ends the
-// flow: access_denied when none is enrolled (SPEC.md 7.2),
+// strength passes when the session is as strong as acr_values asks.
+// Otherwise it asks for a second factor, or ends the flow: access_denied
+// when none is enrolled,
 // interaction_required for prompt=none.
 func (f *flow) strength() bool {
 	need := requiredACR(f.pend.Req.ACRValues)
@@ -349,7 +349,7 @@ func (f *flow) strength() bool {
 	}
 	if f.pend.StepUp {
 		// The second step was a recovery code: it proves the person, never
-		// the strength asked for (SPEC.md 2.5). Deny rather than issue a
+		// the strength asked for. Deny rather than issue a
 		// weaker code; the spent code opens /account, where the person
 		// sets up a new factor.
 		f.fail(errNoSecondFactor)
@@ -371,8 +371,8 @@ func (f *flow) strength() bool {
 	return false
 }
 
-// organization decides the organization of this sign-in (SPEC.md 1). It
-// returns ok=false when it has answered (picker, error).
+// organization decides the organization of this sign-in (each sign-in is
+// for exactly one). It returns ok=false when it has answered (picker, error).
 func (f *flow) organization() (fsm.Org, bool) {
 	if !f.client.MultiOrganization {
 		o, ok, err := f.p.memberOrg(f.user.ID, f.client.OrganizationID)
@@ -544,7 +544,7 @@ func (f *flow) issue(org fsm.Org, grant bool) {
 	f.redirect(httpx.AppendQuery(req.RedirectURI, url.Values{"code": {code}, "state": {req.State}, "iss": {f.p.cfg.Issuer}}))
 }
 
-// fail redirects an error to the client (SPEC.md 7.2).
+// fail redirects an error to the client.
 func (f *flow) fail(e *Error) {
 	f.p.log.Info("authorize: error redirected", "error", e.Code, "error_description", e.Description,
 		"client_id", f.pend.Req.ClientID, "reference", f.reference())
@@ -602,7 +602,7 @@ func (f *flow) pageErr(err error) {
 	f.p.cfg.UI.Error(f.w, http.StatusBadRequest, webui.ErrorPage{Message: msgBadRequest, Detail: detail, Reference: ref})
 }
 
-// page shows the error page of SPEC.md 7.1 with a constant message and
+// page shows the error page, never a redirect, with a constant message and
 // logs the real reason under the reference it shows.
 func (f *flow) page(status int, message, reason string) {
 	ref := f.reference()

@@ -31,7 +31,7 @@ func (h *harness) liveSession(b *browser, userID, acr string, amr ...string) str
 	return id
 }
 
-// TestAuthorizeErrorPages covers every SPEC.md 7.1 row of /authorize and
+// TestAuthorizeErrorPages covers every error-page rule of /authorize and
 // hostile redirect URIs: an error page, never a Location.
 func TestAuthorizeErrorPages(t *testing.T) {
 	h := newHarness(t)
@@ -122,7 +122,7 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-// TestAuthorizeRedirectErrors covers every SPEC.md 7.2 row.
+// TestAuthorizeRedirectErrors covers every error redirected to the client.
 func TestAuthorizeRedirectErrors(t *testing.T) {
 	type m = map[string]string
 	for _, tc := range []struct {

@@ -13,15 +13,15 @@ import (
 	"github.com/oidcd/oidcd/fsm"
 )
 
-// This file holds the validators of GET /authorize (STYLE.md rule 11). Each
+// This file holds the validators of GET /authorize, a fixed pipeline. Each
 // is a small pure function, table-tested in authorize_validate_test.go.
-// A validator's error is a *page* error (SPEC.md 7.1): its text goes to the
-// log with the reference, never to the browser. The one redirected
-// validation error (an unsupported acr value, SPEC.md 7.2) comes from
+// A validator's error is a *page* error (never redirected): its text goes
+// to the log with the reference, never to the browser. The one redirected
+// validation error (an unsupported acr value) comes from
 // checkACRSupported, a separate step that runs only once every page check
 // has passed, so the two paths cannot mix.
 
-// Bounds of the authorization request (SPEC.md section 8).
+// Bounds of the authorization request.
 const (
 	minStateLen     = 8
 	maxStateLen     = 1024 // ours: the request travels sealed in a cookie (see authzRequest)
@@ -75,7 +75,7 @@ type clientSource interface {
 }
 
 // validateAuthorize runs the page checks of GET /authorize in their fixed
-// order: client, redirect URI, then the rest of SPEC.md 7.1. Any error it
+// order: client, redirect URI, then the rest of the page checks. Any error it
 // returns is shown as a page (errAuthzStore: 503, else 400).
 func validateAuthorize(st clientSource, q url.Values) (authzRequest, fsm.Client, error) {
 	var req authzRequest
@@ -125,7 +125,7 @@ func validateAuthorize(st clientSource, q url.Values) (authzRequest, fsm.Client,
 }
 
 // The fixed sentences an error page shows the application's developer, one
-// per rule of SPEC.md 7.1. They name the rule, never the input.
+// per page-check rule. They name the rule, never the input.
 const (
 	detailRepeated     = "A parameter of the request appears more than once."
 	detailClient       = "The client_id is missing, unknown, or the application is suspended."
@@ -141,7 +141,7 @@ const (
 	detailOrgHint      = "The organization_hint is malformed."
 )
 
-// requestError is a validation error of SPEC.md 7.1 shown as a page: the
+// requestError is a validation error of GET /authorize shown as a page: the
 // page shows detail, a fixed sentence for the application's developer;
 // the wrapped error, which may quote the input, goes to the log only.
 type requestError struct {
@@ -328,7 +328,8 @@ func parseACRValues(s string, present bool) ([]string, error) {
 	return out, nil
 }
 
-// acrRank orders the authentication strengths of SPEC.md 2.5; 0 is unknown.
+// acrRank orders the authentication strengths (phone < pwd < mfa); 0 is
+// unknown.
 func acrRank(acr string) int {
 	switch acr {
 	case ACRPhone:
@@ -341,7 +342,7 @@ func acrRank(acr string) int {
 	return 0
 }
 
-// checkACRSupported is the redirected check of acr_values (SPEC.md 7.2):
+// checkACRSupported is the redirected check of acr_values:
 // every value must be in the discovery document's acr_values_supported.
 func checkACRSupported(values []string) *Error {
 	for _, v := range values {

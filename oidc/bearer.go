@@ -222,10 +222,10 @@ const (
 	bearerEnvelope                    // /api/v1: 401 as bearerJSON, 500 the INTERNAL_ERROR envelope
 )
 
-// bearer checks the request's bearer token and counts the outcome; email
-// is checkAccessToken's. On failure it has answered: 401 invalid_token
-// (SPEC.md 7.4) for every token problem, or 500 when the store could not
-// be read.
+// bearer checks the request's bearer token and counts the outcome; email is
+// checkAccessToken's. On failure it has answered: 401 invalid_token (one
+// answer, with the Bearer challenge) for every token problem, or 500 when
+// the store could not be read.
 func (p *Provider) bearer(w http.ResponseWriter, r *http.Request, style bearerStyle, email bool) (accessToken, fsm.Access, bool) {
 	tok, acc, err := p.checkAccessToken(r.Context(), bearerToken(r), p.now(), email)
 	switch {
@@ -236,8 +236,8 @@ func (p *Provider) bearer(w http.ResponseWriter, r *http.Request, style bearerSt
 		p.metrics.bearerChecks.WithLabelValues(bearerInvalid).Inc()
 		writeInvalidToken(w, style == bearerNoBody)
 	case errors.Is(err, errUnavailable):
-		// SPEC.md 4.8 and 4.9: 503 {error, error_description?}; POST
-		// /userinfo without a body.
+		// 503 {error, error_description?}, as userinfo and the membership
+		// list document it; POST /userinfo without a body.
 		p.metrics.bearerChecks.WithLabelValues(bearerError).Inc()
 		if style == bearerNoBody {
 			w.Header().Set("Cache-Control", "no-store")
@@ -261,12 +261,13 @@ func (p *Provider) bearer(w http.ResponseWriter, r *http.Request, style bearerSt
 	return tok, acc, false
 }
 
-// invalidTokenBody is the body of SPEC.md 7.4, byte for byte.
+// invalidTokenBody is the body of every bearer 401, byte for byte.
 // #nosec G101 -- an error body, not a credential
 const invalidTokenBody = `{"error":"invalid_token"}`
 
-// writeInvalidToken answers SPEC.md 7.4: 401, the Bearer challenge, the
-// exact Content-Type, and the body unless noBody (POST /userinfo).
+// writeInvalidToken answers every bearer token problem: 401, the Bearer
+// challenge, the exact Content-Type, and the body unless noBody (POST
+// /userinfo).
 func writeInvalidToken(w http.ResponseWriter, noBody bool) {
 	h := w.Header()
 	h.Set("WWW-Authenticate", `Bearer error="invalid_token"`)

@@ -8,7 +8,7 @@ import (
 	"github.com/oidcd/oidcd/fsm"
 )
 
-// accessClaims are the claims of an access token (SPEC.md 2.4). There is
+// accessClaims are the claims of an access token. There is
 // no client_id and no azp: the token names its app session (sid), and the
 // app is found from there.
 type accessClaims struct {
@@ -30,7 +30,8 @@ type accessClaims struct {
 	Scp      []string  `json:"scp"`
 }
 
-// idClaims are the claims of an ID token (SPEC.md 2.3).
+// idClaims are the claims of an ID token (docs/application-developers.md,
+// "What the tokens say").
 type idClaims struct {
 	Iss      string   `json:"iss"`
 	Sub      string   `json:"sub"`

@@ -10,7 +10,7 @@ import (
 	"github.com/oidcd/oidcd/webui"
 )
 
-// Consent decisions, the values of the decision button (CONTRACT.md 3).
+// Consent decisions, the values of the consent page's decision button.
 const (
 	decisionAllow = "allow"
 	decisionDeny  = "deny"
@@ -68,7 +68,7 @@ func (f *flow) showConsent(org fsm.Org) {
 }
 
 // consentDecision handles the posted consent form. A refusal ends on a
-// page, never a redirect (SPEC.md 7.1, last line).
+// page, never a redirect to the client.
 func (f *flow) consentDecision(form url.Values) {
 	switch d, _ := formValue(form, "decision"); d {
 	case decisionAllow:

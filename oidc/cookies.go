@@ -11,7 +11,7 @@ const (
 	// only hashToken of it.
 	cookieSession = SessionCookie
 	// cookieAuthz carries the sealed pending request to the picker's GET
-	// pages, whose query has only q, after and before (SPEC.md 4.4).
+	// pages, whose query has only q, after and before.
 	cookieAuthz = "oidcd_authz"
 	// cookieCSRF is the double-submit CSRF token.
 	cookieCSRF = "oidcd_csrf"

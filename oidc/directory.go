@@ -14,7 +14,7 @@ import (
 	"github.com/oidcd/oidcd/internal/directory"
 )
 
-// Sign-in against the site's directories (CONTRACT.md section 7).
+// Sign-in against the site's directories (README "Directory sign-in").
 //
 // The rule between local people and directory people: an address that
 // belongs to a local person (created by an operator or imported) is

@@ -12,7 +12,7 @@ import (
 	"github.com/oidcd/oidcd/keys"
 )
 
-// Paths of the protocol endpoints, relative to the issuer (SPEC.md 4).
+// Paths of the protocol endpoints, relative to the issuer.
 const (
 	PathDiscovery  = "/.well-known/openid-configuration"
 	PathJWKS       = "/.well-known/jwks.json"
@@ -24,11 +24,11 @@ const (
 	PathEndSession = "/logout"
 )
 
-// JWKSMaxAge is the max-age of the key set (SPEC.md 2.2 rule 1); package
+// JWKSMaxAge is the max-age of the key set, in seconds; package
 // keys publishes a key longer than this before it signs.
 const JWKSMaxAge = 300
 
-// Values advertised in the discovery document (SPEC.md 2.1). Read-only;
+// Values advertised in the discovery document. Read-only;
 // the authorize validators check against the same lists.
 var (
 	acrValuesSupported    = []string{"urn:service:sso:acr:pwd", "urn:service:sso:acr:mfa", "urn:service:sso:acr:phone"}
@@ -36,7 +36,7 @@ var (
 	claimsSupported       = []string{"sub", "iss", "aud", "exp", "iat", "auth_time", "amr", "acr", "sid", "organization_id", "email", "email_verified"}
 )
 
-// discovery is the DiscoveryDocument of SPEC.md 2.1, fields in its order.
+// discovery is the discovery document: the required fields first.
 type discovery struct {
 	Issuer                            string   `json:"issuer"`
 	AuthorizationEndpoint             string   `json:"authorization_endpoint"`
@@ -56,7 +56,7 @@ type discovery struct {
 	ACRValuesSupported                []string `json:"acr_values_supported"`
 	PromptValuesSupported             []string `json:"prompt_values_supported"`
 	ClaimsSupported                   []string `json:"claims_supported"`
-	// Beyond SPEC.md 2.1, as OpenID Connect Discovery and RFC 8414
+	// Beyond the required fields, as OpenID Connect Discovery and RFC 8414
 	// recommend, exactly as the node behaves.
 	ScopesSupported                            []string `json:"scopes_supported"`
 	TokenEndpointAuthMethodsSupported          []string `json:"token_endpoint_auth_methods_supported"`
@@ -95,15 +95,15 @@ func newDiscovery(issuer string) discovery {
 	}
 }
 
-// DiscoveryHandler serves the discovery document of issuer (SPEC.md 4.1).
+// DiscoveryHandler serves the discovery document of issuer.
 // Endpoints are issuer, less one trailing slash, plus their paths; the
 // issuer field is issuer exactly as given, which must be the iss of every
 // token. The document is encoded once, here.
 func DiscoveryHandler(issuer string) http.Handler {
 	body, err := json.Marshal(newDiscovery(issuer))
 	if err != nil {
-		// Unreachable for a struct of strings and bools; answer as the
-		// SPEC allows rather than panic.
+		// Unreachable for a struct of strings and bools; answer 503 with
+		// the error envelope, as discovery may, rather than panic.
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			httpx.WriteError(w, r, http.StatusServiceUnavailable, httpx.CodeUnavailable, "discovery document unavailable")
 		})
@@ -129,7 +129,7 @@ type KeySource interface {
 
 var _ KeySource = (*keys.Manager)(nil)
 
-// JWKSHandler serves the key set (SPEC.md 4.2) with
+// JWKSHandler serves the key set with
 // Cache-Control: public, max-age=300. When the source fails (no key yet,
 // state unreadable) it answers 503 with no body, not cacheable, and logs
 // the cause.

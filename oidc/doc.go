@@ -1,8 +1,8 @@
-// Package oidc serves the OpenID Connect protocol surface of SPEC.md
-// section 4: discovery, the key set, authorize with its sign-in, picker and
-// consent steps (authorize*.go, signin.go, picker.go, consent.go), token,
-// userinfo, introspection, revocation and memberships (token.go and
-// friends). Logout lives in package logout.
+// Package oidc serves the OpenID Connect protocol surface
+// (docs/openapi/oidc.json): discovery, the key set, authorize with its
+// sign-in, picker and consent steps (authorize*.go, signin.go, picker.go,
+// consent.go), token, userinfo, introspection, revocation and memberships
+// (token.go and friends). Logout lives in package logout.
 //
 // Invariants:
 //   - The discovery document is a function of the issuer alone: it is
@@ -13,7 +13,7 @@
 //     encoding; the handler adds only headers. It is served with
 //     Cache-Control: public, max-age=300, which is why a new key is
 //     published longer than that before it signs. When no key set can be
-//     read the answer is 503 with no body (SPEC.md 4.2) and is not cached.
+//     read the answer is 503 with no body and is not cached.
 //   - A bearer check caches only what a token string cannot change: its
 //     signature and claims, once they passed (tokencache.go). Every hit
 //     still checks that the signing key is published and exp against the

@@ -1,6 +1,6 @@
 package oidc
 
-// Second factors: authentication strength (SPEC.md 2.5), authenticator-app
+// Second factors: authentication strength (acr), authenticator-app
 // codes, recovery codes, passkeys, and the replicated brute-force throttle
 // shared by the sign-in pages, the second-factor page and /account.
 
@@ -24,10 +24,10 @@ import (
 	"github.com/oidcd/oidcd/webui"
 )
 
-// acrOf is the authentication strength of a session whose methods are amr
-// (SPEC.md 2.5): mfa needs a passkey or authenticator-app code plus the
-// method that opened the session (password or text message); a recovery
-// code never counts.
+// acrOf is the authentication strength (acr) of a session whose methods are
+// amr (README "Second factors" tables them): mfa needs a passkey or
+// authenticator-app code plus the method that opened the session (password
+// or text message); a recovery code never counts.
 func acrOf(amr []string) string {
 	strong := slices.Contains(amr, AMRPasskey) || slices.Contains(amr, AMROTP)
 	opened := slices.Contains(amr, AMRPassword) || slices.Contains(amr, AMRSMS)

@@ -197,7 +197,7 @@ func fuzzTokens(h *harness) *strings.Replacer {
 
 // FuzzBearer: GET /userinfo and /api/v1/me/memberships answer 200 to the
 // seeded access tokens (of any app) presented as "Bearer <token>" (scheme
-// in any case, one or more spaces) and the exact 401 of SPEC.md 7.4 to
+// in any case, one or more spaces) and the exact bearer 401 (invalid_token) to
 // every other Authorization header.
 func FuzzBearer(f *testing.F) {
 	h := newHarness(f)
@@ -242,7 +242,7 @@ func isBearerOf(auth, tok string) bool {
 		strings.Trim(scheme[len("Bearer"):], " ") == ""
 }
 
-// checkInvalidToken requires SPEC.md 7.4 to the byte: one challenge, one
+// checkInvalidToken requires the bearer 401 to the byte: one challenge, one
 // Content-Type, the fixed body.
 func checkInvalidToken(t *testing.T, path string, rec *httptest.ResponseRecorder) {
 	t.Helper()
@@ -261,7 +261,7 @@ func checkInvalidToken(t *testing.T, path string, rec *httptest.ResponseRecorder
 
 // FuzzIntrospectToken: for hConfidential, POST /oauth2/introspect answers
 // 200 {"active":false} to every token value but the seeded access token
-// (active) and an empty one (400, SPEC.md 7.5).
+// (active) and an empty one (400: the token is missing).
 func FuzzIntrospectToken(f *testing.F) {
 	h := newHarness(f)
 	marks := fuzzTokens(h)

@@ -9,8 +9,9 @@ import (
 	"github.com/oidcd/oidcd/fsm"
 )
 
-// introspection is the introspection response (SPEC.md 2.9); inactive
-// tokens get {"active":false} and nothing else.
+// introspection is the introspection response (the Introspection schema of
+// docs/openapi/oidc.json); inactive tokens get {"active":false} and nothing
+// else.
 type introspection struct {
 	Active   bool   `json:"active"`
 	ClientID string `json:"client_id,omitempty"`
@@ -21,7 +22,7 @@ type introspection struct {
 	Sub      string `json:"sub,omitempty"`
 }
 
-// handleIntrospect is POST /oauth2/introspect (SPEC.md 4.6, RFC 7662).
+// handleIntrospect is POST /oauth2/introspect (RFC 7662).
 // Only confidential clients may call it. A token is active only when it
 // passes every bearer check and was minted by the caller or by an app of
 // the caller's owning organization; every token problem is 200
@@ -86,7 +87,7 @@ func (p *Provider) backchannelClient(w http.ResponseWriter, r *http.Request, end
 	}
 	if cerr != nil {
 		if cerr == errTokUnavailable {
-			cerr = errTokServer // SPEC.md 7.5: a server-side fault is 500 here
+			cerr = errTokServer // a server-side fault is 500 here
 		}
 		writeClientError(w, cred, cerr)
 		return fsm.Client{}, nil, false

@@ -77,7 +77,7 @@ func TestIntrospectActive(t *testing.T) {
 }
 
 // TestIntrospectInactive: every token that stopped being honoured is
-// {"active":false} with 200 (SPEC.md 4.6 rule 2).
+// {"active":false} with 200, never an error status.
 func TestIntrospectInactive(t *testing.T) {
 	h := newHarness(t)
 	revoked := bcTokens(t, h, hConfidential, hSecret)
@@ -113,7 +113,7 @@ func TestIntrospectInactive(t *testing.T) {
 	})
 }
 
-// TestIntrospectRevokeErrors covers SPEC.md 7.5 for both endpoints.
+// TestIntrospectRevokeErrors covers the error answers of both endpoints.
 func TestIntrospectRevokeErrors(t *testing.T) {
 	h := newHarness(t)
 	tok := bcTokens(t, h, hConfidential, hSecret)

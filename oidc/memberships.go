@@ -10,16 +10,18 @@ import (
 	"github.com/oidcd/oidcd/internal/httpx"
 )
 
-// PathMemberships lists the memberships of a token's subject (SPEC.md 4.9).
+// PathMemberships lists the memberships of a token's subject (GET, with a
+// bearer access token).
 const PathMemberships = "/api/v1/me/memberships"
 
-// Pagination of the membership list (SPEC.md 4.9, 8).
+// Pagination of the membership list: page_size defaults to 20, at most 100.
 const (
 	membershipsPageSize    = 20
 	membershipsMaxPageSize = 100
 )
 
-// membershipItem is one entry of MeMembershipsList (SPEC.md 2.8).
+// membershipItem is one entry of the membership list (the Memberships
+// schema of docs/openapi/oidc.json).
 type membershipItem struct {
 	MembershipID string `json:"membership_id"`
 	OrgID        string `json:"org_id"`
@@ -29,7 +31,7 @@ type membershipItem struct {
 	OrgStatus    string `json:"org_status"`
 }
 
-// membershipPagination is the pagination object of SPEC.md 2.8.
+// membershipPagination is the pagination object of the membership list.
 type membershipPagination struct {
 	Page        int  `json:"page"`
 	PageSize    int  `json:"page_size"`
@@ -45,7 +47,7 @@ type membershipList struct {
 	Pagination membershipPagination `json:"pagination"`
 }
 
-// handleMemberships is GET /api/v1/me/memberships (SPEC.md 4.9): the
+// handleMemberships is GET /api/v1/me/memberships: the
 // memberships of the token's subject, every status, including those of
 // deleted organizations. They are ordered by organization name, then
 // membership id, so pages are stable and read naturally. The bearer is

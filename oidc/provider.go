@@ -39,10 +39,10 @@ type Keys interface {
 
 var _ Keys = (*keys.Manager)(nil)
 
-// Authentication strength values (SPEC.md 2.5).
+// Authentication strength values (acr) and methods (amr).
 const (
 	ACRMFA   = "urn:service:sso:acr:mfa"
-	ACRPwd   = "urn:service:sso:acr:pwd" // #nosec G101 -- an acr value (SPEC.md 2.5), not a credential
+	ACRPwd   = "urn:service:sso:acr:pwd" // #nosec G101 -- an acr value, not a credential
 	ACRPhone = "urn:service:sso:acr:phone"
 
 	AMRPassword = "pwd"
@@ -56,7 +56,7 @@ const (
 // find the browser's session.
 const SessionCookie = "oidcd_session"
 
-// Scopes (SPEC.md 2.6).
+// Scopes a client may ask for.
 const (
 	ScopeOpenID  = "openid"
 	ScopeEmail   = "email"
@@ -76,12 +76,13 @@ type Config struct {
 	// Registerer receives the protocol metrics (nil: none).
 	Registerer prometheus.Registerer
 
-	// RateLimit is "N/duration" (default "5/60s") or "off" (SPEC.md 8).
+	// RateLimit is "N/duration" per client and address (default "5/60s")
+	// or "off".
 	RateLimit string
 	// RateLimiter, when set and RateLimit is not "off", decides instead of
 	// a limiter of this provider's own (the cluster's, kept on its leader:
 	// cluster.Cluster.RateLimiter). Its errors are answered 500
-	// server_error (SPEC.md 4.5).
+	// server_error.
 	RateLimiter ratelimit.Limiter
 	// SessionIdle and SessionMax bound the SSO session (defaults 2h, 12h).
 	SessionIdle time.Duration
@@ -105,7 +106,7 @@ type Config struct {
 	ReadIndex func(ctx context.Context) error
 }
 
-// Provider serves the OIDC surface of SPEC.md section 4.
+// Provider serves the OIDC surface (docs/openapi/oidc.json).
 type Provider struct {
 	cfg    Config
 	log    *slog.Logger
@@ -178,7 +179,7 @@ func (p *Provider) Register(mux *http.ServeMux) {
 }
 
 // errUnavailable: the cluster could not confirm the state is current (no
-// quorum, leader unreachable). Answered with the 503 shapes of SPEC.md.
+// quorum, leader unreachable). Answered with each endpoint's documented 503.
 var errUnavailable = errors.New("oidc: cluster unavailable")
 
 // linearize waits until the local state reflects every write acknowledged

@@ -12,15 +12,16 @@ import (
 	"github.com/oidcd/oidcd/internal/ratelimit"
 )
 
-// rateLimiter is the provider's request-rate guard of SPEC.md 8 for the
-// token, introspection and revocation endpoints. A nil backend means
-// "off": every request is allowed.
+// rateLimiter is the provider's request-rate guard for the token,
+// introspection and revocation endpoints (by default 5 requests a minute
+// per client and address). A nil backend means "off": every request is
+// allowed.
 type rateLimiter struct {
 	backend ratelimit.Limiter
 }
 
-// Rate-limited endpoints: each has its own budget (SPEC.md 8, "separate
-// statement for each").
+// Rate-limited endpoints: each has its own budget (the limit holds for each
+// endpoint separately).
 const (
 	limitToken      = "token"
 	limitIntrospect = "introspect"
@@ -68,7 +69,7 @@ func rateKey(endpoint, clientID string, r *http.Request) string {
 	return endpoint + "\x00" + ip + "\x00" + clientID
 }
 
-// ownLimit is the limit of its own (CONTRACT.md section 2, rate_limit)
+// ownLimit is the limit of its own (the client registration's rate_limit)
 // under which the requests of cl count once cl has authenticated: only a
 // confidential client that is not suspended has one, and only when its
 // registration sets one.
@@ -88,8 +89,8 @@ func ownLimit(cl fsm.Client) (ratelimit.Limit, bool) {
 // answer: ferr first, then authentication's.
 //
 // Which limit: a request counts under endpoint, client address and the
-// client_id as sent (rateKey), against the node's --rate-limit (SPEC.md
-// 8: 5 a minute), except a request that authenticates as a client with a
+// client_id as sent (rateKey), against the node's --rate-limit (by
+// default 5 a minute), except a request that authenticates as a client with a
 // limit of its own (ownLimit), which counts against that limit in a
 // budget of its own (ratelimit.Own). The reasoning, as a security review
 // would want it:
@@ -169,7 +170,7 @@ func (p *Provider) limitAndAuthenticate(w http.ResponseWriter, r *http.Request, 
 
 // rateLimit counts this request under key (rateKey, or ratelimit.Own of
 // it) for endpoint. It answers and returns false when the request must
-// stop here: 429 with the envelope of SPEC.md 2.11 and Retry-After, or 500
+// stop here: 429 with the JSON error envelope and Retry-After, or 500
 // server_error when the limiter fails.
 func (p *Provider) rateLimit(w http.ResponseWriter, r *http.Request, endpoint, key string) bool {
 	ok, retry, err := p.limiter.Allow(r.Context(), key)

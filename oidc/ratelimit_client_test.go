@@ -13,7 +13,7 @@ import (
 	"github.com/oidcd/oidcd/internal/ratelimit"
 )
 
-// Clients with a rate_limit of their own (CONTRACT.md section 2).
+// Clients with a rate_limit of their own in their registration.
 const (
 	hBusy          = "busy-app" // confidential, rate_limit 20/60s
 	hBusySecret    = "busy-secret-0123456789"

@@ -138,7 +138,7 @@ func (l *sharedLimiter) Allow(ctx context.Context, key string) (bool, time.Durat
 
 // TestSharedLimiterReplacesLocalLimiter: a provider given a RateLimiter
 // asks it (the cluster's shared limiter) instead of counting locally, and
-// a failing shared limiter is answered 500 server_error (SPEC.md 4.5).
+// a failing shared limiter is answered 500 server_error.
 func TestSharedLimiterReplacesLocalLimiter(t *testing.T) {
 	shared := &sharedLimiter{w: ratelimit.NewWindow(2, time.Minute, 10, time.Now)}
 	a := newHarness(t, func(c *Config) { c.RateLimit, c.RateLimiter = "5/60s", shared })

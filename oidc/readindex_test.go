@@ -13,7 +13,7 @@ import (
 
 // TestReadIndexGuardsLivenessChecks: when the cluster cannot vouch that the
 // local state is current, no liveness decision is made from it: every
-// endpoint answers its SPEC.md 503 shape. Garbage tokens are still refused
+// endpoint answers its documented 503 shape. Garbage tokens are still refused
 // without asking the cluster. The token endpoint decides in its
 // redemption write, on the leader, so a code found here needs no read
 // index; one not found here asks for one before it says invalid_grant.

@@ -7,7 +7,7 @@ import (
 	"github.com/oidcd/oidcd/fsm"
 )
 
-// handleRevoke is POST /oauth2/revoke (SPEC.md 4.7, RFC 7009). Only
+// handleRevoke is POST /oauth2/revoke (RFC 7009). Only
 // confidential clients may call it. It revokes an unexpired access token
 // we issued when the caller is its minting app or an app of the same
 // owning organization, and answers 200 with no body for every token,

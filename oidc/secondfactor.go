@@ -1,7 +1,8 @@
 package oidc
 
-// The second-factor step of /authorize (SPEC.md 4.3 rule 4) and
-// text-message sign-in (SPEC.md 2.5, CONTRACT.md 3 and 4).
+// The second-factor step of /authorize (asked for when acr_values wants more
+// than the session has) and text-message sign-in (acr phone; the message
+// goes to --sms-outbox or --sms-webhook).
 
 import (
 	"context"

@@ -16,7 +16,7 @@ import (
 	"github.com/oidcd/oidcd/webui"
 )
 
-// Sign-in methods, the values of the method button (CONTRACT.md 3).
+// Sign-in methods, the values of the first sign-in page's method button.
 const (
 	methodPassword = "password"
 	methodSMS      = "sms"
@@ -36,7 +36,7 @@ func (f *flow) showSignIn(status int, email, errMsg string) {
 }
 
 // signIn handles the posted sign-in form. A failure the person can fix
-// re-shows the form with status 400 (CONTRACT.md 3: never a redirect); a
+// re-shows the form with status 400 (never a redirect to the client); a
 // lockout answers 429.
 func (f *flow) signIn(form url.Values) {
 	email, _ := formValue(form, "email")

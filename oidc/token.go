@@ -14,7 +14,7 @@ import (
 )
 
 // defaultAccessTTL is the access-token lifetime when the client
-// registration sets none (SPEC.md 2.10, 8).
+// registration sets none: 600 seconds.
 const defaultAccessTTL = 600
 
 // registerToken mounts the token, userinfo, introspection, revocation and
@@ -42,7 +42,8 @@ func (p *Provider) instrument(name string, h http.HandlerFunc) http.Handler {
 	}))
 }
 
-// tokenResponse is SPEC.md 2.10.
+// tokenResponse is the token endpoint's answer (the TokenResponse schema of
+// docs/openapi/oidc.json).
 type tokenResponse struct {
 	AccessToken string `json:"access_token"`
 	TokenType   string `json:"token_type"`
@@ -51,7 +52,7 @@ type tokenResponse struct {
 	IDToken     string `json:"id_token,omitempty"`
 }
 
-// handleToken is POST /oauth2/token (SPEC.md 4.5): the authorization code
+// handleToken is POST /oauth2/token: the authorization code
 // grant with PKCE. Order: read the body; rate-limit on the client_id as
 // sent and the client address (every request counts, even a malformed
 // one), and authenticate the client (first, for a client with a limit of
@@ -134,7 +135,7 @@ func (p *Provider) exchangeCode(r *http.Request, form url.Values, client fsm.Cli
 		return tokenResponse{}, errTokVerifier
 	case code.RedeemedAt.IsZero() && !now.Before(code.ExpiresAt):
 		// A used code is never refused here, expired or not: the log
-		// must see the replay to revoke the first token (SPEC.md 3).
+		// must see the replay to revoke the first token.
 		return tokenResponse{}, errTokCodeExpired
 	}
 	if s := formParam(form, "scope"); s != "" && !allIn(strings.Fields(s), code.Scopes) {

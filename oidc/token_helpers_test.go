@@ -219,7 +219,7 @@ func bcOAuthError(t *testing.T, rec *httptest.ResponseRecorder, status int, code
 	}
 }
 
-// bcEnvelope checks an ErrorResponse envelope (SPEC.md 2.11) and returns
+// bcEnvelope checks the JSON error envelope (ErrorResponse) and returns
 // its details.
 func bcEnvelope(t *testing.T, rec *httptest.ResponseRecorder, status int, code string) []map[string]string {
 	t.Helper()
@@ -270,7 +270,7 @@ func bcEnvelope(t *testing.T, rec *httptest.ResponseRecorder, status int, code s
 	return got.Details
 }
 
-// bcInvalidToken checks the 401 of SPEC.md 7.4.
+// bcInvalidToken checks the bearer 401 (invalid_token).
 func bcInvalidToken(t *testing.T, rec *httptest.ResponseRecorder, withBody bool) {
 	t.Helper()
 	if rec.Code != http.StatusUnauthorized {

@@ -190,8 +190,8 @@ func TestTokenVariants(t *testing.T) {
 	})
 }
 
-// TestTokenErrors runs every request error of SPEC.md 7.3 that leaves the
-// code untouched against one code, then redeems it.
+// TestTokenErrors runs every request error of the token endpoint that leaves
+// the code untouched against one code, then redeems it.
 func TestTokenErrors(t *testing.T) {
 	h := newHarness(t)
 	code := h.signedInCode(hConfidential, hUser, hOrgA, []string{"openid", "email"}, "", bcVerifier)

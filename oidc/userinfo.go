@@ -2,7 +2,8 @@ package oidc
 
 import "net/http"
 
-// userinfo is the userinfo response (SPEC.md 2.7).
+// userinfo is the userinfo response (the Userinfo schema of
+// docs/openapi/oidc.json).
 type userinfo struct {
 	Sub           string `json:"sub"`
 	OrgID         string `json:"organization_id"`
@@ -10,7 +11,7 @@ type userinfo struct {
 	EmailVerified *bool  `json:"email_verified,omitempty"`
 }
 
-// handleUserinfo is GET and POST /userinfo (SPEC.md 4.8). The email
+// handleUserinfo is GET and POST /userinfo. The email
 // fields come only with the email scope and are read live from the
 // account. POST errors carry no body.
 func (p *Provider) handleUserinfo(w http.ResponseWriter, r *http.Request) {

@@ -67,7 +67,7 @@ func TestUserinfo(t *testing.T) {
 	})
 }
 
-// TestBearerRejects runs every row of SPEC.md 7.4 against GET and POST
+// TestBearerRejects runs every kind of bad bearer token against GET and POST
 // /userinfo and the membership list: one answer for every problem.
 func TestBearerRejects(t *testing.T) {
 	h := newHarness(t)

@@ -14,7 +14,7 @@ import (
 
 // Browser is a person's browser for black-box tests: it keeps cookies, does
 // not follow redirects (tests look at every Location), and submits forms
-// the way CONTRACT.md section 3 describes them.
+// the way the sign-in pages lay them out (package webui).
 type Browser struct {
 	t      testing.TB
 	Client *http.Client
@@ -91,7 +91,7 @@ func (b *Browser) Follow(p *Page, base string) *Page {
 // Submit fills the page's form that contains the named button, sets
 // fields, and posts it with that button pressed (name=value). An empty
 // name presses a page's plain submit button, the one of a page that asks
-// for one thing only (CONTRACT.md section 3).
+// for one thing only.
 func (b *Browser) Submit(p *Page, fields map[string]string, buttonName, buttonValue string) *Page {
 	b.t.Helper()
 	action, values, err := htmlform.FindIn(strings.NewReader(p.Body), buttonName, buttonValue)

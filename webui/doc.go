@@ -1,6 +1,7 @@
 // Package webui renders the server-side HTML pages of the provider: the
-// sign-in steps under /authorize (CONTRACT.md section 3, SPEC.md 4.3 and
-// 4.4), the error page of SPEC.md 7.1 and plain message pages such as
+// sign-in steps under /authorize (sign-in, second factor, organization
+// picker, consent), the error page shown instead of a redirect to the
+// client, and plain message pages such as
 // "You are signed out". It also serves the one stylesheet they use.
 //
 // Each page has one method on *UI that writes the security headers, the
@@ -21,7 +22,8 @@
 //     content hash (StyleURL) and only that exact URL is cached as
 //     immutable, so nodes of a cluster running different versions never
 //     poison a browser cache with each other's CSS.
-//   - Forms follow CONTRACT.md section 3: method="post", hidden inputs
+//   - Forms are plain, so that password managers, assistive technology
+//     and tests can drive them: method="post", hidden inputs
 //     csrf_token and step echoed unchanged, standard autocomplete tokens,
 //     a <label for> for every visible input, and choices as submit
 //     buttons with a name and value. The first submit button in a form is

@@ -145,8 +145,8 @@ type ScopeLine struct {
 	Name, Description string
 }
 
-// ErrorPage is the error page of SPEC.md 7.1. It shows a reference code
-// and never a link back to the client.
+// ErrorPage is the error page of a request that cannot go back to the
+// client. It shows a reference code and never a link back to the client.
 type ErrorPage struct {
 	Title, Message, Reference string
 	// Detail is a fixed sentence for the application's developer naming

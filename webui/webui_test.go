@@ -43,8 +43,8 @@ var pickerCommon = Common{
 
 func withTitle(c Common, title string) Common { c.Title = title; return c }
 
-// pageCase is one rendering of one page and what CONTRACT.md section 3
-// requires of it.
+// pageCase is one rendering of one page and what the form rules (package
+// doc) require of it.
 type pageCase struct {
 	name         string // also the golden file name
 	status       int
@@ -690,7 +690,7 @@ func checkLabels(t *testing.T, doc document) {
 }
 
 // inputRules are the type and autocomplete token of every visible input
-// (CONTRACT.md section 3).
+// (the form rules of the package doc).
 var inputRules = map[string]struct{ typ, autocomplete string }{
 	"email":    {"email", "username"},
 	"password": {"password", "current-password"},

@@ -43,7 +43,7 @@ func statusError(status int, body []byte, where string) error {
 }
 
 // oauthCode finds the error code of a JSON error body: {"error": "code"}
-// (OAuth) or {"error": {"code": "CODE"}} (the envelope of SPEC.md 2.11).
+// (OAuth) or {"error": {"code": "CODE"}} (the JSON error envelope).
 func oauthCode(body []byte) string {
 	var v struct {
 		Error json.RawMessage `json:"error"`
@@ -274,7 +274,7 @@ func resolve(base *url.URL, action string) string {
 
 // findForm returns the action and the inputs (hidden and text: the CSRF
 // token and step handle among them) of the post form that holds the
-// submit button name=value, as CONTRACT.md section 3 lays the pages out.
+// submit button name=value, as the sign-in pages are laid out.
 func findForm(doc *html.Node, name, value string) (string, url.Values, bool) {
 	return htmlform.Find(doc, name, value)
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/oidcd/oidcd/internal/ratelimit"
 )
 
-// Scopes a client may register (SPEC.md 2.6).
+// Scopes a client may register.
 var allowedScopes = []string{"openid", "email", "profile"}
 
 // Client is a registration as the API shows it. ClientSecret is set only in
@@ -192,7 +192,7 @@ const (
 	maxRateLimitPer = 24 * time.Hour
 )
 
-// rateLimit checks a client's own rate limit (CONTRACT.md section 2):
+// rateLimit checks a client's own rate limit (its rate_limit field):
 // empty (the node's --rate-limit), or "N/duration" within the bounds
 // above, for a confidential client. It returns the form stored: spaces
 // trimmed and N in plain digits ("20/60s").

@@ -1,4 +1,4 @@
-// Package admin is the operator API of CONTRACT.md section 2, served under
+// Package admin is the operator API (docs/openapi/admin.json), served under
 // /admin/v1 as one http.Handler: organizations, users, memberships, clients,
 // signing keys, the cluster view, backup and restore of the whole state
 // (GET and POST /snapshot), and GET /status (leader, members, applied
@@ -25,7 +25,7 @@
 //     /snapshot takes its own read index.
 //   - Answers never include a password or secret hash; a confidential
 //     client's secret is shown once, in the 201 of its creation.
-//   - Errors use the httpx envelope (SPEC.md 2.11). Client input never
+//   - Errors use the httpx envelope (ErrorResponse). Client input never
 //     produces a 500.
 //   - The package holds no global state; everything comes through Config.
 package admin

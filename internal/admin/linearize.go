@@ -9,7 +9,7 @@ import (
 
 // staleParam is the query parameter of every GET that lets a caller read
 // the answering node's own copy of the state instead of a linearizable
-// one (CONTRACT.md section 2).
+// one.
 const staleParam = "stale"
 
 // readMode says how a GET route reaches a consistent answer.

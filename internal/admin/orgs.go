@@ -66,7 +66,7 @@ func (a *api) deleteOrg(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The same command ends the organization's app sessions and records the
-	// back-channel deliveries of SPEC.md section 6; the leader sends them.
+	// back-channel logout deliveries; the leader sends them.
 	if _, ok := a.apply(w, r, fsm.MustCommand(fsm.TypeDeleteOrg, fsm.DeleteOrg{ID: id, At: a.now()})); !ok {
 		return
 	}

@@ -9,13 +9,14 @@ import (
 	"github.com/oidcd/oidcd/internal/httpx"
 )
 
-// Pagination bounds (SPEC.md 4.9, used by every admin list).
+// Pagination bounds (those of the membership list, used by every admin list).
 const (
 	defaultPageSize = 20
 	maxPageSize     = 100
 )
 
-// Pagination is the pagination object of SPEC.md 2.8.
+// Pagination is the pagination object (the Pagination schema of
+// docs/openapi/admin.json).
 type Pagination struct {
 	Page        int  `json:"page"`
 	PageSize    int  `json:"page_size"`

@@ -202,7 +202,7 @@ func (a *api) deleteUser(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The same command ends every session of the person and records the
-	// sub-only back-channel deliveries (SPEC.md section 6, account erasure).
+	// sub-only back-channel logout deliveries (account erasure).
 	if _, ok := a.apply(w, r, fsm.MustCommand(fsm.TypeDeleteUser, fsm.DeleteUser{ID: id, At: a.now()})); !ok {
 		return
 	}

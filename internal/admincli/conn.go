@@ -171,7 +171,7 @@ func (a *answer) correlationID(fromBody string) string {
 	return "-"
 }
 
-// printAPIError prints an error answer: the SPEC.md 2.11 envelope as
+// printAPIError prints an error answer: the JSON error envelope as
 // `error: CODE: message (correlation id X)` and one line per detail, or,
 // for any other body, the status and the body's first line.
 func printAPIError(w io.Writer, a *answer) {

@@ -1,5 +1,5 @@
 // Package admincli is `oidcd admin`: a thin command-line client over the
-// admin API of CONTRACT.md section 2 (base path /admin/v1).
+// admin API (docs/openapi/admin.json, base path /admin/v1).
 //
 // Run parses `<noun> <verb> [flags] [args]` (or `status [flags]`, a noun
 // that is its own command), turns it into exactly one HTTP call, and prints

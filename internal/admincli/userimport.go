@@ -22,7 +22,7 @@ import (
 )
 
 // importRow is one person of an import file, as POST /users/import takes
-// them (CONTRACT.md section 7).
+// them (README "Importing people").
 type importRow struct {
 	Email         string   `json:"email"`
 	EmailVerified bool     `json:"email_verified,omitempty"`

@@ -637,8 +637,8 @@ func (c *Console) setClientSuspended(w http.ResponseWriter, r *http.Request) {
 	done(w, r, Prefix+"clients", "client-updated")
 }
 
-// setClientRateLimit sets a client's own rate limit (CONTRACT.md section
-// 2); empty goes back to the node's --rate-limit. The admin API validates
+// setClientRateLimit sets a client's own rate limit (its rate_limit);
+// empty goes back to the node's --rate-limit. The admin API validates
 // it, and its detail is shown as it is.
 func (c *Console) setClientRateLimit(w http.ResponseWriter, r *http.Request) {
 	body := map[string]string{"rate_limit": strings.TrimSpace(r.PostForm.Get("rate_limit"))}

@@ -454,7 +454,7 @@ func (a *App) signedOut(w http.ResponseWriter, r *http.Request) {
 }
 
 // backchannelLogout receives a logout token (OpenID Connect Back-Channel
-// Logout 1.0; SPEC.md section 6): go-oidc checks the signature against the
+// Logout 1.0): go-oidc checks the signature against the
 // provider's JWKS, iss, exp, the event, that there is no nonce, and a jti
 // and a sub or sid; here aud must be exactly this client_id. It ends the
 // session with that sid, or every session of sub when there is no sid.

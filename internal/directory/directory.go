@@ -1,5 +1,6 @@
 // Package directory signs people in against an LDAP or Active Directory
-// server and reads who is there, through go-ldap (CONTRACT.md section 7).
+// server and reads who is there, through go-ldap (README "Directory
+// sign-in").
 //
 // A Client finds a person with the search account (UserFilter with the
 // typed address escaped), then binds as that person over TLS (ldaps://, or

@@ -13,7 +13,7 @@ import (
 	"github.com/oidcd/oidcd/internal/password"
 )
 
-// Authenticator-app parameters (CONTRACT.md 2: SHA1, 6 digits, 30 s).
+// Authenticator-app parameters (SHA1, 6 digits, 30 s).
 const (
 	TOTPPeriod = 30
 	totpSkew   = 1 // one step either side, for clock drift

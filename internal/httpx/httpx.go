@@ -17,7 +17,7 @@ import (
 )
 
 // MaxCorrelationID is the longest client-sent X-Correlation-ID that is echoed
-// (SPEC.md section 8); a longer one is replaced by a generated id.
+// (up to 128 bytes); a longer one is replaced by a generated id.
 const MaxCorrelationID = 128
 
 // HeaderCorrelationID is the tracing header.
@@ -75,7 +75,7 @@ func NewID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Error codes of the envelope (SPEC.md 2.11).
+// Error codes of the envelope.
 const (
 	CodeValidation   = "VALIDATION_ERROR"
 	CodeBadRequest   = "BAD_REQUEST"
@@ -86,7 +86,7 @@ const (
 	CodeUnprocessble = "UNPROCESSABLE"
 	CodeRateLimited  = "RATE_LIMITED"
 	CodeInternal     = "INTERNAL_ERROR"
-	CodeUnavailable  = "SERVICE_UNAVAILABLE" // not in 2.11's list; only used by the admin API on 503
+	CodeUnavailable  = "SERVICE_UNAVAILABLE" // an addition to the codes above; only used by the admin API on 503
 )
 
 // Detail is one field problem of a VALIDATION_ERROR.
@@ -96,7 +96,8 @@ type Detail struct {
 	Code    string `json:"code"`
 }
 
-// Envelope is the ErrorResponse of SPEC.md 2.11.
+// Envelope is the JSON error envelope (ErrorResponse; the ErrorEnvelope
+// schema of docs/openapi/oidc.json).
 type Envelope struct {
 	Error EnvelopeError `json:"error"`
 }

@@ -11,11 +11,12 @@
 // OIDCD_REDIRECT_URI, OIDCD_EMAIL, OIDCD_PASSWORD, OIDCD_BC_PORT (when set,
 // the back-channel logout endpoint listens there at /bc).
 //
-// Two shapes SPEC.md fixes stay as they are, and no check here relies on
-// the libraries accepting them: the 429 answer is SPEC.md 2.11's envelope,
-// whose "error" is an object (not RFC 6749's string), and the access token
-// is a JWT with an empty "aud" (only oidcd checks it, at userinfo and
-// introspection; these libraries treat it as opaque).
+// Two shapes oidcd's interface fixes stay as they are, and no check here
+// relies on the libraries accepting them: the 429 answer is the JSON error
+// envelope (docs/application-developers.md, "Errors"), whose "error" is
+// an object (not RFC 6749's string), and the access token is a JWT with an
+// empty "aud" (only oidcd checks it, at userinfo and introspection; these
+// libraries treat it as opaque).
 
 import assert from 'node:assert/strict';
 import http from 'node:http';

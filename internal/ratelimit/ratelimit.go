@@ -96,7 +96,7 @@ const entriesPerKey = 16
 
 // Window is an exact sliding-window limiter: it allows a request
 // when fewer than limit requests under the same key were allowed in the
-// window before it. SPEC.md 8 reads "5 requests per 60 seconds", and a
+// window before it. The default limit is "5 requests per 60 seconds", and a
 // sliding log is the only simple scheme that never lets more than limit
 // through in any window (a token bucket refilling at limit/window would
 // let 5 + 4 through within 60 s). It keeps at most limit timestamps per

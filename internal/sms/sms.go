@@ -13,7 +13,8 @@ import (
 	"time"
 )
 
-// Message is the wire shape of CONTRACT.md section 4.
+// Message is the wire shape of a text message: one JSON object, a line of
+// --sms-outbox or the body POSTed to --sms-webhook.
 type Message struct {
 	To     string    `json:"to"`
 	Text   string    `json:"text"`

@@ -35,7 +35,7 @@ func TestDirectoryPerson(t *testing.T) {
 			t.Errorf("%s: %+v", tc.name, got)
 		}
 	}
-	if DirectoryUserID("d1", "u1") != DirectoryUserID("d1", "u1") || DirectoryUserID("d1", "u1") == DirectoryUserID("d2", "u1") {
+	if a, b := DirectoryUserID("d1", "u1"), DirectoryUserID("d1", "u1"); a != b || a == DirectoryUserID("d2", "u1") {
 		t.Error("DirectoryUserID is not a function of the directory and the id")
 	}
 }

@@ -271,24 +271,8 @@ func TestOpenAPIDocumentsMatchTheNode(t *testing.T) {
 			continue
 		}
 		seen[doc+" "+op] = true
-		req := x.req.Clone(x.req.Context())
-		req.Body = io.NopCloser(bytes.NewReader(x.reqBody))
-		req.URL.Path = strings.TrimPrefix(req.URL.Path, v.prefix)
-		resp := *x.resp
-		resp.Body = io.NopCloser(bytes.NewReader(x.respBody))
-		// A request refused on purpose (bad input, no token) is not one the
-		// document allows: only its answer is checked.
-		check := v.v.ValidateHttpRequestResponse
-		if x.resp.StatusCode >= 400 {
-			check = v.v.ValidateHttpResponse
-		}
-		if ok, errs := check(req, &resp); !ok {
-			for _, e := range errs {
-				t.Errorf("%s %s (%d) against the %s document: %s: %s", x.method, x.path, x.resp.StatusCode, doc, e.Message, e.Reason)
-				for _, se := range e.SchemaValidationErrors {
-					t.Errorf("    %s: %s", se.FieldPath, se.Reason)
-				}
-			}
+		for _, e := range checkExchange(v, x) {
+			t.Errorf("%s %s (%d) against the %s document: %s", x.method, x.path, x.resp.StatusCode, doc, e)
 		}
 	}
 	for _, v := range []*docValidator{oidcV, adminV} {
@@ -362,4 +346,30 @@ func (d *docValidator) operation(method, path string) string {
 		}
 	}
 	return best
+}
+
+// checkExchange validates one recorded exchange against v and returns
+// what does not match, a line each. A request refused on purpose (bad
+// input, no token) is not one the document allows: only its answer is
+// checked.
+func checkExchange(v *docValidator, x exchange) []string {
+	req := x.req.Clone(x.req.Context())
+	req.Body = io.NopCloser(bytes.NewReader(x.reqBody))
+	req.URL.Path = strings.TrimPrefix(req.URL.Path, v.prefix)
+	resp := *x.resp
+	resp.Body = io.NopCloser(bytes.NewReader(x.respBody))
+	check := v.v.ValidateHttpRequestResponse
+	if x.resp.StatusCode >= 400 {
+		check = v.v.ValidateHttpResponse
+	}
+	var out []string
+	if ok, errs := check(req, &resp); !ok {
+		for _, e := range errs {
+			out = append(out, e.Message+": "+e.Reason)
+			for _, se := range e.SchemaValidationErrors {
+				out = append(out, "    "+se.FieldPath+": "+se.Reason)
+			}
+		}
+	}
+	return out
 }

@@ -1,10 +1,7 @@
 package docs_test
 
 import (
-	"bytes"
-	"io"
 	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/oidcd/oidcd/docs"
@@ -35,27 +32,8 @@ func TestOpenAPIStaleParameterMatchesTheNode(t *testing.T) {
 			t.Errorf("%s %s: not in the admin document", x.method, x.path)
 			continue
 		}
-		req := x.req.Clone(x.req.Context())
-		req.Body = io.NopCloser(bytes.NewReader(x.reqBody))
-		req.URL.Path = strings.TrimPrefix(req.URL.Path, v.prefix)
-		resp := *x.resp
-		resp.Body = io.NopCloser(bytes.NewReader(x.respBody))
-		check := v.v.ValidateHttpRequestResponse
-		if x.resp.StatusCode >= 400 {
-			check = v.v.ValidateHttpResponse
-		}
-		if ok, errs := check(req, &resp); !ok {
-			for _, e := range errs {
-				t.Errorf("%s %s (%d): %s: %s", x.method, x.req.URL, x.resp.StatusCode, e.Message, e.Reason)
-			}
-		}
-	}
-	// The document takes what the node takes and refuses what it refuses.
-	for query, want := range map[string]bool{"stale=true": true, "stale=false": true, "stale=maybe": false} {
-		req, _ := http.NewRequest("GET", "/organizations?"+query, nil)
-		req.Header.Set("Authorization", "Bearer "+testcluster.AdminToken)
-		if ok, errs := v.v.ValidateHttpRequest(req); ok != want {
-			t.Errorf("the document on %s: got valid %v, want %v (%v)", query, ok, want, errs)
+		for _, e := range checkExchange(v, x) {
+			t.Errorf("%s %s (%d): %s", x.method, x.req.URL, x.resp.StatusCode, e)
 		}
 	}
 }

@@ -138,7 +138,7 @@ func (n *Node) noteAdminToken(h string) {
 		n.log.Warn("admin token: --admin-token (or OIDCD_ADMIN_TOKEN) does not match the cluster's admin token, which came from a restored backup, " +
 			"another node's flag or a generated token; the cluster's token stays the one that works and this node's flag is ignored")
 	}
-	if tok, err := os.ReadFile(n.AdminTokenFile()); err == nil && admin.HashToken(strings.TrimSpace(string(tok))) != h {
+	if fh, ok := n.tokenFileHash(); ok && fh != h {
 		n.log.Warn("admin token: the token in the token file is no longer the cluster's admin token (a restored backup replaced it); "+
 			"it answers 'invalid admin token'", "file", n.AdminTokenFile())
 	}
@@ -147,8 +147,18 @@ func (n *Node) noteAdminToken(h string) {
 // tokenFileHolds reports whether <data-dir>/admin-token holds the token
 // whose hash is h.
 func (n *Node) tokenFileHolds(h string) bool {
+	fh, ok := n.tokenFileHash()
+	return ok && fh == h
+}
+
+// tokenFileHash is the hash of the token in <data-dir>/admin-token; false
+// when there is no such file.
+func (n *Node) tokenFileHash() (string, bool) {
 	tok, err := os.ReadFile(n.AdminTokenFile())
-	return err == nil && admin.HashToken(strings.TrimSpace(string(tok))) == h
+	if err != nil {
+		return "", false
+	}
+	return admin.HashToken(strings.TrimSpace(string(tok))), true
 }
 
 // adminTokenApplied runs in onApply, on the FSM goroutine, possibly under

@@ -146,19 +146,6 @@ type lockedError struct{ until time.Time }
 func (e *lockedError) Error() string        { return errLocked.Error() }
 func (e *lockedError) Is(target error) bool { return target == errLocked }
 
-// lockedUntil is when every lock among rules' keys has ended, as this
-// node's state has them, or at least after (a lock the reservation
-// found, which the local state may not hold yet).
-func (p *Provider) lockedUntil(rules []fsm.ThrottleRule, now, after time.Time) time.Time {
-	until := after
-	for _, r := range rules {
-		if t, err := p.cfg.State.Throttle(r.Key); err == nil && t.Locked(now) && t.LockedUntil.After(until) {
-			until = t.LockedUntil
-		}
-	}
-	return until
-}
-
 // lockout answers a lockout (an error that Is errLocked): it sets
 // Retry-After to the seconds until the lock ends, rounded up, and returns
 // the message that tells the person about how many minutes to wait.
@@ -191,7 +178,7 @@ func lockout(w http.ResponseWriter, err error, now time.Time) string {
 // A key already locked is refused here, before any write: a flood of
 // attempts from a locked address or at a locked account costs the
 // cluster nothing replicated. The lock is read in this node's state
-// (lockedLocally), which may lag a lift of it made a moment ago elsewhere
+// (localLock), which may lag a lift of it made a moment ago elsewhere
 // (an operator's clear, a success's release); so a lock found is
 // confirmed after a read index (catchUp: no write, and concurrent
 // requests share its round), and the refusal is as current as the
@@ -199,8 +186,13 @@ func lockout(w http.ResponseWriter, err error, now time.Time) string {
 // the lock as read stands.
 func (p *Provider) reserve(ctx context.Context, lock *fsm.Audit, rules ...fsm.ThrottleRule) ([]fsm.Throttle, error) {
 	now := p.now()
-	if p.lockedLocally(rules, now) && (!p.catchUp(ctx) || p.lockedLocally(rules, now)) {
-		return nil, &lockedError{until: p.lockedUntil(rules, now, time.Time{})}
+	if until := p.localLock(rules, now); !until.IsZero() {
+		if !p.catchUp(ctx) {
+			return nil, &lockedError{until: until}
+		}
+		if until = p.localLock(rules, now); !until.IsZero() {
+			return nil, &lockedError{until: until}
+		}
 	}
 	cmd := fsm.MustCommand(fsm.TypeThrottleReserve, fsm.ThrottleReserve{Rules: rules, At: now})
 	if lock != nil {
@@ -218,7 +210,10 @@ func (p *Provider) reserve(ctx context.Context, lock *fsm.Audit, rules ...fsm.Th
 		if ts, ok := res.Value.([]fsm.Throttle); ok && len(ts) > 0 {
 			found = ts[0].LockedUntil
 		}
-		return nil, &lockedError{until: p.lockedUntil(rules, now, found)}
+		if until := p.localLock(rules, now); until.After(found) {
+			found = until
+		}
+		return nil, &lockedError{until: found}
 	}
 	if res.Err != nil {
 		return nil, res.Err
@@ -233,17 +228,18 @@ func (p *Provider) reserve(ctx context.Context, lock *fsm.Audit, rules ...fsm.Th
 	return ts, nil
 }
 
-// lockedLocally reports whether one of rules' keys is locked at now in
-// this node's state (fsm.State.Throttle). A key not locked here still
-// goes through the replicated reservation, which decides. A read error
-// decides nothing.
-func (p *Provider) lockedLocally(rules []fsm.ThrottleRule, now time.Time) bool {
+// localLock is when the last lock among rules' keys that are locked at
+// now in this node's state (fsm.State.Throttle) ends; zero when none is.
+// A key not locked here still goes through the replicated reservation,
+// which decides. A read error decides nothing.
+func (p *Provider) localLock(rules []fsm.ThrottleRule, now time.Time) time.Time {
+	var until time.Time
 	for _, r := range rules {
-		if t, err := p.cfg.State.Throttle(r.Key); err == nil && t.Locked(now) {
-			return true
+		if t, err := p.cfg.State.Throttle(r.Key); err == nil && t.Locked(now) && t.LockedUntil.After(until) {
+			until = t.LockedUntil
 		}
 	}
-	return false
+	return until
 }
 
 // settle is what a successful attempt gives back: the counters of the

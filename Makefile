@@ -153,14 +153,14 @@ fuzz:
 ##     connections whose next read or write reports any failure, writes to
 ##     a bufio.Writer whose Flush is checked, and ResponseWriter writes to a
 ##     client that may have left. Errors that change an outcome are checked.
-##   testcluster, internal/fsmtest, internal/chrometest: imported by tests
+##   testcluster, internal/testkit: imported by tests
 ##     only, never linked into oidcd (gosec already skips _test.go files).
 ##   cmd/oidcd-bench: the developer's load generator, not shipped. It reads
 ##     paths and URLs from its own flags (loopback targets only:
 ##     TestLoopbackOnlyDialGuard), re-runs its own executable to host
 ##     nodes, and uses math/rand to vary its workers' choices.
-GOSEC_FLAGS := -quiet -exclude=G104 -exclude-dir=testcluster -exclude-dir=internal/fsmtest \
-	-exclude-dir=internal/chrometest -exclude-dir=cmd/oidcd-bench
+GOSEC_FLAGS := -quiet -exclude=G104 -exclude-dir=testcluster -exclude-dir=internal/testkit \
+	-exclude-dir=cmd/oidcd-bench
 ## The linters and the Debian packager (nfpm) live in their own module
 ## (tools/go.mod), so the product's go.mod and go.sum list only what oidcd
 ## and its tests use; the linters are built from there into bin/ and run

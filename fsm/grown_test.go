@@ -12,7 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/oidcd/oidcd/fsm"
-	"github.com/oidcd/oidcd/internal/fsmtest"
+	"github.com/oidcd/oidcd/internal/testkit/fsmtest"
 )
 
 // grownAt is when a grown store's sessions and tokens were made: they are

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/oidcd/oidcd/fsm"
-	"github.com/oidcd/oidcd/internal/fsmtest"
 	"github.com/oidcd/oidcd/internal/kek"
+	"github.com/oidcd/oidcd/internal/testkit/fsmtest"
 )
 
 func testKEK(t testing.TB, fill byte) *kek.KEK {

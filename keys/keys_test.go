@@ -23,7 +23,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwt"
 
 	"github.com/oidcd/oidcd/fsm"
-	"github.com/oidcd/oidcd/internal/fsmtest"
+	"github.com/oidcd/oidcd/internal/testkit/fsmtest"
 )
 
 var t0 = time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)

@@ -19,8 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/oidcd/oidcd/fsm"
-	"github.com/oidcd/oidcd/internal/fsmtest"
 	"github.com/oidcd/oidcd/internal/httpx"
+	"github.com/oidcd/oidcd/internal/testkit/fsmtest"
 	"github.com/oidcd/oidcd/keys"
 	"github.com/oidcd/oidcd/webui"
 )

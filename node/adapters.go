@@ -9,7 +9,7 @@ import (
 	"github.com/oidcd/oidcd/cluster"
 	"github.com/oidcd/oidcd/internal/httpx"
 
-	"github.com/oidcd/oidcd/internal/admin"
+	"github.com/oidcd/oidcd/admin"
 	"github.com/oidcd/oidcd/keys"
 )
 

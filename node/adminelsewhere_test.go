@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oidcd/oidcd/internal/admincli"
+	"github.com/oidcd/oidcd/admin/cli"
 	"github.com/oidcd/oidcd/internal/httpx"
 )
 
@@ -45,7 +45,7 @@ func TestAdminElsewhereSaysWhereTheAdminAPIIs(t *testing.T) {
 	}
 
 	var out, errb bytes.Buffer
-	code := admincli.Run(context.Background(), []string{"--addr", strings.TrimPrefix(srv.URL, "http://"), "--token", strings.Repeat("t", 44), "status"},
+	code := cli.Run(context.Background(), []string{"--addr", strings.TrimPrefix(srv.URL, "http://"), "--token", strings.Repeat("t", 44), "status"},
 		func(string) string { return "" }, nil, &out, &errb)
 	if code == 0 || !strings.Contains(errb.String(), adminElsewhereMessage) {
 		t.Errorf("oidcd admin status at the public address: got exit %d, stderr %q; want a failure that says %q", code, errb.String(), adminElsewhereMessage)

@@ -16,7 +16,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/oauth2"
 
-	"github.com/oidcd/oidcd/internal/admincli"
+	"github.com/oidcd/oidcd/admin/cli"
 	"github.com/oidcd/oidcd/node"
 	"github.com/oidcd/oidcd/testcluster"
 )
@@ -219,7 +219,7 @@ func TestAuditTrailOnThreeNodes(t *testing.T) {
 	// oidcd admin audit verify asks every node and compares them.
 	var out, errb bytes.Buffer
 	env := func(k string) string {
-		if k == admincli.EnvToken {
+		if k == cli.EnvToken {
 			return testcluster.AdminToken
 		}
 		return ""
@@ -227,7 +227,7 @@ func TestAuditTrailOnThreeNodes(t *testing.T) {
 	// testcluster runs without gossip, so members have no http_addr: the
 	// nodes are named, as with --admin-addr.
 	nodes := c.URL(0) + "," + c.URL(1) + "," + c.URL(2)
-	if code := admincli.Run(context.Background(), []string{"--addr", c.URL(0), "audit", "verify", "--nodes", nodes}, env, nil, &out, &errb); code != 0 {
+	if code := cli.Run(context.Background(), []string{"--addr", c.URL(0), "audit", "verify", "--nodes", nodes}, env, nil, &out, &errb); code != 0 {
 		t.Fatalf("audit verify: exit %d\n%s%s", code, out.String(), errb.String())
 	}
 	if !strings.Contains(out.String(), "the nodes agree") || strings.Count(out.String(), "  yes  ") != 3 {
@@ -289,13 +289,13 @@ func TestAuditTamperOnAStoppedNode(t *testing.T) {
 	}
 	var out, errb bytes.Buffer
 	env := func(k string) string {
-		if k == admincli.EnvToken {
+		if k == cli.EnvToken {
 			return testcluster.AdminToken
 		}
 		return ""
 	}
 	nodes := c.URL(0) + "," + c.URL(1) + "," + c.URL(2)
-	if code := admincli.Run(context.Background(), []string{"--addr", c.URL((victim + 1) % 3), "audit", "verify", "--nodes", nodes}, env, nil, &out, &errb); code == 0 || !strings.Contains(out.String(), fmt.Sprintf("broken at seq %d", target)) {
+	if code := cli.Run(context.Background(), []string{"--addr", c.URL((victim + 1) % 3), "audit", "verify", "--nodes", nodes}, env, nil, &out, &errb); code == 0 || !strings.Contains(out.String(), fmt.Sprintf("broken at seq %d", target)) {
 		t.Fatalf("audit verify: exit %d, want a failure naming seq %d\n%s%s", code, target, out.String(), errb.String())
 	}
 }

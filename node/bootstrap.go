@@ -15,8 +15,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oidcd/oidcd/admin"
 	"github.com/oidcd/oidcd/fsm"
-	"github.com/oidcd/oidcd/internal/admin"
 	"github.com/oidcd/oidcd/oidc"
 )
 

@@ -19,7 +19,7 @@ import (
 	gooidc "github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
-	"github.com/oidcd/oidcd/internal/chrometest"
+	"github.com/oidcd/oidcd/internal/testkit/chrometest"
 	"github.com/oidcd/oidcd/node"
 	"github.com/oidcd/oidcd/testcluster"
 )

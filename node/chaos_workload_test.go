@@ -18,7 +18,7 @@ import (
 
 	"golang.org/x/oauth2"
 
-	"github.com/oidcd/oidcd/internal/htmlform"
+	"github.com/oidcd/oidcd/internal/testkit/htmlform"
 	"github.com/oidcd/oidcd/testcluster"
 )
 

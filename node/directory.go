@@ -7,8 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/oidcd/oidcd/directory"
 	"github.com/oidcd/oidcd/fsm"
-	"github.com/oidcd/oidcd/internal/directory"
 	"github.com/oidcd/oidcd/oidc"
 )
 

@@ -6,7 +6,7 @@ import (
 	gooidc "github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
-	"github.com/oidcd/oidcd/internal/ldaptest"
+	"github.com/oidcd/oidcd/internal/testkit/ldaptest"
 	"github.com/oidcd/oidcd/testcluster"
 )
 

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/oidcd/oidcd/internal/factor"
-	"github.com/oidcd/oidcd/internal/ldaptest"
+	"github.com/oidcd/oidcd/internal/testkit/ldaptest"
 	"github.com/oidcd/oidcd/node"
 	"github.com/oidcd/oidcd/oidc"
 	"github.com/oidcd/oidcd/testcluster"

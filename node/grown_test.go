@@ -13,7 +13,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/oidcd/oidcd/fsm"
-	"github.com/oidcd/oidcd/internal/fsmtest"
+	"github.com/oidcd/oidcd/internal/testkit/fsmtest"
 	"github.com/oidcd/oidcd/testcluster"
 )
 

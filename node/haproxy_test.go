@@ -23,7 +23,7 @@ import (
 	gooidc "github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
-	"github.com/oidcd/oidcd/internal/htmlform"
+	"github.com/oidcd/oidcd/internal/testkit/htmlform"
 	"github.com/oidcd/oidcd/node"
 	"github.com/oidcd/oidcd/testcluster"
 )

@@ -23,7 +23,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 	"golang.org/x/oauth2"
 
-	"github.com/oidcd/oidcd/internal/admincli"
+	"github.com/oidcd/oidcd/admin/cli"
 	"github.com/oidcd/oidcd/internal/password"
 	"github.com/oidcd/oidcd/node"
 	"github.com/oidcd/oidcd/testcluster"
@@ -102,9 +102,9 @@ func TestImportTenThousandThenSignIn(t *testing.T) {
 		return ""
 	}
 	var out, errOut bytes.Buffer
-	code := admincli.Run(context.Background(), []string{"--addr", c.URL(follower), "user", "import", path, "--batch", "1000"},
+	code := cli.Run(context.Background(), []string{"--addr", c.URL(follower), "user", "import", path, "--batch", "1000"},
 		env, strings.NewReader(""), &out, &errOut)
-	if code != admincli.ExitOK || !strings.Contains(out.String(), fmt.Sprintf("imported %d rows: %d created, 0 already there, 0 failed", total, total)) {
+	if code != cli.ExitOK || !strings.Contains(out.String(), fmt.Sprintf("imported %d rows: %d created, 0 already there, 0 failed", total, total)) {
 		t.Fatalf("import: exit %d\nstdout: %s\nstderr: %s", code, out.String(), errOut.String())
 	}
 	if !strings.Contains(errOut.String(), "5000/10000 rows (50%)") {

@@ -24,11 +24,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/oidcd/oidcd/admin"
+	"github.com/oidcd/oidcd/admin/console"
 	"github.com/oidcd/oidcd/cluster"
 	"github.com/oidcd/oidcd/docs"
 	"github.com/oidcd/oidcd/fsm"
-	"github.com/oidcd/oidcd/internal/admin"
-	"github.com/oidcd/oidcd/internal/console"
 	"github.com/oidcd/oidcd/internal/httpx"
 	"github.com/oidcd/oidcd/internal/kek"
 	"github.com/oidcd/oidcd/internal/password"

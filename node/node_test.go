@@ -17,7 +17,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jws"
 	"github.com/lestrrat-go/jwx/v2/jwt"
 
-	"github.com/oidcd/oidcd/internal/admincli"
+	"github.com/oidcd/oidcd/admin/cli"
 	"github.com/oidcd/oidcd/keys"
 	"github.com/oidcd/oidcd/node"
 	"github.com/oidcd/oidcd/testcluster"
@@ -255,7 +255,7 @@ func TestAdminCLIAgainstLiveNode(t *testing.T) {
 	}
 	run := func(args ...string) (int, string, string) {
 		var out, errb bytes.Buffer
-		code := admincli.Run(context.Background(), append([]string{"--addr", c.URL(0)}, args...), env, strings.NewReader(""), &out, &errb)
+		code := cli.Run(context.Background(), append([]string{"--addr", c.URL(0)}, args...), env, strings.NewReader(""), &out, &errb)
 		return code, out.String(), errb.String()
 	}
 	code, out, errOut := run("--json", "org", "create", "--slug", "cli-org", "--name", "CLI Org")

@@ -10,7 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/oidcd/oidcd/internal/admin"
+	"github.com/oidcd/oidcd/admin"
 )
 
 // maxDataDirEntries bounds the walk behind oidcd_data_dir_bytes.

@@ -14,7 +14,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/oidcd/oidcd/internal/admin"
+	"github.com/oidcd/oidcd/admin"
 	"github.com/oidcd/oidcd/node"
 	"github.com/oidcd/oidcd/testcluster"
 )

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oidcd/oidcd/admin/cli"
 	"github.com/oidcd/oidcd/fsm"
-	"github.com/oidcd/oidcd/internal/admincli"
 	"github.com/oidcd/oidcd/internal/httpx"
 	"github.com/oidcd/oidcd/node"
 	"github.com/oidcd/oidcd/testcluster"
@@ -234,7 +234,7 @@ func TestBackupAndRestoreRollTheClusterBack(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "backup.db")
 	follower := c.Followers()[0]
 	start := time.Now()
-	if code, _, errOut := snapCLI(t, c, follower, "snapshot", "save", file); code != admincli.ExitOK {
+	if code, _, errOut := snapCLI(t, c, follower, "snapshot", "save", file); code != cli.ExitOK {
 		t.Fatalf("snapshot save: exit %d: %s", code, errOut)
 	}
 	t.Logf("backup saved in %v", time.Since(start).Round(time.Millisecond))
@@ -242,8 +242,8 @@ func TestBackupAndRestoreRollTheClusterBack(t *testing.T) {
 	snapCreateOrgs(t, c, 1, "later", 12) // enough for every node to snapshot past the backup
 
 	// From a follower: refused, naming the leader.
-	if code, _, errOut := snapCLI(t, c, c.Followers()[0], "snapshot", "restore", file); code != admincli.ExitServerError || !strings.Contains(errOut, "CONFLICT") || !strings.Contains(errOut, "leader") {
-		t.Fatalf("restore on a follower: exit %d %q, want %d and a CONFLICT naming the leader", code, errOut, admincli.ExitServerError)
+	if code, _, errOut := snapCLI(t, c, c.Followers()[0], "snapshot", "restore", file); code != cli.ExitServerError || !strings.Contains(errOut, "CONFLICT") || !strings.Contains(errOut, "leader") {
+		t.Fatalf("restore on a follower: exit %d %q, want %d and a CONFLICT naming the leader", code, errOut, cli.ExitServerError)
 	}
 
 	start = time.Now()
@@ -331,7 +331,7 @@ func snapCLI(t testing.TB, c *testcluster.Cluster, i int, args ...string) (int, 
 	t.Helper()
 	var out, errb bytes.Buffer
 	args = append([]string{"--addr", c.URL(i), "--token", testcluster.AdminToken}, args...)
-	code := admincli.Run(context.Background(), args, nil, nil, &out, &errb)
+	code := cli.Run(context.Background(), args, nil, nil, &out, &errb)
 	return code, out.String(), errb.String()
 }
 
@@ -341,7 +341,7 @@ func snapRestoreOnLeader(t testing.TB, c *testcluster.Cluster, file string) {
 	t.Helper()
 	for attempt := 0; ; attempt++ {
 		code, _, errOut := snapCLI(t, c, c.WaitNewLeader(), "snapshot", "restore", file)
-		if code == admincli.ExitOK {
+		if code == cli.ExitOK {
 			if !strings.Contains(errOut, "admin token is the backup's") {
 				t.Errorf("restore note: got %q, want the admin token warning", errOut)
 			}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oidcd/oidcd/directory"
 	"github.com/oidcd/oidcd/fsm"
-	"github.com/oidcd/oidcd/internal/directory"
 )
 
 // Sign-in against the site's directories (README "Directory sign-in").

@@ -4,8 +4,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/oidcd/oidcd/directory"
 	"github.com/oidcd/oidcd/fsm"
-	"github.com/oidcd/oidcd/internal/directory"
 )
 
 // TestDirectoryPerson: groups map to organizations (DNs compared as DNs,

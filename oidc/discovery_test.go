@@ -19,7 +19,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwk"
 	"github.com/lestrrat-go/jwx/v2/jwt"
 
-	"github.com/oidcd/oidcd/internal/fsmtest"
+	"github.com/oidcd/oidcd/internal/testkit/fsmtest"
 	"github.com/oidcd/oidcd/keys"
 )
 

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/oidcd/oidcd/fsm"
-	"github.com/oidcd/oidcd/internal/fsmtest"
 	"github.com/oidcd/oidcd/internal/password"
+	"github.com/oidcd/oidcd/internal/testkit/fsmtest"
 	"github.com/oidcd/oidcd/keys"
 	"github.com/oidcd/oidcd/webui"
 )

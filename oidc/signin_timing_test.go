@@ -10,8 +10,8 @@ import (
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/kek"
-	"github.com/oidcd/oidcd/internal/ldaptest"
 	"github.com/oidcd/oidcd/internal/password"
+	"github.com/oidcd/oidcd/internal/testkit/ldaptest"
 )
 
 // TestSignInTimingUnknownLikeWrongPassword: with a directory registered,

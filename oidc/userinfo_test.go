@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/oidcd/oidcd/fsm"
-	"github.com/oidcd/oidcd/internal/fsmtest"
+	"github.com/oidcd/oidcd/internal/testkit/fsmtest"
 	"github.com/oidcd/oidcd/keys"
 )
 

@@ -1,7 +1,7 @@
 #!/bin/sh
 # ensure-node.sh: make sure Node.js (20 or later, Debian's nodejs package)
 # and npm are installed (ensure-package.sh), and that the relying-party
-# libraries of internal/noderp (openid-client, oauth4webapi, jose) are
+# libraries of internal/testkit/noderp (openid-client, oauth4webapi, jose) are
 # installed at the versions package-lock.json locks (npm ci, from the npm
 # registry). `make test` runs it first.
 set -eu
@@ -13,7 +13,7 @@ if [ "$major" -lt 20 ]; then
 	echo "ensure-node: node $(node --version) is too old; openid-client 6 needs 20 or later" >&2
 	exit 1
 fi
-dir="$here/../internal/noderp"
+dir="$here/../internal/testkit/noderp"
 # npm ci only when the lock file changed since the last install.
 if [ ! -f "$dir/node_modules/.package-lock.json" ] || ! cmp -s "$dir/package-lock.json" "$dir/node_modules/.oidcd-lock"; then
 	(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oidcd/oidcd/internal/htmlform"
+	"github.com/oidcd/oidcd/internal/testkit/htmlform"
 )
 
 // Browser is a person's browser for black-box tests: it keeps cookies, does

@@ -17,7 +17,7 @@ import (
 	"golang.org/x/net/html"
 	"golang.org/x/oauth2"
 
-	"github.com/oidcd/oidcd/internal/htmlform"
+	"github.com/oidcd/oidcd/internal/testkit/htmlform"
 )
 
 // maxBody caps what is read of any answer.

@@ -25,8 +25,8 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/oidcd/oidcd/fsm"
-	"github.com/oidcd/oidcd/internal/fsmtest"
 	"github.com/oidcd/oidcd/internal/password"
+	"github.com/oidcd/oidcd/internal/testkit/fsmtest"
 	"github.com/oidcd/oidcd/node"
 )
 

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oidcd/oidcd/internal/admincli"
+	"github.com/oidcd/oidcd/admin/cli"
 )
 
 // killable is one `oidcd serve` process that a test SIGKILLs and starts
@@ -157,7 +157,7 @@ func TestSIGKILLDuringBackupAndRestore(t *testing.T) {
 	csv := filepath.Join(t.TempDir(), "people.csv")
 	os.WriteFile(csv, file.Bytes(), 0o600)
 	var out, errOut bytes.Buffer
-	if code := admincli.Run(context.Background(), []string{"--addr", k.issuer, "user", "import", csv, "--batch", "1000"},
+	if code := cli.Run(context.Background(), []string{"--addr", k.issuer, "user", "import", csv, "--batch", "1000"},
 		func(key string) string { return map[string]string{"OIDCD_ADMIN_TOKEN": k.token}[key] }, strings.NewReader(""), &out, &errOut); code != 0 {
 		t.Fatalf("import: %d %s", code, errOut.String())
 	}

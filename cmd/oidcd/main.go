@@ -10,7 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/oidcd/oidcd/internal/admincli"
+	"github.com/oidcd/oidcd/admin/cli"
 )
 
 const usage = `oidcd: an OpenID Connect provider that needs no database.
@@ -42,7 +42,7 @@ func run(args []string, env func(string) string, stdin io.Reader, stdout, stderr
 	case "admin":
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 		defer stop()
-		return admincli.Run(ctx, args[1:], env, stdin, stdout, stderr)
+		return cli.Run(ctx, args[1:], env, stdin, stdout, stderr)
 	case "config":
 		return configCmd(args[1:], stdout, stderr)
 	case "demo-rp":

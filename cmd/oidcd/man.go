@@ -8,7 +8,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/oidcd/oidcd/internal/admincli"
+	"github.com/oidcd/oidcd/admin/cli"
 	"github.com/oidcd/oidcd/node"
 )
 
@@ -61,7 +61,7 @@ func manPage(stdout, stderr io.Writer) int {
 	w(".PP\n%s\n", roff(`The Debian package installs /etc/oidcd/oidcd.toml and a systemd unit that runs "oidcd serve --config /etc/oidcd/oidcd.toml" with its data in /var/lib/oidcd. Secrets (cluster-key, admin-token) belong in /etc/oidcd/oidcd.env, mode 0600, as OIDCD_CLUSTER_KEY=... lines; systemd reads it before it drops privileges.`))
 
 	var admin bytes.Buffer
-	admincli.Run(context.Background(), []string{"help"}, func(string) string { return "" }, nil, &admin, io.Discard)
+	cli.Run(context.Background(), []string{"help"}, func(string) string { return "" }, nil, &admin, io.Discard)
 	w(".SH ADMIN COMMANDS\n.nf\n%s.fi\n", roff(admin.String()))
 
 	w(".SH RECOVERING A LOST QUORUM\n.nf\n%s.fi\n", roff(strings.TrimPrefix(recoverUsage, "Usage: ")))

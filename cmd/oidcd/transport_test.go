@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oidcd/oidcd/admin"
 	"github.com/oidcd/oidcd/fsm"
-	"github.com/oidcd/oidcd/internal/admin"
 )
 
 // forwardFrame is the forwarding protocol's request to apply cmd, as

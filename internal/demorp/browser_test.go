@@ -6,7 +6,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/oidcd/oidcd/internal/chrometest"
+	"github.com/oidcd/oidcd/internal/testkit/chrometest"
 	"github.com/oidcd/oidcd/node"
 )
 

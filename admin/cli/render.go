@@ -1,0 +1,348 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"unicode"
+)
+
+// column is one table column; the first key present in a row is shown.
+type column struct {
+	head string
+	keys []string
+}
+
+func col(head string, keys ...string) column { return column{head: head, keys: keys} }
+
+func (c column) cell(row map[string]any) string {
+	for _, k := range c.keys {
+		if v, ok := row[k]; ok && v != nil {
+			return text(v)
+		}
+	}
+	return "-"
+}
+
+// view says how one kind of resource is shown: as table rows, or, for one
+// resource with many fields, as a field list (fields set).
+type view struct {
+	plural string
+	cols   []column
+	fields []string // one resource as "field value" lines, in this order, then any others
+}
+
+var (
+	orgTable = view{plural: "organizations", cols: []column{
+		col("ID", "id"), col("SLUG", "slug"), col("NAME", "name"), col("STATUS", "status"),
+	}}
+	userTable = view{plural: "users", cols: []column{
+		col("ID", "id"), col("EMAIL", "email"), col("VERIFIED", "email_verified"), col("PHONE", "phone"), col("PASSWORD", "password_scheme"),
+	}}
+	directoryTable = view{plural: "directories", cols: []column{
+		col("ID", "id"), col("NAME", "name"), col("URL", "url"), col("SYNC", "sync_interval"), col("LAST_SYNC", "last_sync"),
+	}}
+	membershipTable = view{plural: "memberships", cols: []column{
+		col("ID", "id"), col("USER", "user_id"), col("ORG", "org_id", "organization_id"), col("STATUS", "status"),
+	}}
+	clientTable = view{plural: "clients", cols: []column{
+		col("CLIENT_ID", "client_id", "id"), col("NAME", "name"), col("TYPE", "type"), col("ORG", "organization_id"),
+		col("MULTI_ORG", "multi_organization"), col("SUSPENDED", "suspended"),
+	}}
+	clientView = view{plural: "clients", cols: clientTable.cols, fields: []string{
+		"client_id", "name", "type", "organization_id", "redirect_uris", "scopes", "multi_organization",
+		"organizations", "access_token_ttl", "backchannel_logout_uri", "skip_consent", "suspended", "rate_limit",
+	}}
+	keyTable = view{plural: "keys", cols: []column{
+		col("KID", "kid"), col("STATE", "state"), col("CREATED_AT", "created_at"),
+		col("ACTIVATES_AT", "activates_at"), col("RETIRED_AT", "retired_at"),
+	}}
+	lockoutTable = view{plural: "lockouts", cols: []column{
+		col("KEY", "key"), col("KIND", "kind"), col("USER", "person", "user_id"), col("FAILURES", "count"), col("LOCKED_UNTIL", "locked_until"),
+	}}
+	passkeyTable = []column{col("PASSKEY", "id"), col("NAME", "name"), col("CREATED_AT", "created_at"), col("LAST_USED_AT", "last_used_at")}
+	memberTable  = []column{
+		col("ID", "id"), col("RAFT_ADDR", "raft_addr"), col("GOSSIP_ADDR", "gossip_addr"), col("HTTP_ADDR", "http_addr"),
+		col("STATE", "state"), col("VOTER", "voter"), col("LEADER", leaderMark),
+		col("APPLIED", "applied_index"), col("LAG", "applied_lag"), col("CONTACT_MS", "last_contact_ms"),
+	}
+)
+
+// leaderMark is a key that no server field uses; showCluster sets it.
+const leaderMark = "\x00leader"
+
+// one shows a single resource.
+func (v view) one(w io.Writer, body []byte) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		_, err := fmt.Fprintln(w, "done")
+		return err
+	}
+	obj, err := decodeObject(body)
+	if err != nil {
+		return err
+	}
+	if v.fields == nil {
+		return writeTable(w, v.cols, []map[string]any{obj})
+	}
+	return writeFields(w, obj, v.fields)
+}
+
+// list shows a `{data, pagination}` answer with a footer for the pagination.
+func (v view) list(w io.Writer, body []byte) error {
+	var page struct {
+		Data       []map[string]any `json:"data"`
+		Pagination *struct {
+			Page       int64 `json:"page"`
+			PageSize   int64 `json:"page_size"`
+			TotalItems int64 `json:"total_items"`
+			TotalPages int64 `json:"total_pages"`
+			HasNext    bool  `json:"has_next"`
+		} `json:"pagination"`
+	}
+	if err := decode(body, &page); err != nil {
+		return err
+	}
+	if len(page.Data) == 0 {
+		fmt.Fprintf(w, "no %s\n", v.plural)
+	} else if err := writeTable(w, v.cols, page.Data); err != nil {
+		return err
+	}
+	if p := page.Pagination; p != nil {
+		pages := max(p.TotalPages, 1)
+		items := "items"
+		if p.TotalItems == 1 {
+			items = "item"
+		}
+		fmt.Fprintf(w, "page %d/%d, %d %s", p.Page, pages, p.TotalItems, items)
+		if p.HasNext {
+			fmt.Fprintf(w, " (next: --page %d)", p.Page+1)
+		}
+		fmt.Fprintln(w)
+	}
+	return nil
+}
+
+func writeTable(w io.Writer, cols []column, rows []map[string]any) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	heads := make([]string, len(cols))
+	for i, c := range cols {
+		heads[i] = c.head
+	}
+	fmt.Fprintln(tw, strings.Join(heads, "\t"))
+	for _, row := range rows {
+		cells := make([]string, len(cols))
+		for i, c := range cols {
+			cells[i] = c.cell(row)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
+}
+
+// writeFields prints obj as "field  value" lines: the fields of order
+// first, then any others sorted, and a client_secret last, apart.
+func writeFields(w io.Writer, obj map[string]any, order []string) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	seen := map[string]bool{"client_secret": true}
+	line := func(k string) {
+		seen[k] = true
+		v, ok := obj[k]
+		if !ok {
+			return
+		}
+		if list, isList := v.([]any); isList && len(list) > 1 {
+			for i, item := range list {
+				if i == 0 {
+					fmt.Fprintf(tw, "%s\t%s\n", k, text(item))
+				} else {
+					fmt.Fprintf(tw, "\t%s\n", text(item))
+				}
+			}
+			return
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", k, text(v))
+	}
+	for _, k := range order {
+		line(k)
+	}
+	var rest []string
+	for k := range obj {
+		if !seen[k] {
+			rest = append(rest, k)
+		}
+	}
+	sort.Strings(rest)
+	for _, k := range rest {
+		line(k)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if s, _ := obj["client_secret"].(string); s != "" {
+		_, err := fmt.Fprintf(w, "\nclient_secret: %s\n", clean(s))
+		return err
+	}
+	return nil
+}
+
+func showTOTP(w io.Writer, body []byte) error {
+	obj, err := decodeObject(body)
+	if err != nil {
+		return err
+	}
+	return writeFields(w, obj, []string{"secret", "uri"})
+}
+
+// showFactors prints what a user has enrolled, and the passkeys.
+func showFactors(w io.Writer, body []byte) error {
+	var f struct {
+		TOTP     any              `json:"totp"`
+		Left     any              `json:"recovery_codes_left"`
+		Passkeys []map[string]any `json:"passkeys"`
+	}
+	if err := decode(body, &f); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "authenticator app\t%s\n", text(f.TOTP))
+	fmt.Fprintf(tw, "recovery codes left\t%s\n", text(f.Left))
+	fmt.Fprintf(tw, "passkeys\t%d\n", len(f.Passkeys))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(f.Passkeys) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	return writeTable(w, passkeyTable, f.Passkeys)
+}
+
+func showCodes(w io.Writer, body []byte) error {
+	var r struct {
+		Codes []string `json:"codes"`
+	}
+	if err := decode(body, &r); err != nil {
+		return err
+	}
+	for _, c := range r.Codes {
+		if _, err := fmt.Fprintln(w, clean(c)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func showCluster(w io.Writer, body []byte) error {
+	var c struct {
+		Leader  any              `json:"leader"`
+		Members []map[string]any `json:"members"`
+	}
+	if err := decode(body, &c); err != nil {
+		return err
+	}
+	leader := ""
+	if c.Leader != nil {
+		leader = text(c.Leader)
+	}
+	if leader == "" || leader == "-" {
+		fmt.Fprintln(w, "leader: none")
+		leader = ""
+	} else {
+		fmt.Fprintf(w, "leader: %s\n", leader)
+	}
+	for _, m := range c.Members {
+		m[leaderMark] = false
+		if leader != "" {
+			for _, k := range []string{"id", "raft_addr", "http_addr", "gossip_addr"} {
+				if s, _ := m[k].(string); s == leader {
+					m[leaderMark] = true
+				}
+			}
+		}
+	}
+	if len(c.Members) == 0 {
+		_, err := fmt.Fprintln(w, "no members")
+		return err
+	}
+	return writeTable(w, memberTable, c.Members)
+}
+
+// text formats one JSON value for a table cell: "-" for nothing, lists
+// comma-separated, control characters (terminal escapes) replaced.
+func text(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "-"
+	case string:
+		if v == "" {
+			return "-"
+		}
+		return clean(v)
+	case bool:
+		return strconv.FormatBool(v)
+	case json.Number:
+		return v.String()
+	case []any:
+		if len(v) == 0 {
+			return "-"
+		}
+		parts := make([]string, len(v))
+		for i, item := range v {
+			parts[i] = text(item)
+		}
+		return strings.Join(parts, ",")
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return "?"
+		}
+		return clean(string(b))
+	}
+}
+
+// clean replaces control characters so that a server-sent value cannot
+// break the table or drive the terminal.
+func clean(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+func decode(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("the answer is not the expected JSON: %w", err)
+	}
+	return nil
+}
+
+func decodeObject(body []byte) (map[string]any, error) {
+	var obj map[string]any
+	if err := decode(body, &obj); err != nil {
+		return nil, err
+	}
+	if obj == nil {
+		return nil, fmt.Errorf("the answer is not a JSON object")
+	}
+	return obj, nil
+}
+
+// prettyJSON indents a JSON answer, keeping the server's key order, and
+// ends it with a newline. A body that is not JSON is returned as it is.
+func prettyJSON(body []byte) []byte {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, bytes.TrimSpace(body), "", "  "); err != nil {
+		return body
+	}
+	buf.WriteByte('\n')
+	return buf.Bytes()
+}

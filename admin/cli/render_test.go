@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestOutput(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		status     int
+		body       string
+		wantStdout string
+		wantStderr string // exact; "" = nothing
+	}{
+		{name: "org list table and footer", args: []string{"org", "list"},
+			body: `{"data":[{"id":"0b1e","slug":"acme","name":"Acme Inc.","status":"active"},
+				{"id":"77aa","slug":"globex","name":"Globex","status":"deleted"}],
+				"pagination":{"page":1,"page_size":2,"total_items":45,"total_pages":23,"has_next":true,"has_previous":false}}`,
+			wantStdout: "" +
+				"ID    SLUG    NAME       STATUS\n" +
+				"0b1e  acme    Acme Inc.  active\n" +
+				"77aa  globex  Globex     deleted\n" +
+				"page 1/23, 45 items (next: --page 2)\n"},
+		{name: "empty list", args: []string{"user", "list"},
+			body:       `{"data":[],"pagination":{"page":1,"page_size":20,"total_items":0,"total_pages":0,"has_next":false,"has_previous":false}}`,
+			wantStdout: "no users\npage 1/1, 0 items\n"},
+		{name: "org create row", args: []string{"org", "create", "--slug", "acme", "--name", "Acme"}, status: 201,
+			body:       `{"id":"0b1e","slug":"acme","name":"Acme","status":"active"}`,
+			wantStdout: "ID    SLUG  NAME  STATUS\n0b1e  acme  Acme  active\n"},
+		{name: "user get", args: []string{"user", "get", "u1"},
+			body:       `{"id":"u1","email":"ann@example.com","email_verified":true,"password_scheme":"bcrypt"}`,
+			wantStdout: "ID  EMAIL            VERIFIED  PHONE  PASSWORD\nu1  ann@example.com  true      -      bcrypt\n"},
+		{name: "membership list", args: []string{"membership", "list"},
+			body: `{"data":[{"id":"m1","user_id":"u1","org_id":"o1","status":"suspended"}],
+				"pagination":{"page":1,"page_size":20,"total_items":1,"total_pages":1,"has_next":false,"has_previous":false}}`,
+			wantStdout: "ID  USER  ORG  STATUS\nm1  u1    o1   suspended\npage 1/1, 1 item\n"},
+		{name: "confidential client create shows the secret once", status: 201,
+			args: []string{"client", "create", "--name", "Portal", "--org", "o1", "--redirect-uri", "https://p.example/cb"},
+			body: `{"client_id":"portal","name":"Portal","type":"confidential","organization_id":"o1",
+				"redirect_uris":["https://p.example/cb","https://p.example/cb2"],"scopes":["openid"],"multi_organization":false,
+				"organizations":[],"access_token_ttl":600,"skip_consent":false,"suspended":false,"client_secret":"s3cr3t"}`,
+			wantStdout: "" +
+				"client_id           portal\n" +
+				"name                Portal\n" +
+				"type                confidential\n" +
+				"organization_id     o1\n" +
+				"redirect_uris       https://p.example/cb\n" +
+				"                    https://p.example/cb2\n" +
+				"scopes              openid\n" +
+				"multi_organization  false\n" +
+				"organizations       -\n" +
+				"access_token_ttl    600\n" +
+				"skip_consent        false\n" +
+				"suspended           false\n" +
+				"\nclient_secret: s3cr3t\n",
+			wantStderr: "note: the client secret is shown only this once: store it now\n"},
+		{name: "confidential client create with --json", status: 201,
+			args:       []string{"--json", "client", "create", "--name", "P", "--org", "o1", "--redirect-uri", "https://p.example/cb"},
+			body:       `{"client_id":"p","type":"confidential","redirect_uris":["https://p.example/cb"],"client_secret":"s3cr3t"}`,
+			wantStdout: "{\n  \"client_id\": \"p\",\n  \"type\": \"confidential\",\n  \"redirect_uris\": [\n    \"https://p.example/cb\"\n  ],\n  \"client_secret\": \"s3cr3t\"\n}\n",
+			wantStderr: "note: the client secret is shown only this once: store it now\n"},
+		{name: "public client has no secret note", status: 201,
+			args:       []string{"client", "create", "--name", "P", "--org", "o1", "--redirect-uri", "https://p.example/cb", "--type", "public"},
+			body:       `{"client_id":"p","name":"P","type":"public"}`,
+			wantStdout: "client_id  p\nname       P\ntype       public\n"},
+		{name: "client list", args: []string{"client", "list"},
+			body: `{"data":[{"client_id":"p","name":"Portal","type":"public","organization_id":"o1","multi_organization":true,"suspended":false}],
+				"pagination":{"page":2,"page_size":1,"total_items":2,"total_pages":2,"has_next":false,"has_previous":true}}`,
+			wantStdout: "CLIENT_ID  NAME    TYPE    ORG  MULTI_ORG  SUSPENDED\np          Portal  public  o1   true       false\npage 2/2, 2 items\n"},
+		{name: "json keeps the server's order and indents", args: []string{"org", "get", "x", "--json"},
+			body:       `{"id":"x","slug":"acme","name":"Acme","status":"active"}`,
+			wantStdout: "{\n  \"id\": \"x\",\n  \"slug\": \"acme\",\n  \"name\": \"Acme\",\n  \"status\": \"active\"\n}\n"},
+		{name: "delete", args: []string{"org", "delete", "x"}, status: 204, wantStdout: "deleted organization x\n"},
+		{name: "delete with --json prints nothing", args: []string{"--json", "org", "delete", "x"}, status: 204},
+		{name: "totp", args: []string{"user", "totp", "u1"}, status: 201,
+			body:       `{"secret":"JBSWY3DPEHPK3PXP","uri":"otpauth://totp/oidcd:ann?secret=JBSWY3DPEHPK3PXP"}`,
+			wantStdout: "secret  JBSWY3DPEHPK3PXP\nuri     otpauth://totp/oidcd:ann?secret=JBSWY3DPEHPK3PXP\n",
+			wantStderr: "note: the TOTP secret is shown only this once: add it to the authenticator app now\n"},
+		{name: "recovery codes", args: []string{"user", "recovery-codes", "u1"}, status: 201,
+			body:       `{"codes":["aaaa-1111","bbbb-2222"]}`,
+			wantStdout: "aaaa-1111\nbbbb-2222\n",
+			wantStderr: "note: these recovery codes are shown only this once and replace any earlier ones; each works once\n"},
+		{name: "keys list", args: []string{"keys", "list"},
+			body: `{"data":[{"kid":"k2","state":"next","created_at":"2025-01-02T00:00:00Z","activates_at":"2025-01-02T01:00:00Z"},
+				{"kid":"k1","state":"active","created_at":"2025-01-01T00:00:00Z"}]}`,
+			wantStdout: "" +
+				"KID  STATE   CREATED_AT            ACTIVATES_AT          RETIRED_AT\n" +
+				"k2   next    2025-01-02T00:00:00Z  2025-01-02T01:00:00Z  -\n" +
+				"k1   active  2025-01-01T00:00:00Z  -                     -\n"},
+		{name: "keys rotate", args: []string{"keys", "rotate", "--immediate"}, status: 201,
+			body:       `{"kid":"k3","state":"active","activates_at":"2025-01-03T00:00:00Z"}`,
+			wantStdout: "KID  STATE   CREATED_AT  ACTIVATES_AT          RETIRED_AT\nk3   active  -           2025-01-03T00:00:00Z  -\n"},
+		{name: "cluster status", args: []string{"cluster", "status"},
+			body: `{"leader":"n1","members":[
+				{"id":"n1","raft_addr":"127.0.0.1:8300","gossip_addr":"127.0.0.1:8301","http_addr":"127.0.0.1:8080","state":"alive","voter":true},
+				{"id":"n2","raft_addr":"127.0.0.1:8310","gossip_addr":"127.0.0.1:8311","http_addr":"127.0.0.1:8081","state":"alive","voter":false}]}`,
+			wantStdout: "" +
+				"leader: n1\n" +
+				"ID  RAFT_ADDR       GOSSIP_ADDR     HTTP_ADDR       STATE  VOTER  LEADER  APPLIED  LAG  CONTACT_MS\n" +
+				"n1  127.0.0.1:8300  127.0.0.1:8301  127.0.0.1:8080  alive  true   true    -        -    -\n" +
+				"n2  127.0.0.1:8310  127.0.0.1:8311  127.0.0.1:8081  alive  false  false   -        -    -\n"},
+		{name: "cluster without leader", args: []string{"cluster", "status"}, body: `{"leader":"","members":[]}`,
+			wantStdout: "leader: none\nno members\n"},
+		{name: "control characters are neutralised", args: []string{"org", "get", "x"},
+			body:       `{"id":"x","slug":"a\u001b[31m","name":"tab\there","status":"active"}`,
+			wantStdout: "ID  SLUG    NAME      STATUS\nx   a [31m  tab here  active\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeAPI(t)
+			status := tc.status
+			if status == 0 {
+				status = 200
+			}
+			f.answer(status, strings.TrimSpace(tc.body))
+			r := run(t, f.env(), "", tc.args...)
+			if r.code != ExitOK {
+				t.Fatalf("exit %d, want 0; stderr %q", r.code, r.stderr)
+			}
+			if r.stdout != tc.wantStdout {
+				t.Errorf("stdout:\ngot  %q\nwant %q", r.stdout, tc.wantStdout)
+			}
+			if r.stderr != tc.wantStderr {
+				t.Errorf("stderr: got %q, want %q", r.stderr, tc.wantStderr)
+			}
+		})
+	}
+}

@@ -1,0 +1,37 @@
+// Package console is the operator's admin console in the browser, served
+// under /console/ on every node: organizations, people (with their second
+// factors: authenticator-app and recovery-code enrollment, lockout
+// clearing), memberships, clients, signing keys and cluster health. Pages are server-rendered HTML forms without script,
+// like the sign-in pages.
+//
+// How it reaches the data: New builds a private instance of the admin API
+// (the admin package) from the node's own admin.Config, whose only accepted
+// bearer token is a random value generated in memory, and every page calls
+// that handler in-process with JSON, exactly as `oidcd admin` calls the API
+// over HTTP. So validation, id and time stamping, the replicated write
+// path and the error envelope are the API's own; the console only turns
+// forms into JSON and envelopes (with their field details) back into the
+// form. Cluster health is the API's GET /status.
+//
+// Invariants:
+//   - Sign-in takes the admin token once (a password field), checked in
+//     constant time against the token's stored hash. The session cookie
+//     (HttpOnly, SameSite=Strict, 8 hours; Secure, with the __Host- prefix
+//     and Path=/, when the browser speaks https on the console's listener,
+//     else Path=/console/, see secureFor) is sealed with the cluster's browser key (internal/seal,
+//     its own purpose) and holds neither the token nor its hash: only a
+//     fingerprint derived from the hash, so any node accepts it and a
+//     changed admin token ends every console session. Each attempt is
+//     counted per client address before the token is compared, in the
+//     node's admin.Guard, the one the admin API counts in: a guess costs
+//     the same on either, and an address refused by one (429, with
+//     Retry-After) is refused by the other.
+//   - CSRF: double submit. Every POST carries csrf_token equal to the
+//     oidcd_console_csrf cookie, and a session is bound to that value.
+//   - Every answer has a CSP without 'unsafe-inline' (stylesheet from
+//     /console/static only, no script, form-action 'self'), no-store, and
+//     DENY framing. Secrets (a client secret, a TOTP secret, recovery
+//     codes) appear once, in the answer to the POST that made them.
+//   - Every visible input has a <label>; text-like inputs carry
+//     autocomplete (chrometest.CheckForm runs on every page in the tests).
+package console

@@ -62,7 +62,7 @@ type auditPage struct {
 }
 
 // listAudit is GET /audit?after=&limit=&type=&subject=&client_id=&organization_id=
-// (README "Audit trail"), and two more parameters: wait= (seconds, a long poll
+// (docs/operators/audit.md), and two more parameters: wait= (seconds, a long poll
 // for tail --follow) and order=desc (newest first; after=N then lists
 // the events before N, and next_after is the last, oldest, seq returned).
 func (a *api) listAudit(w http.ResponseWriter, r *http.Request) {

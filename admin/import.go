@@ -15,7 +15,7 @@ import (
 // people with long hashes and a full list of organizations fit.
 const MaxImportBody = 4 << 20
 
-// importBody is POST /users/import (README "Importing people").
+// importBody is POST /users/import (docs/operators/import.md).
 type importBody struct {
 	Users []importUser `json:"users"`
 }

@@ -7,12 +7,13 @@ import (
 	"testing"
 )
 
-// TestREADMEShowsTheBalancerConfigsAsTheyAre: each HAProxy configuration
-// in haproxy/ (the files the node tests run) appears in the README whole,
-// in a code block of its own, so the recipe an operator copies is the one
-// that was tested.
-func TestREADMEShowsTheBalancerConfigsAsTheyAre(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+// TestBalancerPageShowsTheConfigsAsTheyAre: each HAProxy configuration
+// in haproxy/ (the files the node tests run) appears in the operator
+// guide's balancer page, docs/operators/balancer.md, whole, in a code
+// block of its own, so the recipe an operator copies is the one that was
+// tested.
+func TestBalancerPageShowsTheConfigsAsTheyAre(t *testing.T) {
+	page, err := os.ReadFile(filepath.Join("..", "docs", "operators", "balancer.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,8 +26,8 @@ func TestREADMEShowsTheBalancerConfigsAsTheyAre(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(string(readme), "```\n"+string(b)+"```\n") {
-			t.Errorf("README.md does not show deploy/%s as it is, in a code block of its own", filepath.ToSlash(f))
+		if !strings.Contains(string(page), "```\n"+string(b)+"```\n") {
+			t.Errorf("docs/operators/balancer.md does not show deploy/%s as it is, in a code block of its own", filepath.ToSlash(f))
 		}
 	}
 }

@@ -1,6 +1,6 @@
 // Package directory signs people in against an LDAP or Active Directory
-// server and reads who is there, through go-ldap (README "Directory
-// sign-in").
+// server and reads who is there, through go-ldap
+// (docs/operators/directories.md).
 //
 // A Client finds a person with the search account (UserFilter with the
 // typed address escaped), then binds as that person over TLS (ldaps://, or

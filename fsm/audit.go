@@ -34,7 +34,7 @@ import (
 // a failure that would otherwise commit nothing (a wrong password, whose
 // attempt the throttle reservation already counted).
 
-// Event types and outcomes (README "Audit trail").
+// Event types and outcomes (docs/operators/audit.md).
 const (
 	EventSignin     = "signin"
 	EventToken      = "token"

@@ -7,7 +7,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Directories (README "Directory sign-in"): LDAP or Active Directory servers
+// Directories (docs/operators/directories.md): LDAP or Active Directory servers
 // people sign in against, replicated like any configuration, and the
 // people they bring. A directory person is a User with DirectoryID and
 // DirectoryUID set; the memberships their groups grant carry DirectoryID,

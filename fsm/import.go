@@ -7,7 +7,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// People brought from another provider (README "Importing people"): a batch
+// People brought from another provider (docs/operators/import.md): a batch
 // of them in one write, and the sign-in that replaces an imported
 // password hash with the node's own.
 

@@ -88,7 +88,7 @@ func (a adminCluster) Backup(ctx context.Context, w io.Writer) error {
 // back its own admin token hash (and browser key): afterwards the admin
 // token is the one of the backup, on every node, whatever their
 // --admin-token (the break-glass token lives in the replicated state, see
-// README "Running a node"). A backup that holds no hash (saved by a version
+// docs/operators/node.md). A backup that holds no hash (saved by a version
 // that did not replicate --admin-token) gets one at once, as a new cluster
 // does (ensureAdminToken): this leader's --admin-token, or a generated token
 // in its token file.

@@ -85,8 +85,8 @@ func findEvent(es []auditEvent, match func(e auditEvent) bool) *auditEvent {
 	return nil
 }
 
-// TestAuditTrailOnThreeNodes drives the audited actions (README "Audit
-// trail") through the product with go-oidc and x/oauth2, and reads the
+// TestAuditTrailOnThreeNodes drives the audited actions
+// (docs/operators/audit.md) through the product with go-oidc and x/oauth2, and reads the
 // trail back from every node: each action left its event with the fields
 // an event holds, the three nodes answer the same seq and hash, no secret
 // is in any event, a leader kill loses nothing and the chain goes on,

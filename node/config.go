@@ -18,7 +18,7 @@ import (
 )
 
 // Config is everything one node needs. Zero values take the defaults of
-// `oidcd serve` (README, "Running a node").
+// `oidcd serve` (docs/operators/node.md).
 type Config struct {
 	// Version is the build's version, advertised to peers and in metrics
 	// (default "dev"; cmd/oidcd sets its own).
@@ -136,7 +136,7 @@ type Peer struct {
 	ID, RaftAddr string
 }
 
-// Defaults of `oidcd serve` (README, "Running a node").
+// Defaults of `oidcd serve` (docs/operators/node.md).
 const (
 	DefaultIssuer      = "http://127.0.0.1:8080"
 	DefaultHTTPAddr    = "127.0.0.1:8080"

@@ -16,7 +16,7 @@ import (
 	"github.com/oidcd/oidcd/testcluster"
 )
 
-// TestConsoleOnAPlainAdminListenerOfAnHTTPSIssuer: the README's
+// TestConsoleOnAPlainAdminListenerOfAnHTTPSIssuer: the operator guide's
 // management-network set-up, --admin-addr over plain HTTP on a node whose
 // issuer is https (TLS ends at the balancer in front of --http-addr): a
 // browser there signs in to the console and stays signed in, because the

@@ -12,7 +12,7 @@ import (
 	"github.com/oidcd/oidcd/oidc"
 )
 
-// The leader's directory sync (README "Directory sign-in"): every directory is
+// The leader's directory sync (docs/operators/directories.md): every directory is
 // re-read every sync_interval, in pages; the people it knows here are
 // compared with what the directory says, and the differences go out as
 // replicated DirectorySyncBatch commands. A person disabled or removed

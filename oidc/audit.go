@@ -6,7 +6,7 @@ import (
 	"github.com/oidcd/oidcd/fsm"
 )
 
-// The protocol's audit events (README "Audit trail"). A command that does
+// The protocol's audit events (docs/operators/audit.md). A command that does
 // the action carries its event (fsm.StampIn: the node and the client's
 // address come from the request's audit base); a failure that commits
 // nothing else, a wrong password or code whose attempt the throttle

@@ -967,7 +967,7 @@ func TestHugeParametersMakeShortLogLines(t *testing.T) {
 // (its scopes), for the person, whichever organization they pick: a
 // multi-organization app consented to in organization A is not asked
 // again when the same person picks B. The pick itself is the person's
-// explicit choice on the picker page. (README: "Consent".)
+// explicit choice on the picker page. (docs/application-developers.md, "What happens where during a sign-in".)
 func TestConsentIsPerPersonAndApp(t *testing.T) {
 	h := newHarness(t)
 	h.updateClient(hMulti, func(c *fsm.Client) { c.SkipConsent = false })

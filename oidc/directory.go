@@ -14,7 +14,7 @@ import (
 	"github.com/oidcd/oidcd/fsm"
 )
 
-// Sign-in against the site's directories (README "Directory sign-in").
+// Sign-in against the site's directories (docs/operators/directories.md).
 //
 // The rule between local people and directory people: an address that
 // belongs to a local person (created by an operator or imported) is

@@ -25,7 +25,7 @@ import (
 )
 
 // acrOf is the authentication strength (acr) of a session whose methods are
-// amr (README "Second factors" tables them): mfa needs a passkey or
+// amr (docs/operators/second-factors.md tables them): mfa needs a passkey or
 // authenticator-app code plus the method that opened the session (password
 // or text message); a recovery code never counts.
 func acrOf(amr []string) string {

@@ -22,7 +22,7 @@ import (
 )
 
 // importRow is one person of an import file, as POST /users/import takes
-// them (README "Importing people").
+// them (docs/operators/import.md).
 type importRow struct {
 	Email         string   `json:"email"`
 	EmailVerified bool     `json:"email_verified,omitempty"`

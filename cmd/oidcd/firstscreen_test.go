@@ -90,27 +90,28 @@ func TestSecondDemoStartSaysWhereTheTokenIs(t *testing.T) {
 	start(t, "Admin API token: in "+filepath.Join(dir, "data", "admin-token"), "demo@example.com / demo-password")
 }
 
-// TestREADMEFlagTableListsEveryFlag: the README's table of `oidcd serve`
-// flags names every flag the binary has, and no flag it does not.
-func TestREADMEFlagTableListsEveryFlag(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+// TestFlagTableListsEveryFlag: the table of `oidcd serve` flags in the
+// operator guide (docs/operators/node.md, "Flags") names every flag the
+// binary has, and no flag it does not.
+func TestFlagTableListsEveryFlag(t *testing.T) {
+	b, err := os.ReadFile("../../docs/operators/node.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(b)
-	i := strings.Index(s, "## Running a node")
+	i := strings.Index(s, "## Flags")
 	if i < 0 {
-		t.Fatal("README has no \"Running a node\" section")
+		t.Fatal("docs/operators/node.md has no \"Flags\" section")
 	}
 	s = s[i:]
 	if j := strings.Index(s[3:], "\n## "); j > 0 {
 		s = s[:j+3]
 	}
-	inREADME := map[string]bool{}
+	inTable := map[string]bool{}
 	for _, l := range strings.Split(s, "\n") {
 		if strings.HasPrefix(l, "| `--") {
 			for _, f := range strings.Split(strings.Split(l, "|")[1], ",") {
-				inREADME[strings.Trim(strings.TrimSpace(f), "`-")] = true
+				inTable[strings.Trim(strings.TrimSpace(f), "`-")] = true
 			}
 		}
 	}
@@ -119,13 +120,13 @@ func TestREADMEFlagTableListsEveryFlag(t *testing.T) {
 	var level, join string
 	serveFlags(fs, &cfg, &level, &join)
 	fs.VisitAll(func(f *flag.Flag) {
-		if !inREADME[f.Name] {
-			t.Errorf("flag --%s is missing from the README's table", f.Name)
+		if !inTable[f.Name] {
+			t.Errorf("flag --%s is missing from the table of docs/operators/node.md", f.Name)
 		}
-		delete(inREADME, f.Name)
+		delete(inTable, f.Name)
 	})
-	delete(inREADME, "config") // read by serve before the flag set (config.go)
-	for name := range inREADME {
-		t.Errorf("the README's table lists --%s, which oidcd serve does not have", name)
+	delete(inTable, "config") // read by serve before the flag set (config.go)
+	for name := range inTable {
+		t.Errorf("the table of docs/operators/node.md lists --%s, which oidcd serve does not have", name)
 	}
 }

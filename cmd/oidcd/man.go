@@ -77,7 +77,7 @@ oidcd serve --config oidcd.toml
 KEY=$(oidcd keygen)     # once; the same on every node of a cluster
 oidcd admin --token-file /var/lib/oidcd/admin-token status
 `))
-	w(".SH SEE ALSO\n%s\n", roff(`systemctl(1), journalctl(1). The README of the source tree has the operator guide; /metrics is described in docs/metrics.md.`))
+	w(".SH SEE ALSO\n%s\n", roff(`systemctl(1), journalctl(1). docs/operators.md of the source tree is the operator guide; /metrics is described in docs/metrics.md.`))
 	if _, err := io.WriteString(stdout, b.String()); err != nil {
 		fmt.Fprintln(stderr, "oidcd man:", err)
 		return 1

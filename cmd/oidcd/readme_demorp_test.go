@@ -17,18 +17,18 @@ import (
 )
 
 // TestOperatorGuideDemoRPStep follows the operator guide's "Sign in" step
-// (README, step 8) as written: the client create command and the demo
-// relying party's command line are read from the README, the
+// (docs/operators/install.md, step 8) as written: the client create
+// command and the demo relying party's command line are read from there, the
 // placeholders filled in (and 127.0.0.1:9090 moved to a free port), and
 // a person signs in through the demo relying party.
 func TestOperatorGuideDemoRPStep(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	guide, err := os.ReadFile(filepath.Join("..", "..", "docs", "operators", "install.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	step := string(readme)
+	step := string(guide)
 	if i := strings.Index(step, "8. **Sign in**"); i < 0 {
-		t.Fatal("README: no step 8 \"Sign in\"")
+		t.Fatal("docs/operators/install.md: no step 8 \"Sign in\"")
 	} else {
 		step = step[i:]
 	}
@@ -45,7 +45,7 @@ func TestOperatorGuideDemoRPStep(t *testing.T) {
 		}
 	}
 	if create == "" || rpLine == "" {
-		t.Fatalf("README step 8 lacks the client create command or the demo-rp command line:\n%s", step)
+		t.Fatalf("docs/operators/install.md step 8 lacks the client create command or the demo-rp command line:\n%s", step)
 	}
 
 	k := newKillable(t)

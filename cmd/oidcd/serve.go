@@ -16,7 +16,7 @@ import (
 	"github.com/oidcd/oidcd/node"
 )
 
-// serveFlags binds the flags of `oidcd serve` (README, "Running a node") to a node.Config.
+// serveFlags binds the flags of `oidcd serve` (docs/operators/node.md) to a node.Config.
 func serveFlags(fs *flag.FlagSet, cfg *node.Config, logLevel *string, join *string) {
 	fs.StringVar(&cfg.Issuer, "issuer", node.DefaultIssuer, "the issuer URL: the base of every endpoint and the iss of every token; identical on every node")
 	fs.StringVar(&cfg.HTTPAddr, "http-addr", node.DefaultHTTPAddr, "listener for OIDC, admin API, /metrics, /healthz, /readyz")

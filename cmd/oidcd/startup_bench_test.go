@@ -15,7 +15,7 @@ import (
 // BenchmarkExecToReady: from exec of the built binary to the first 200
 // of /readyz (a leader, the first signing key, caught up), on an empty
 // data directory: one node alone, and three nodes started together from
-// configuration files the way the README's recipe starts them (the time
+// configuration files the way the operator guide's recipe starts them (the time
 // until all three are ready). "restart" is a single node started again on
 // the data directory of a previous run. The floor beside them is exec to
 // exit of `oidcd version`: what starting the process costs at all.

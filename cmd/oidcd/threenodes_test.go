@@ -243,7 +243,7 @@ join             = [%s]
 	}
 
 	// The audit trail through the binary's CLI: each action's event is in
-	// it with its fields (README "Audit trail"), no secret is, tail
+	// it with its fields (docs/operators/audit.md), no secret is, tail
 	// prints JSON lines, and verify asks the three processes (found
 	// through gossip) and finds them in agreement.
 	if out := admin(0, 0, "audit", "list", "--type", "signin", "--subject", user); !strings.Contains(out, "success") || !strings.Contains(out, "failure") || !strings.Contains(out, client) {

@@ -16,7 +16,7 @@ import (
 )
 
 // Schemes of stored hashes: the node's own, and those a person can be
-// imported with from another provider (README "Importing people").
+// imported with from another provider (docs/operators/import.md).
 const (
 	SchemeArgon2id     = "argon2id"
 	SchemeBcrypt       = "bcrypt"

@@ -12,17 +12,18 @@ import (
 	"time"
 )
 
-// operatorGuide is the README's section "Operator guide: from the .deb to
-// three signing-in nodes".
+// operatorGuide is the operator guide's install page,
+// docs/operators/install.md ("Installing: from the .deb to three
+// signing-in nodes"), up to its next section if it grows one.
 func operatorGuide(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	b, err := os.ReadFile(filepath.Join(repoRoot, "docs", "operators", "install.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, guide, ok := strings.Cut(string(b), "\n## Operator guide")
+	_, guide, ok := strings.Cut(string(b), "# Installing")
 	if !ok {
-		t.Fatal("README.md has no section \"Operator guide\"")
+		t.Fatal("docs/operators/install.md has no title \"Installing\"")
 	}
 	guide, _, _ = strings.Cut(guide, "\n## ")
 	return guide
@@ -61,8 +62,8 @@ func runOut(t *testing.T, env []string, name string, args ...string) (int, strin
 	return 0, out.String(), errb.String()
 }
 
-// TestGuideCommandsWorkAgainstThePackagedConfig follows the README's
-// operator guide on the package: every admin address it gives the CLI is
+// TestGuideCommandsWorkAgainstThePackagedConfig follows the operator
+// guide's install page (docs/operators/install.md) on the package: every admin address it gives the CLI is
 // the one the packaged file sets (AdminAddr); the secrets of step 3 and
 // the settings of step 4, written into the packaged files the way an
 // operator edits them, pass `oidcd config check` with no warning, while

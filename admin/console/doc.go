@@ -1,8 +1,9 @@
 // Package console is the operator's admin console in the browser, served
 // under /console/ on every node: organizations, people (with their second
 // factors: authenticator-app and recovery-code enrollment, lockout
-// clearing), memberships, clients, signing keys and cluster health. Pages are server-rendered HTML forms without script,
-// like the sign-in pages.
+// clearing), memberships, clients, signing keys, directories, the audit
+// trail and cluster health. Pages are server-rendered HTML forms without
+// script, like the sign-in pages.
 //
 // How it reaches the data: New builds a private instance of the admin API
 // (the admin package) from the node's own admin.Config, whose only accepted

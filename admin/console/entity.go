@@ -62,6 +62,25 @@ func (e *entity[T]) list(c *Console) http.HandlerFunc {
 	}
 }
 
+// listAll is the list page of an admin API collection read whole, without
+// pages or a create form (signing keys, directories: a handful of records,
+// changed elsewhere): the page shows the records, or the API's error with
+// its status.
+func listAll[T any](c *Console, title, nav, api, page string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		v := c.newView(w, r, title, nav)
+		var list struct {
+			Data []T `json:"data"`
+		}
+		status := 0
+		if err := c.call(r, "GET", api, nil, &list); err != nil {
+			status = c.fail(r, v, err)
+		}
+		v.Data = list.Data
+		c.render(w, status, page, v)
+	}
+}
+
 // render renders the list page with v, answering status unless the list
 // call fails.
 func (e *entity[T]) render(c *Console, w http.ResponseWriter, r *http.Request, v *view, status int) {

@@ -38,8 +38,8 @@ func (c *Console) routes() {
 	auth("POST "+Prefix+"memberships/{id}/status", c.setMembershipStatus)
 	auth("POST "+Prefix+"clients/{id}/suspended", c.setClientSuspended)
 	auth("POST "+Prefix+"clients/{id}/rate-limit", c.setClientRateLimit)
-	auth("GET "+Prefix+"keys", c.keysPage)
-	auth("GET "+Prefix+"directories", c.directoriesPage)
+	auth("GET "+Prefix+"keys", listAll[admin.KeyInfo](c, "Signing keys", "keys", "/keys", "keys"))
+	auth("GET "+Prefix+"directories", listAll[admin.Directory](c, "Directories", "directories", "/directories", "directories"))
 	auth("GET "+Prefix+"audit", c.auditPage)
 	auth("POST "+Prefix+"keys/rotate", c.rotateKey)
 	m.HandleFunc(Prefix, func(w http.ResponseWriter, r *http.Request) {
@@ -649,35 +649,7 @@ func (c *Console) setClientRateLimit(w http.ResponseWriter, r *http.Request) {
 	done(w, r, Prefix+"clients", "client-updated")
 }
 
-// ----- directories -----
-
-func (c *Console) directoriesPage(w http.ResponseWriter, r *http.Request) {
-	v := c.newView(w, r, "Directories", "directories")
-	var list struct {
-		Data []admin.Directory `json:"data"`
-	}
-	status := 0
-	if err := c.call(r, "GET", "/directories", nil, &list); err != nil {
-		status = c.fail(r, v, err)
-	}
-	v.Data = list.Data
-	c.render(w, status, "directories", v)
-}
-
 // ----- keys -----
-
-func (c *Console) keysPage(w http.ResponseWriter, r *http.Request) {
-	v := c.newView(w, r, "Signing keys", "keys")
-	var list struct {
-		Data []admin.KeyInfo `json:"data"`
-	}
-	status := 0
-	if err := c.call(r, "GET", "/keys", nil, &list); err != nil {
-		status = c.fail(r, v, err)
-	}
-	v.Data = list.Data
-	c.render(w, status, "keys", v)
-}
 
 func (c *Console) rotateKey(w http.ResponseWriter, r *http.Request) {
 	body := map[string]bool{"immediate": r.PostForm.Get("immediate") != ""}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -552,4 +551,16 @@ func bcLabels(ls []*dto.LabelPair) string {
 	return "{" + strings.Join(parts, ",") + "}"
 }
 
-var _ = errors.Is
+
+
+// formWith finds the post form of p that has the button name=value.
+func formWith(t testing.TB, p page, name, value string) htmlForm {
+	t.Helper()
+	for _, f := range parseForms(t, p.body) {
+		if f.method == "post" && slices.Contains(f.buttons, [2]string{name, value}) {
+			return f
+		}
+	}
+	t.Fatalf("no post form with the button %s=%s (status %d):\n%s", name, value, p.status, p.body)
+	return htmlForm{}
+}

@@ -551,8 +551,6 @@ func bcLabels(ls []*dto.LabelPair) string {
 	return "{" + strings.Join(parts, ",") + "}"
 }
 
-
-
 // formWith finds the post form of p that has the button name=value.
 func formWith(t testing.TB, p page, name, value string) htmlForm {
 	t.Helper()

@@ -506,14 +506,6 @@ func (b *browser) fullSignInWith(q url.Values, email, password string) signedIn 
 	return done(b.t, b.signIn(b.get(authzPath(q)), email, password))
 }
 
-// wantH1 checks the page's heading.
-func wantH1(t testing.TB, p page, want string) {
-	t.Helper()
-	if !strings.Contains(p.body, "<h1>"+want+"</h1>") {
-		t.Errorf("page is not %q (status %d):\n%s", want, p.status, p.body)
-	}
-}
-
 // bcGather flattens reg into name{labels} -> value (histograms as _count).
 func bcGather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 	t.Helper()

@@ -9,7 +9,7 @@ import (
 
 	"github.com/oidcd/oidcd/directory"
 	"github.com/oidcd/oidcd/fsm"
-	"github.com/oidcd/oidcd/oidc"
+	"github.com/oidcd/oidcd/signin"
 )
 
 // The leader's directory sync (docs/operators/directories.md): every directory is
@@ -132,7 +132,7 @@ func (n *Node) directoryDiff(ctx context.Context, d fsm.Directory) ([]fsm.Direct
 	if err != nil {
 		return nil, status, err
 	}
-	c, err := directory.New(oidc.DirectoryConfig(d, string(pw)))
+	c, err := directory.New(signin.DirectoryConfig(d, string(pw)))
 	if err != nil {
 		return nil, status, err
 	}
@@ -151,7 +151,7 @@ func (n *Node) directoryDiff(ctx context.Context, d fsm.Directory) ([]fsm.Direct
 			return nil // never signed in here
 		}
 		seen[p.ID] = true
-		want := oidc.DirectoryPerson(d, p, u.Email)
+		want := signin.DirectoryPerson(d, p, u.Email)
 		if changed, err := n.personDiffers(u, want); err != nil {
 			return err
 		} else if changed {

@@ -38,6 +38,7 @@ import (
 	"github.com/oidcd/oidcd/keys"
 	"github.com/oidcd/oidcd/logout"
 	"github.com/oidcd/oidcd/oidc"
+	"github.com/oidcd/oidcd/signin"
 	"github.com/oidcd/oidcd/webui"
 )
 
@@ -66,6 +67,7 @@ type Node struct {
 	dirMetrics directoryMetrics
 	diskFull   diskFullState
 	provider   *oidc.Provider
+	signin     *signin.Signin
 	logout     *logout.Service
 	pprof      *pprofServer // nil unless Config.PprofAddr is set
 	// kek seals secrets at rest before they are proposed (--kek-file); nil
@@ -210,13 +212,33 @@ func New(cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n.hasher = password.New(cfg.PasswordParams, runtime.GOMAXPROCS(0))
+	n.signin, err = signin.New(signin.Config{
+		Issuer:      cfg.Issuer,
+		State:       n.fsm.State(),
+		Applier:     n.cluster,
+		UI:          ui,
+		Hasher:      n.hasher,
+		Now:         cfg.Now,
+		Logger:      n.log,
+		Registerer:  n.registry,
+		ReadIndex:   n.readIndex,
+		SessionIdle: cfg.SessionIdle,
+		SessionMax:  cfg.SessionMax,
+		KEK:         n.kek,
+		SMS: sms.New(cfg.SMSOutbox, cfg.SMSWebhook, func(err error) {
+			n.log.Error("text message not sent", "err", err)
+		}),
+	})
+	if err != nil {
+		return nil, err
+	}
 	n.provider, err = oidc.New(oidc.Config{
 		Issuer:      cfg.Issuer,
 		State:       n.fsm.State(),
 		Applier:     n.cluster,
 		Keys:        n.keys,
 		UI:          ui,
-		Hasher:      n.hasher,
+		Steps:       n.signin,
 		Now:         cfg.Now,
 		Logger:      n.log,
 		Registerer:  n.registry,
@@ -226,9 +248,6 @@ func New(cfg Config) (_ *Node, err error) {
 		SessionIdle: cfg.SessionIdle,
 		SessionMax:  cfg.SessionMax,
 		KEK:         n.kek,
-		SMS: sms.New(cfg.SMSOutbox, cfg.SMSWebhook, func(err error) {
-			n.log.Error("text message not sent", "err", err)
-		}),
 	})
 	if err != nil {
 		return nil, err
@@ -289,6 +308,7 @@ func (n *Node) routes() (public, adminSurface http.Handler) {
 	mux.Handle("GET /.well-known/openid-configuration", oidc.DiscoveryHandler(n.cfg.Issuer))
 	mux.Handle("GET /.well-known/jwks.json", oidc.JWKSHandler(n.keys, n.log))
 	n.provider.Register(mux)
+	n.signin.Register(mux)
 	n.logout.Register(mux)
 	n.health(mux)
 	mux.HandleFunc("GET /openapi.json", serveDocument(docs.OIDC))

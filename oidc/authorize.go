@@ -36,40 +36,27 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/httpx"
 	"github.com/oidcd/oidcd/webui"
 )
 
-// Paths and limits of the sign-in surface.
+// Paths and limits of the authorization pages.
 const (
 	pathPicker   = PathAuthorize + "/organization"
-	maxPageForm  = 16 << 10 // body of a sign-in form post
-	maxEmailLen  = 254
-	maxPickerLen = 64 // q of the organization picker
+	maxPageForm  = authn.MaxPageForm // body of a form post
+	maxPickerLen = 64                // q of the organization picker
 )
 
-// Constant texts of the pages.
+// Constant texts of the pages (the sign-in's own are package signin's).
 const (
-	msgBadRequest    = "This sign-in request is not valid. Return to the application and try again."
-	msgExpired       = "This sign-in has expired or is invalid. Return to the application and try again."
-	msgForbidden     = "This form could not be verified. Return to the application and try again."
+	msgBadRequest    = authn.MsgBadRequest
+	msgExpired       = authn.MsgExpired
+	msgForbidden     = authn.MsgForbidden
 	msgNotFound      = "This page does not exist."
-	msgUnavailable   = "The service is temporarily unavailable. Please try again in a moment."
-	msgBadPassword   = "Incorrect email or password."
-	msgSMSDisabled   = "Text-message sign-in is not available."
+	msgUnavailable   = authn.MsgUnavailable
 	msgPickOrg       = "Choose one of the organizations listed."
-	msgLocked        = "Too many failed attempts. Wait a few minutes, then try again."
-	msgLockedMinute  = "Too many failed attempts. Wait about a minute, then try again."
-	msgLockedMinutes = "Too many failed attempts. Wait about %d minutes, then try again."
-	msgBadCode       = "That code is not correct. Check it and try again."
-	msgNoCode        = "Enter the code."
-	msgPasskeyFailed = "The passkey could not be verified. Try again or use another method." // #nosec G101 -- a message shown to people, not a credential
-	msgBadPhone      = "Enter your phone number in international format, for example +15551234567."
-	msgSMSLimit      = "Too many codes were sent to this number. Wait a while, then try again."
-	msgSMSExpired    = "That code has expired or was used up. Request a new one."
-	msgSMSFailed     = "The text message could not be sent. Try again in a moment."
-	msgDirectoryDown = "Your organization's directory cannot be reached right now, so your password cannot be checked. Try again in a few minutes."
-	titleUnavailable = "Temporarily unavailable"
+	titleUnavailable = authn.TitleUnavailable
 )
 
 // The errors redirected to the client. Descriptions are
@@ -163,15 +150,34 @@ func (p *Provider) handleAuthorizePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch f.pend.Stage {
-	case stageSignIn:
-		f.signIn(form)
 	case stageConsent:
 		f.consentDecision(form)
-	case stageMFA:
-		f.secondFactor(form)
-	case stageSMSCode:
-		f.smsCode(form)
+	default: // the sign-in's stages
+		f.step(form, "")
 	}
+}
+
+// step hands one turn to the sign-in (Steps): the posted form of a
+// sign-in stage, or with a nil form the page show names (stageSignIn,
+// stageMFA). When the sign-in authenticated, the pipeline goes on with
+// the session it returns.
+func (f *flow) step(form url.Values, show string) {
+	st := &authn.Step{
+		Pending: &f.pend.Pending, Seal: func() (string, error) { return f.p.sealPending(f.pend) },
+		Form: form, Show: show, ClientID: f.client.ID, AppName: f.client.Name,
+		CSRF: f.csrf, Reference: f.ref,
+	}
+	var sess fsm.SSOSession
+	if f.hasSession {
+		sess = f.sess
+	}
+	s, u, ok := f.p.cfg.Steps.Step(f.w, f.r, st, sess, f.user)
+	f.csrf, f.ref = st.CSRF, st.Reference
+	if !ok {
+		return
+	}
+	f.sess, f.user, f.hasSession = s, u, s.ID != ""
+	f.proceed(false)
 }
 
 // openForm parses a posted form, opens its step (one of stages) and checks
@@ -196,21 +202,12 @@ func (f *flow) openForm(stages ...string) (url.Values, bool) {
 		return nil, false
 	}
 	token, _ := formValue(form, "csrf_token")
-	if !csrfMatch(f.p.cookieValue(f.r, cookieCSRF, "/"), token, f.pend.CSRF) {
+	if !authn.CSRFMatch(f.p.cookieValue(f.r, cookieCSRF, "/"), token, f.pend.CSRF) {
 		f.page(http.StatusForbidden, msgForbidden, "csrf mismatch")
 		return nil, false
 	}
 	f.csrf = f.pend.CSRF
 	return form, true
-}
-
-// formValue is the single value of a form field; ok is false when the
-// field is absent or repeated (a repeat yields "").
-func formValue(form url.Values, key string) (string, bool) {
-	if v := form[key]; len(v) == 1 {
-		return v[0], true
-	}
-	return "", false
 }
 
 // loadClient re-reads the pending request's client: it may have been
@@ -316,7 +313,7 @@ func (f *flow) authenticate() bool {
 		f.fail(errLoginRequired)
 		return false
 	}
-	f.showSignIn(http.StatusOK, "", "")
+	f.step(nil, stageSignIn)
 	return false
 }
 
@@ -366,7 +363,7 @@ func (f *flow) strength() bool {
 	case f.pend.Req.Prompt.has(promptNone):
 		f.fail(errStepUpRequired)
 	default:
-		f.showSecondFactor(http.StatusOK, fac, "")
+		f.step(nil, stageMFA)
 	}
 	return false
 }
@@ -530,7 +527,7 @@ func (f *flow) issue(org fsm.Org, grant bool) {
 		if req.Prompt.has(promptNone) {
 			f.fail(errLoginRequired)
 		} else {
-			f.showSignIn(http.StatusOK, "", "")
+			f.step(nil, stageSignIn)
 		}
 		return
 	case res.Err != nil:
@@ -623,7 +620,7 @@ func (f *flow) unavailable(reason string) {
 // data every form carries. ok is false when it has answered 503.
 func (f *flow) common(stage, action string) (webui.Common, bool) {
 	if f.csrf == "" {
-		f.csrf = f.p.csrfToken(f.w, f.r)
+		f.csrf = f.p.jar.CSRFToken(f.w, f.r)
 	}
 	f.pend.Stage, f.pend.CSRF = stage, f.csrf
 	step, err := f.p.sealPending(f.pend)

@@ -421,44 +421,6 @@ func TestValidateAuthorizeOrder(t *testing.T) {
 	}
 }
 
-func TestCSRFMatch(t *testing.T) {
-	a, b := newID(), newID()
-	for _, tc := range []struct {
-		name                  string
-		cookie, field, sealed string
-		want                  bool
-	}{
-		{"all equal", a, a, a, true},
-		{"no cookie", "", a, a, false},
-		{"no field", a, "", a, false},
-		{"no sealed", a, a, "", false},
-		{"all empty", "", "", "", false},
-		{"wrong field", a, b, a, false},
-		{"cookie of another browser", b, a, a, false},
-		{"step of another browser", a, a, b, false},
-		{"prefix", a, a[:20], a, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := csrfMatch(tc.cookie, tc.field, tc.sealed); got != tc.want {
-				t.Errorf("got %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestIsCSRFToken(t *testing.T) {
-	for _, tc := range []struct {
-		v    string
-		want bool
-	}{
-		{newID(), true}, {"", false}, {"short", false}, {strings.Repeat("=", 43), false}, {newID() + "A", false},
-	} {
-		if got := isCSRFToken(tc.v); got != tc.want {
-			t.Errorf("isCSRFToken(%q): got %v, want %v", tc.v, got, tc.want)
-		}
-	}
-}
-
 func TestNeedsFreshAuth(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	s := fsm.SSOSession{AuthTime: now.Add(-100 * time.Second)}

@@ -1,8 +1,11 @@
 // Package oidc serves the OpenID Connect protocol surface
 // (docs/openapi/oidc.json): discovery, the key set, authorize with its
-// sign-in, picker and consent steps (authorize*.go, signin.go, picker.go,
-// consent.go), token, userinfo, introspection, revocation and memberships
-// (token.go and friends). Logout lives in package logout.
+// validation, its pipeline, the organization picker and consent
+// (authorize*.go, picker.go, consent.go), token, userinfo, introspection,
+// revocation and memberships (token.go and friends). The interactive
+// sign-in (passwords, second factors, text messages, directories) and
+// /account are package signin's, reached through the Steps interface
+// declared here; logout lives in package logout.
 //
 // Invariants:
 //   - The discovery document is a function of the issuer alone: it is
@@ -19,6 +22,10 @@
 //     still checks that the signing key is published and exp against the
 //     clock, and the live check of the store (revocation, sessions,
 //     suspensions) is never cached.
-//   - oidc imports fsm, keys and webui, never cluster or logout; writes
-//     go through a narrow Applier interface.
+//   - oidc imports fsm, keys, webui and internal leaf helpers (what it
+//     shares with the sign-in is in internal/authn), never signin,
+//     cluster or logout; writes go through a narrow Applier interface.
+//   - Only this package redirects to a client's redirect_uri and issues
+//     codes: a sign-in Step either answers with its own page or hands the
+//     request back with the session it opened.
 package oidc

@@ -13,6 +13,7 @@ import (
 	"github.com/oidcd/oidcd/internal/password"
 	"github.com/oidcd/oidcd/internal/testkit/fsmtest"
 	"github.com/oidcd/oidcd/keys"
+	"github.com/oidcd/oidcd/signin"
 	"github.com/oidcd/oidcd/webui"
 )
 
@@ -58,6 +59,7 @@ type harness struct {
 	applier *fsmtest.Applier
 	keys    *keys.Manager
 	p       *Provider
+	steps   *signin.Signin
 	srv     *httptest.Server
 	hasher  *password.Hasher
 	// issued keeps every code record as issued: once redeemed, the store
@@ -123,17 +125,28 @@ func newHarness(t testing.TB, opts ...harnessOption) *harness {
 	issuer := "http://" + h.srv.Listener.Addr().String()
 	cfg := Config{
 		Issuer: issuer, State: h.applier.State(), Applier: h.applier, Keys: h.keys, UI: ui,
-		Hasher: h.hasher, Now: h.clock.Now, RateLimit: "off",
+		Now: h.clock.Now, RateLimit: "off",
 	}
 	for _, f := range tweaks {
 		f(&cfg)
 	}
+	// The sign-in steps come from package signin, as node wires them.
+	h.steps, err = signin.New(signin.Config{
+		Issuer: cfg.Issuer, State: cfg.State, Applier: cfg.Applier, UI: cfg.UI, Hasher: h.hasher,
+		Now: cfg.Now, Registerer: cfg.Registerer, KEK: cfg.KEK, ReadIndex: cfg.ReadIndex,
+		SessionIdle: cfg.SessionIdle, SessionMax: cfg.SessionMax,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Steps = h.steps
 	h.p, err = New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
 	h.p.Register(mux)
+	h.steps.Register(mux)
 	h.srv.Config.Handler = mux
 	h.srv.Start()
 	t.Cleanup(h.srv.Close)

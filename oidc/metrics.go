@@ -8,7 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics are the protocol metrics of one provider, all named oidcd_*.
+// metrics are the protocol metrics of one provider, all named oidcd_*
+// (the sign-in's are package signin's).
 type metrics struct {
 	tokensIssued   prometheus.Counter       // successful code exchanges
 	tokenErrors    *prometheus.CounterVec   // token endpoint errors, by OAuth error code
@@ -17,10 +18,6 @@ type metrics struct {
 	revocations    prometheus.Counter       // tokens actually revoked
 	rateLimited    *prometheus.CounterVec   // 429 answers, by endpoint
 	latency        *prometheus.HistogramVec // handler time, by endpoint
-	lockouts       prometheus.Counter       // throttle keys locked by a failure
-	guesses        *prometheus.CounterVec   // passwords and codes evaluated, by kind
-	signIns        *prometheus.CounterVec   // completed authentications, by method (amr value)
-	rehashes       *prometheus.CounterVec   // stored hashes replaced after a sign-in, by the scheme replaced
 }
 
 // Bearer check outcomes.
@@ -58,24 +55,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "Time to answer a protocol request, by endpoint.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"endpoint"}),
-		lockouts: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "oidcd_lockouts_total", Help: "Accounts, IP addresses or phone numbers locked after too many failures.",
-		}),
-		guesses: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "oidcd_credential_checks_total", Help: "Passwords and codes evaluated (after the throttle let them through), by kind (password, code).",
-		}, []string{"kind"}),
-		signIns: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "oidcd_authentications_total", Help: "Successful authentications by method (pwd, sms, otp, hwk, rcv).",
-		}, []string{"method"}),
-		rehashes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "oidcd_password_rehashes_total", Help: "Password hashes replaced by the node's argon2id at a sign-in, by the scheme replaced (bcrypt, pbkdf2-sha256, pbkdf2-sha512, argon2id of lower cost).",
-		}, []string{"scheme"}),
 	}
 	if reg != nil {
-		m.rehashes = register(reg, m.rehashes)
-		m.lockouts = register(reg, m.lockouts)
-		m.guesses = register(reg, m.guesses)
-		m.signIns = register(reg, m.signIns)
 		m.tokensIssued = register(reg, m.tokensIssued)
 		m.tokenErrors = register(reg, m.tokenErrors)
 		m.bearerChecks = register(reg, m.bearerChecks)

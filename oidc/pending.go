@@ -4,15 +4,18 @@ import (
 	"errors"
 	"slices"
 	"time"
+
+	"github.com/oidcd/oidcd/internal/authn"
 )
 
-// Stages of a pending authorization request: which form its step answers.
+// Stages of a pending authorization request: which form its step answers
+// (authn: the sign-in's stages are handled by Steps).
 const (
-	stageSignIn  = "signin"
-	stagePicker  = "picker"
-	stageConsent = "consent"
-	stageMFA     = "mfa"     // the second-factor page (and its passkey ceremony)
-	stageSMSCode = "smscode" // the text-message code page
+	stageSignIn  = authn.StageSignIn
+	stagePicker  = authn.StagePicker
+	stageConsent = authn.StageConsent
+	stageMFA     = authn.StageMFA
+	stageSMSCode = authn.StageSMSCode
 )
 
 // The pending request is sealed for this purpose and lives this long after
@@ -25,28 +28,12 @@ const (
 // pending is an authorization request in progress. It travels sealed
 // (internal/seal, so any node can continue it) in the hidden step input of
 // every form, and in the oidcd_authz cookie for the picker's GET pages.
+// The embedded authn.Pending is the part the sign-in reads and writes
+// (stage, organization, session, CSRF binding, step-up, ceremony and
+// text-message handles); its fields sit beside "req" in the JSON.
 type pending struct {
-	Req   authzRequest `json:"req"`
-	Stage string       `json:"stage"`
-	// OrgID is the organization chosen on the picker or shown on the
-	// consent page; later steps keep to it.
-	OrgID string `json:"org,omitempty"`
-	// SSOID is the SSO session that satisfied this request's
-	// authentication rules (prompt, max_age). Later steps accept only that
-	// session, so a fresh sign-in is not asked for twice.
-	SSOID string `json:"sso,omitempty"`
-	// CSRF is the double-submit token this step is bound to.
-	CSRF string `json:"csrf,omitempty"`
-	// StepUp: a second factor was completed for SSOID in this flow, so the
-	// strength check passes even when the factor (a recovery code) did not
-	// raise the acr; the relying party judges the acr it gets.
-	StepUp bool `json:"stepup,omitempty"`
-	// Challenge is the replicated WebAuthn challenge of a passkey
-	// ceremony in progress.
-	Challenge string `json:"chal,omitempty"`
-	// SMS is the handle of the text-message code sent, Phone its number.
-	SMS   string `json:"sms,omitempty"`
-	Phone string `json:"phone,omitempty"`
+	Req authzRequest `json:"req"`
+	authn.Pending
 }
 
 // errStepInvalid: a step or authz cookie that is missing, tampered with,
@@ -54,9 +41,9 @@ type pending struct {
 var errStepInvalid = errors.New("oidc: sign-in step invalid or expired")
 
 // sealPending seals pd until its request's deadline. The error is the
-// sealer's (ErrNoBrowserKey: answer 503).
+// sealer's (authn.ErrNoBrowserKey: answer 503).
 func (p *Provider) sealPending(pd *pending) (string, error) {
-	box, err := p.sealer()
+	box, err := p.sealer.Box()
 	if err != nil {
 		return "", err
 	}
@@ -66,7 +53,7 @@ func (p *Provider) sealPending(pd *pending) (string, error) {
 // openPending opens a sealed pending request whose stage is one of
 // stages. It returns errStepInvalid, or the sealer's error.
 func (p *Provider) openPending(sealed string, now time.Time, stages ...string) (*pending, error) {
-	box, err := p.sealer()
+	box, err := p.sealer.Box()
 	if err != nil {
 		return nil, err
 	}

@@ -5,21 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
-	"sync"
 	"time"
 
-	"github.com/go-webauthn/webauthn/webauthn"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/kek"
-	"github.com/oidcd/oidcd/internal/password"
 	"github.com/oidcd/oidcd/internal/ratelimit"
-	"github.com/oidcd/oidcd/internal/seal"
-	"github.com/oidcd/oidcd/internal/sms"
 	"github.com/oidcd/oidcd/keys"
 	"github.com/oidcd/oidcd/webui"
 )
@@ -39,22 +34,33 @@ type Keys interface {
 
 var _ Keys = (*keys.Manager)(nil)
 
-// Authentication strength values (acr) and methods (amr).
+// Authentication strength values (acr) and methods (amr), as the sign-in
+// records them (internal/authn).
 const (
-	ACRMFA   = "urn:service:sso:acr:mfa"
-	ACRPwd   = "urn:service:sso:acr:pwd" // #nosec G101 -- an acr value, not a credential
-	ACRPhone = "urn:service:sso:acr:phone"
+	ACRMFA   = authn.ACRMFA
+	ACRPwd   = authn.ACRPwd
+	ACRPhone = authn.ACRPhone
 
-	AMRPassword = "pwd"
-	AMRPasskey  = "hwk"
-	AMROTP      = "otp"
-	AMRRecovery = "rcv"
-	AMRSMS      = "sms"
+	AMRPassword = authn.AMRPassword
+	AMRPasskey  = authn.AMRPasskey
+	AMROTP      = authn.AMROTP
+	AMRRecovery = authn.AMRRecovery
+	AMRSMS      = authn.AMRSMS
 )
 
-// SessionCookie is the name of the SSO cookie; package logout reads it to
-// find the browser's session.
-const SessionCookie = "oidcd_session"
+// Steps is the interactive sign-in as the authorization flow sees it
+// (package signin implements it; node hands it in). Step runs one turn:
+// with a nil st.Form it answers with the page st.Show names, the sign-in
+// form or the second-factor page for the browser's session sess of person
+// u; with a form it handles the posted step of st.Pending.Stage. ok false:
+// it has answered. Otherwise the flow goes on with the session and person
+// returned (the one just opened or stepped up; a zero session when the
+// browser's session ended meanwhile), having set st.Pending's SSOID and
+// StepUp and st.CSRF. A Step never redirects to a client: only the flow
+// issues codes.
+type Steps interface {
+	Step(w http.ResponseWriter, r *http.Request, st *authn.Step, sess fsm.SSOSession, u fsm.User) (fsm.SSOSession, fsm.User, bool)
+}
 
 // Scopes a client may ask for.
 const (
@@ -70,9 +76,10 @@ type Config struct {
 	Applier Applier
 	Keys    Keys
 	UI      *webui.UI
-	Hasher  *password.Hasher
-	Now     func() time.Time
-	Logger  *slog.Logger
+	// Steps is the interactive sign-in (package signin).
+	Steps  Steps
+	Now    func() time.Time
+	Logger *slog.Logger
 	// Registerer receives the protocol metrics (nil: none).
 	Registerer prometheus.Registerer
 
@@ -89,14 +96,8 @@ type Config struct {
 	SessionMax  time.Duration
 	// CodeTTL is the authorization code lifetime (default 60s).
 	CodeTTL time.Duration
-	// SMSEnabled shows the text-message option on the sign-in page. It is
-	// set by New when SMS is.
-	SMSEnabled bool
-	// SMS sends text-message sign-in codes (internal/sms); nil turns
-	// text-message sign-in off.
-	SMS sms.Sender
-	// KEK seals TOTP secrets before they are replicated, and opens them and
-	// the browser key (nil: stored with the clear marker, see internal/kek).
+	// KEK opens the browser key (nil: stored with the clear marker, see
+	// internal/kek).
 	KEK *kek.KEK
 	// ReadIndex, when set, makes liveness checks linearizable: it returns
 	// once this node has applied every write acknowledged anywhere in the
@@ -111,22 +112,18 @@ type Provider struct {
 	cfg    Config
 	log    *slog.Logger
 	issuer *url.URL
-	secure bool // cookies get Secure: the issuer is https
-
-	boxMu sync.Mutex
-	box   *seal.Box
+	jar    authn.Jar // cookies get Secure: the issuer is https
+	sealer *authn.Sealer
 
 	limiter *rateLimiter
 	metrics *metrics
-	wa      *webauthn.WebAuthn // passkeys; the relying-party id is the issuer's host
-	tokens  *tokenCache        // verified access tokens (bearer.go)
-	dirs    directoryClients   // one client per directory (directory.go)
+	tokens  *tokenCache // verified access tokens (bearer.go)
 }
 
 // New checks cfg and returns a Provider.
 func New(cfg Config) (*Provider, error) {
-	if cfg.State == nil || cfg.Applier == nil || cfg.Keys == nil || cfg.UI == nil || cfg.Hasher == nil {
-		return nil, errors.New("oidc: State, Applier, Keys, UI and Hasher are required")
+	if cfg.State == nil || cfg.Applier == nil || cfg.Keys == nil || cfg.UI == nil || cfg.Steps == nil {
+		return nil, errors.New("oidc: State, Applier, Keys, UI and Steps are required")
 	}
 	u, err := url.Parse(cfg.Issuer)
 	if err != nil || u.Host == "" {
@@ -150,31 +147,26 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.CodeTTL == 0 {
 		cfg.CodeTTL = 60 * time.Second
 	}
-	if cfg.SMS != nil {
-		cfg.SMSEnabled = true
-	}
-	p := &Provider{cfg: cfg, log: cfg.Logger, issuer: u, secure: u.Scheme == "https"}
+	p := &Provider{cfg: cfg, log: cfg.Logger, issuer: u, jar: authn.Jar{Secure: u.Scheme == "https"}}
+	p.sealer = authn.NewSealer(func() ([]byte, error) {
+		stored, err := cfg.State.Secret(fsm.SecretBrowserKey)
+		if err != nil {
+			return nil, authn.ErrNoBrowserKey
+		}
+		return OpenBrowserKey(cfg.KEK, stored)
+	})
 	if p.limiter, err = newRateLimiter(cfg.RateLimit, cfg.RateLimiter, cfg.Now); err != nil {
 		return nil, err
 	}
 	p.metrics = newMetrics(cfg.Registerer)
 	p.tokens = newTokenCache(tokenCacheSize)
-	if net.ParseIP(u.Hostname()) == nil {
-		if p.wa, err = newWebAuthn(u); err != nil {
-			return nil, err
-		}
-	} else {
-		// WebAuthn relying-party ids are domain names: with an IP address
-		// issuer (the default http://127.0.0.1:8080) passkeys are off.
-		p.log.Info("passkeys are off: the issuer's host is an IP address, not a domain name", "issuer", cfg.Issuer)
-	}
 	return p, nil
 }
 
-// Register mounts every protocol route on mux.
+// Register mounts every protocol route on mux (/account is package
+// signin's).
 func (p *Provider) Register(mux *http.ServeMux) {
 	p.registerAuthorize(mux)
-	p.registerAccount(mux)
 	p.registerToken(mux)
 }
 
@@ -206,51 +198,19 @@ func (p *Provider) catchUp(ctx context.Context) bool {
 // now is the provider's clock in UTC.
 func (p *Provider) now() time.Time { return p.cfg.Now().UTC() }
 
-// ErrNoBrowserKey: the cluster-wide browser key has not been replicated yet
-// (a node that just started); pages answer 503.
-var ErrNoBrowserKey = errors.New("oidc: browser key not available yet")
-
 // BrowserKeyAAD is the additional data the browser key is sealed with
 // (kek.Seal) before it is replicated.
 const BrowserKeyAAD = "secret/" + fsm.SecretBrowserKey
 
-// OpenBrowserKey returns the browser key from its stored form: a kek
-// record (sealed, or clear without a KEK), or the bare 32 bytes written
-// before secrets were sealed (its kek record, clear or sealed, is never
-// 32 bytes long).
+// OpenBrowserKey returns the browser key from its stored form
+// (authn.OpenBrowserKey): a kek record, sealed or clear, or the bare 32
+// bytes written before secrets were sealed.
 func OpenBrowserKey(k *kek.KEK, stored []byte) ([]byte, error) {
-	if len(stored) == seal.KeySize {
-		return stored, nil
-	}
-	key, err := k.Open(stored, BrowserKeyAAD)
+	key, err := authn.OpenBrowserKey(k, stored, BrowserKeyAAD)
 	if err != nil {
-		return nil, fmt.Errorf("oidc: open browser key: %w", err)
+		return nil, fmt.Errorf("oidc: %w", err)
 	}
 	return key, nil
-}
-
-// sealer returns the Box for browser state, loading the replicated key on
-// first use.
-func (p *Provider) sealer() (*seal.Box, error) {
-	p.boxMu.Lock()
-	defer p.boxMu.Unlock()
-	if p.box != nil {
-		return p.box, nil
-	}
-	stored, err := p.cfg.State.Secret(fsm.SecretBrowserKey)
-	if err != nil {
-		return nil, ErrNoBrowserKey
-	}
-	key, err := OpenBrowserKey(p.cfg.KEK, stored)
-	if err != nil {
-		return nil, err
-	}
-	b, err := seal.New(key)
-	if err != nil {
-		return nil, err
-	}
-	p.box = b
-	return b, nil
 }
 
 // Error is a protocol error: Code is the OAuth error code, Description the

@@ -192,3 +192,8 @@ func (p *Provider) rateLimit(w http.ResponseWriter, r *http.Request, endpoint, k
 	httpx.WriteError(w, r, http.StatusTooManyRequests, httpx.CodeRateLimited, "too many requests; retry later")
 	return false
 }
+
+// remoteIP is the source address per-address limits count: the client's
+// address (httpx.ClientAddr: the connection's peer, or what a trusted
+// proxy says), an IPv6 address by its /64 (httpx.SourceKey).
+func remoteIP(r *http.Request) string { return httpx.SourceKey(httpx.ClientAddr(r)) }

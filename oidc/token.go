@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -138,8 +139,12 @@ func (p *Provider) exchangeCode(r *http.Request, form url.Values, client fsm.Cli
 		// must see the replay to revoke the first token.
 		return tokenResponse{}, errTokCodeExpired
 	}
-	if s := formParam(form, "scope"); s != "" && !allIn(strings.Fields(s), code.Scopes) {
-		return tokenResponse{}, errTokScope
+	if s := formParam(form, "scope"); s != "" {
+		// Every scope asked for must be one the code was issued for.
+		notGranted := func(scope string) bool { return !slices.Contains(code.Scopes, scope) }
+		if slices.ContainsFunc(strings.Fields(s), notGranted) {
+			return tokenResponse{}, errTokScope
+		}
 	}
 	if !code.RedeemedAt.IsZero() {
 		// A replay: the state machine revokes the first token and answers
@@ -159,7 +164,7 @@ func (p *Provider) exchangeCode(r *http.Request, form url.Values, client fsm.Cli
 		return tokenResponse{}, errTokUnavailableSign
 	}
 	resp := tokenResponse{AccessToken: string(access), TokenType: "bearer", ExpiresIn: ttl, Scope: strings.Join(code.Scopes, " ")}
-	if hasString(code.Scopes, ScopeOpenID) {
+	if slices.Contains(code.Scopes, ScopeOpenID) {
 		id, err := p.cfg.Keys.Sign(newIDClaims(p.cfg.Issuer, code, access, iat, exp), keys.TypJWT)
 		if err != nil {
 			p.logFault(r.Context(), "sign id token", err)
@@ -205,26 +210,6 @@ func validVerifier(v string) bool {
 		switch c := v[i]; {
 		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '.', c == '_', c == '~':
 		default:
-			return false
-		}
-	}
-	return true
-}
-
-// hasString reports whether list holds s.
-func hasString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
-// allIn reports whether every element of sub is in set.
-func allIn(sub, set []string) bool {
-	for _, s := range sub {
-		if !hasString(set, s) {
 			return false
 		}
 	}

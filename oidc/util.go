@@ -1,24 +1,23 @@
 package oidc
 
 import (
-	"github.com/oidcd/oidcd/internal/httpx"
-	"github.com/oidcd/oidcd/internal/password"
-
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"net/url"
+
+	"github.com/oidcd/oidcd/internal/authn"
+	"github.com/oidcd/oidcd/internal/httpx"
 )
 
 // newID returns 32 random bytes, base64url: codes, cookie secrets, jtis.
-func newID() string {
-	var b [32]byte
-	rand.Read(b[:])
-	return base64.RawURLEncoding.EncodeToString(b[:])
-}
+func newID() string { return authn.NewID() }
 
-// hashToken is how codes and cookie secrets are stored: they are 256-bit
-// random values, so password.HashSecret (hex SHA-256) is enough.
-func hashToken(s string) string { return password.HashSecret(s) }
+// hashToken is how codes and cookie secrets are stored (authn.HashToken:
+// they are 256-bit random values, so hex SHA-256 is enough).
+func hashToken(s string) string { return authn.HashToken(s) }
+
+// formValue is the single value of a form field (authn.FormValue).
+func formValue(form url.Values, key string) (string, bool) { return authn.FormValue(form, key) }
 
 // s256 is the PKCE S256 transform of a verifier (RFC 7636 4.2).
 func s256(verifier string) string {

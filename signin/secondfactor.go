@@ -1,4 +1,4 @@
-package oidc
+package signin
 
 // The second-factor step of /authorize (asked for when acr_values wants more
 // than the session has) and text-message sign-in (acr phone; the message
@@ -17,7 +17,9 @@ import (
 	"time"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/factor"
+	"github.com/oidcd/oidcd/internal/httpx"
 	"github.com/oidcd/oidcd/internal/sms"
 	"github.com/oidcd/oidcd/webui"
 )
@@ -36,7 +38,7 @@ func (f *flow) showSecondFactor(status int, fac fsm.Factors, errMsg string) {
 		methods = append(methods, webui.MethodPasskey)
 	}
 	f.pend.Challenge = ""
-	c, ok := f.common(stageMFA, PathAuthorize)
+	c, ok := f.common(authn.StageMFA, authn.PathAuthorize)
 	if !ok {
 		return
 	}
@@ -48,7 +50,7 @@ func (f *flow) showSecondFactor(status int, fac fsm.Factors, errMsg string) {
 // begins the ceremony, with one it finishes it).
 func (f *flow) secondFactor(form url.Values) {
 	if !f.sameSession() {
-		f.proceed(false) // signed out or replaced meanwhile: start over
+		f.proceed() // signed out or replaced meanwhile: start over
 		return
 	}
 	ctx, u := f.r.Context(), f.user
@@ -63,10 +65,10 @@ func (f *flow) secondFactor(form url.Values) {
 		f.beginPasskey(fac) // a ceremony begun is not a guess
 		return
 	case !pf.known():
-		f.page(http.StatusBadRequest, msgBadRequest, fmt.Sprintf("second-factor method %q", logValue(pf.method)))
+		f.page(http.StatusBadRequest, authn.MsgBadRequest, fmt.Sprintf("second-factor method %q", httpx.LogValue(pf.method)))
 		return
 	}
-	amr, settled, err := f.p.checkFactor(ctx, f.r, u, fac, pf, f.pend.Challenge, f.client.ID)
+	amr, settled, err := f.p.checkFactor(ctx, f.r, u, fac, pf, f.pend.Challenge, f.st.ClientID)
 	switch {
 	case errors.Is(err, errLocked):
 		f.lockedOrUnavailable(err, func(status int, msg string) { f.showSecondFactor(status, fac, msg) })
@@ -85,11 +87,11 @@ func (f *flow) secondFactor(form url.Values) {
 		f.unavailable("second factor: " + err.Error())
 		return
 	}
-	s, err := f.p.stepUp(ctx, f.sess, amr, settled, f.client.ID)
+	s, err := f.p.stepUp(ctx, f.sess, amr, settled, f.st.ClientID)
 	if err != nil {
 		if errors.Is(err, fsm.ErrSessionEnded) || errors.Is(err, fsm.ErrNotFound) {
 			f.hasSession, f.pend.SSOID = false, ""
-			f.proceed(false)
+			f.proceed()
 			return
 		}
 		f.unavailable("step-up: " + err.Error())
@@ -98,7 +100,7 @@ func (f *flow) secondFactor(form url.Values) {
 	f.p.metrics.signIns.WithLabelValues(amr).Inc()
 	f.p.log.Info("authorize: second factor", "method", amr, "user_id", u.ID, "acr", s.ACR, "reference", f.reference())
 	f.sess, f.pend.StepUp = s, true
-	f.proceed(false)
+	f.proceed()
 }
 
 // beginPasskey starts an assertion ceremony and shows the page whose
@@ -114,7 +116,7 @@ func (f *flow) beginPasskey(fac fsm.Factors) {
 		return
 	}
 	f.pend.Challenge = id
-	c, ok := f.common(stageMFA, PathAuthorize)
+	c, ok := f.common(authn.StageMFA, authn.PathAuthorize)
 	if !ok {
 		return
 	}
@@ -145,7 +147,7 @@ func normalizePhone(s string) (string, bool) {
 }
 
 // smsHash binds a code to its handle.
-func smsHash(handle, code string) string { return hashToken("sms:" + handle + ":" + code) }
+func smsHash(handle, code string) string { return authn.HashToken("sms:" + handle + ":" + code) }
 
 // sixDigits is a uniformly random 6-digit code.
 func sixDigits() (string, error) {
@@ -160,13 +162,13 @@ func sixDigits() (string, error) {
 // unknown number gets the same page and no message, so the page does not
 // tell who has an account.
 func (f *flow) startSMS(email, rawPhone string) {
-	if !f.p.cfg.SMSEnabled {
+	if !f.p.smsEnabled {
 		f.showSignIn(http.StatusBadRequest, email, msgSMSDisabled)
 		return
 	}
 	showErr := func(status int, msg string) {
 		f.pend.SSOID, f.pend.OrgID = "", ""
-		c, ok := f.common(stageSignIn, PathAuthorize)
+		c, ok := f.common(authn.StageSignIn, authn.PathAuthorize)
 		if ok {
 			f.p.cfg.UI.SignIn(f.w, status, webui.SignInPage{Common: c, Email: email, Phone: rawPhone, Error: msg, SMSEnabled: true})
 		}
@@ -197,7 +199,7 @@ func (f *flow) startSMS(email, rawPhone string) {
 		f.unavailable("code: " + err.Error())
 		return
 	}
-	handle := newID()
+	handle := authn.NewID()
 	res, err := f.p.cfg.Applier.Apply(ctx, fsm.MustCommand(fsm.TypeIssueSMSCode, fsm.IssueSMSCode{Code: fsm.SMSCode{
 		ID: handle, UserID: u.ID, Phone: phone, Hash: smsHash(handle, code), ExpiresAt: f.now.Add(smsCodeTTL),
 	}}))
@@ -228,7 +230,7 @@ func (f *flow) startSMS(email, rawPhone string) {
 
 // showSMSCode answers with the code page.
 func (f *flow) showSMSCode(status int, errMsg string) {
-	c, ok := f.common(stageSMSCode, PathAuthorize)
+	c, ok := f.common(authn.StageSMSCode, authn.PathAuthorize)
 	if !ok {
 		return
 	}
@@ -246,14 +248,14 @@ func maskPhone(p string) string {
 // smsCode handles the posted code page.
 func (f *flow) smsCode(form url.Values) {
 	ctx := f.r.Context()
-	code, _ := formValue(form, "code")
+	code, _ := authn.FormValue(form, "code")
 	code = factor.NormalizeCode(code)
 	if code == "" || len(code) > 16 {
 		f.showSMSCode(http.StatusBadRequest, msgNoCode)
 		return
 	}
 	rules := []fsm.ThrottleRule{throttleCode.rule("tel" + f.pend.Phone), throttleIP.rule(remoteIP(f.r))}
-	if _, err := f.p.reserve(ctx, f.p.lockoutEvent("", f.client.ID), rules...); err != nil {
+	if _, err := f.p.reserve(ctx, f.p.lockoutEvent("", f.st.ClientID), rules...); err != nil {
 		f.lockedOrUnavailable(err, f.showSMSCode)
 		return
 	}
@@ -261,7 +263,7 @@ func (f *flow) smsCode(form url.Values) {
 	// A failed check commits (it counts the code's attempts) and records
 	// its failure; a success records nothing here: the session it opens
 	// does.
-	failure := f.p.signinEvent("", f.client.ID, map[string]string{"method": AMRSMS})
+	failure := f.p.signinEvent("", f.st.ClientID, map[string]string{"method": authn.AMRSMS})
 	failure.FailOnError = true
 	res, err := f.p.cfg.Applier.Apply(ctx, f.p.stamp(ctx, fsm.MustCommand(fsm.TypeCheckSMSCode, fsm.CheckSMSCode{
 		ID: f.pend.SMS, Hash: smsHash(f.pend.SMS, code), MaxAttempts: smsMaxAttempts, At: f.now,
@@ -288,8 +290,8 @@ func (f *flow) smsCode(form url.Values) {
 		return
 	}
 	f.pend.SMS, f.pend.Phone = "", ""
-	if !f.startSession(u, AMRSMS, settle(rules, 1)) {
+	if !f.startSession(u, authn.AMRSMS, settle(rules, 1)) {
 		return
 	}
-	f.proceed(false)
+	f.proceed()
 }

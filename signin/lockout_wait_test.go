@@ -1,4 +1,4 @@
-package oidc
+package signin
 
 import (
 	"context"
@@ -20,7 +20,7 @@ func TestLockoutPageSaysHowLongToWait(t *testing.T) {
 	b := h.browser()
 	signIn := func() page { // a fresh form each time: a pending request expires
 		t.Helper()
-		form := postForm(t, b.get(authzPath(authzQuery(hPublic))), "method")
+		form := postForm(t, b.get(authzPath(authzQuery(hPublic, false))), "method")
 		return b.submit(form, "method", "password", map[string]string{"email": hEmail, "password": hPassword})
 	}
 	lock := throttleIP.rule("127.0.0.1")

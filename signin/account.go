@@ -1,4 +1,4 @@
-package oidc
+package signin
 
 // The self-service /account page: after signing in, a person sets up an
 // authenticator app, adds and removes passkeys, and replaces their
@@ -22,7 +22,9 @@ import (
 	"time"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/factor"
+	"github.com/oidcd/oidcd/internal/httpx"
 	"github.com/oidcd/oidcd/webui"
 )
 
@@ -64,7 +66,7 @@ type accountStep struct {
 
 // account is one request to /account.
 type account struct {
-	p    *Provider
+	p    *Signin
 	w    http.ResponseWriter
 	r    *http.Request
 	now  time.Time
@@ -76,12 +78,12 @@ type account struct {
 	action string
 }
 
-func (p *Provider) registerAccount(mux *http.ServeMux) {
+func (p *Signin) registerAccount(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+PathAccount, p.handleAccount)
 	mux.HandleFunc("POST "+PathAccount, p.handleAccountPost)
 }
 
-func (p *Provider) handleAccount(w http.ResponseWriter, r *http.Request) {
+func (p *Signin) handleAccount(w http.ResponseWriter, r *http.Request) {
 	a := &account{p: p, w: w, r: r, now: p.now()}
 	ok, found := a.load()
 	switch {
@@ -109,32 +111,32 @@ func (a *account) load() (ok, found bool) {
 func (a *account) fresh() bool { return a.now.Sub(a.sess.AuthTime) <= accountFresh }
 
 func (a *account) handleForm() (url.Values, bool) {
-	a.r.Body = http.MaxBytesReader(a.w, a.r.Body, maxPageForm)
+	a.r.Body = http.MaxBytesReader(a.w, a.r.Body, authn.MaxPageForm)
 	if err := a.r.ParseForm(); err != nil {
-		a.page(http.StatusBadRequest, msgBadRequest)
+		a.page(http.StatusBadRequest, authn.MsgBadRequest)
 		return nil, false
 	}
 	form := a.r.PostForm
-	sealed, _ := formValue(form, "step")
-	box, err := a.p.sealer()
+	sealed, _ := authn.FormValue(form, "step")
+	box, err := a.p.sealer.Box()
 	if err != nil {
 		a.unavailable("sealer: " + err.Error())
 		return nil, false
 	}
 	if sealed == "" || box.Open(accountPurpose, sealed, a.now, &a.step) != nil {
-		a.page(http.StatusBadRequest, msgExpired)
+		a.page(http.StatusBadRequest, authn.MsgExpired)
 		return nil, false
 	}
-	token, _ := formValue(form, "csrf_token")
-	if !csrfMatch(a.p.cookieValue(a.r, cookieCSRF, "/"), token, a.step.CSRF) {
-		a.page(http.StatusForbidden, msgForbidden)
+	token, _ := authn.FormValue(form, "csrf_token")
+	if !authn.CSRFMatch(a.p.cookieValue(a.r, authn.CSRFCookie, "/"), token, a.step.CSRF) {
+		a.page(http.StatusForbidden, authn.MsgForbidden)
 		return nil, false
 	}
 	a.csrf = a.step.CSRF
 	return form, true
 }
 
-func (p *Provider) handleAccountPost(w http.ResponseWriter, r *http.Request) {
+func (p *Signin) handleAccountPost(w http.ResponseWriter, r *http.Request) {
 	a := &account{p: p, w: w, r: r, now: p.now()}
 	form, ok := a.handleForm()
 	if !ok {
@@ -152,7 +154,7 @@ func (p *Provider) handleAccountPost(w http.ResponseWriter, r *http.Request) {
 		a.showSignIn(http.StatusOK, "")
 		return
 	}
-	action, _ := formValue(form, "action")
+	action, _ := authn.FormValue(form, "action")
 	if a.step.Stage == accountVerify {
 		a.verify(form)
 		return
@@ -165,14 +167,14 @@ func (p *Provider) handleAccountPost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.action = action
-	a.p.log.Info("account: credential change", "user_id", a.user.ID, "sso_session", a.sess.ID, "action", logValue(action))
+	a.p.log.Info("account: credential change", "user_id", a.user.ID, "sso_session", a.sess.ID, "action", httpx.LogValue(action))
 	switch {
 	case a.step.Stage == accountHome && action == "password-change":
 		a.changePassword(form)
 	case a.step.Stage == accountHome && action == "totp-setup":
 		a.totpSetup()
 	case a.step.Stage == accountTOTP && action == "totp-confirm":
-		code, _ := formValue(form, "code")
+		code, _ := authn.FormValue(form, "code")
 		a.totpConfirm(code)
 	case a.step.Stage == accountHome && action == "totp-remove":
 		a.apply(fsm.MustCommand(fsm.TypeSetTOTP, fsm.SetTOTP{UserID: a.user.ID, At: a.now, EndSessions: a.endOthers()}), "The authenticator app was removed.")
@@ -181,11 +183,11 @@ func (p *Provider) handleAccountPost(w http.ResponseWriter, r *http.Request) {
 	case a.step.Stage == accountHome && action == "passkey-add":
 		a.passkeyBegin()
 	case a.step.Stage == accountPasskey && action == "passkey-finish":
-		cred, _ := formValue(form, "credential")
-		name, _ := formValue(form, "name")
+		cred, _ := authn.FormValue(form, "credential")
+		name, _ := authn.FormValue(form, "name")
 		a.passkeyFinish(cred, name)
 	case a.step.Stage == accountHome && action == "passkey-remove":
-		raw, _ := formValue(form, "credential_id")
+		raw, _ := authn.FormValue(form, "credential_id")
 		id, err := base64.RawURLEncoding.DecodeString(raw)
 		if err != nil || len(id) == 0 {
 			a.showHome(http.StatusBadRequest, "", "That passkey does not exist.")
@@ -193,7 +195,7 @@ func (p *Provider) handleAccountPost(w http.ResponseWriter, r *http.Request) {
 		}
 		a.apply(fsm.MustCommand(fsm.TypeRemovePasskey, fsm.RemovePasskey{UserID: a.user.ID, ID: id, EndSessions: a.endOthers()}), "The passkey was removed.")
 	default:
-		a.page(http.StatusBadRequest, msgBadRequest)
+		a.page(http.StatusBadRequest, authn.MsgBadRequest)
 	}
 }
 
@@ -202,15 +204,15 @@ func (p *Provider) handleAccountPost(w http.ResponseWriter, r *http.Request) {
 // anyone else it opens a new session.
 func (a *account) signIn(form url.Values) {
 	ctx := a.r.Context()
-	email, _ := formValue(form, "email")
-	secret, _ := formValue(form, "password")
+	email, _ := authn.FormValue(form, "email")
+	secret, _ := authn.FormValue(form, "password")
 	u, settled, err := a.p.passwordSignIn(a.r, strings.TrimSpace(email), secret, "")
 	switch {
 	case errors.Is(err, errLocked):
 		a.showSignIn(http.StatusTooManyRequests, lockout(a.w, err, a.p.now()))
 		return
 	case errors.Is(err, errBadPassword):
-		a.showSignIn(http.StatusBadRequest, msgBadPassword)
+		a.showSignIn(http.StatusBadRequest, authn.MsgBadPassword)
 		return
 	case errors.Is(err, errDirectoryDown):
 		a.showSignIn(http.StatusServiceUnavailable, msgDirectoryDown)
@@ -220,10 +222,10 @@ func (a *account) signIn(form url.Values) {
 		return
 	}
 	if a.sess.ID != "" && a.sess.UserID == u.ID {
-		a.sess, err = a.p.stepUp(ctx, a.sess, AMRPassword, settled, "")
+		a.sess, err = a.p.stepUp(ctx, a.sess, authn.AMRPassword, settled, "")
 	} else {
-		a.sess, err = a.p.openSession(a.w, a.r, u, AMRPassword, a.sess.ID, a.now, settled, "")
-		a.csrf = a.p.rotateCSRF(a.w)
+		a.sess, err = a.p.openSession(a.w, a.r, u, authn.AMRPassword, a.sess.ID, a.now, settled, "")
+		a.csrf = a.p.jar.RotateCSRF(a.w)
 	}
 	if err != nil {
 		a.unavailable("account sign-in: " + err.Error())
@@ -236,10 +238,10 @@ func (a *account) signIn(form url.Values) {
 // common seals the next step.
 func (a *account) common(step accountStep) (webui.Common, bool) {
 	if a.csrf == "" {
-		a.csrf = a.p.csrfToken(a.w, a.r)
+		a.csrf = a.p.jar.CSRFToken(a.w, a.r)
 	}
 	step.CSRF = a.csrf
-	box, err := a.p.sealer()
+	box, err := a.p.sealer.Box()
 	var sealed string
 	if err == nil {
 		sealed, err = box.Seal(accountPurpose, step, a.now.Add(accountTTL))
@@ -409,7 +411,7 @@ func (a *account) page(status int, msg string) {
 
 func (a *account) unavailable(reason string) {
 	a.p.log.Error("account: unavailable", "reason", reason)
-	a.p.cfg.UI.Error(a.w, http.StatusServiceUnavailable, webui.ErrorPage{Title: titleUnavailable, Message: msgUnavailable})
+	a.p.cfg.UI.Error(a.w, http.StatusServiceUnavailable, webui.ErrorPage{Title: authn.TitleUnavailable, Message: authn.MsgUnavailable})
 }
 
 // endOthers ends every other session of the person with the change this
@@ -433,11 +435,11 @@ func (a *account) verified(method string) bool {
 // message alone, which can enrol nothing: the admin must.
 func (a *account) proofNeeded(f fsm.Factors) string {
 	hasPassword := a.user.PasswordHash != ""
-	if hasPassword && !a.verified(AMRPassword) {
+	if hasPassword && !a.verified(authn.AMRPassword) {
 		return proofPassword
 	}
 	enrolled := f.TOTP != nil || len(f.Passkeys) > 0 || f.RecoveryLeft() > 0
-	factorOK := (f.TOTP != nil && a.verified(AMROTP)) || (len(f.Passkeys) > 0 && a.verified(AMRPasskey)) || a.verified(AMRRecovery)
+	factorOK := (f.TOTP != nil && a.verified(authn.AMROTP)) || (len(f.Passkeys) > 0 && a.verified(authn.AMRPasskey)) || a.verified(authn.AMRRecovery)
 	switch {
 	case enrolled && !factorOK:
 		return proofFactor
@@ -514,7 +516,7 @@ func (a *account) verify(form url.Values) {
 		a.beginVerifyPasskey(f)
 		return
 	case !pf.known():
-		a.page(http.StatusBadRequest, msgBadRequest)
+		a.page(http.StatusBadRequest, authn.MsgBadRequest)
 		return
 	}
 	amr, settled, err := a.p.checkFactor(ctx, a.r, a.user, f, pf, a.step.Challenge, "")

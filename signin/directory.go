@@ -1,4 +1,4 @@
-package oidc
+package signin
 
 import (
 	"context"
@@ -25,7 +25,7 @@ import (
 // two addresses changes (the local person keeps theirs).
 
 // errDirectoryDown: no directory that might know the address answered.
-var errDirectoryDown = errors.New("oidc: directory unavailable")
+var errDirectoryDown = errors.New("signin: directory unavailable")
 
 // directoryNamespace is the UUID namespace of directory people's ids: a
 // person's sub is UUIDv5(namespace, directory id "/" id attribute), the
@@ -53,7 +53,7 @@ type cachedDirectory struct {
 
 // client returns the client of d, building it (and opening the bind
 // password with the KEK) when d is new or changed.
-func (p *Provider) directoryClient(d fsm.Directory) (*directory.Client, error) {
+func (p *Signin) directoryClient(d fsm.Directory) (*directory.Client, error) {
 	p.dirs.mu.Lock()
 	defer p.dirs.mu.Unlock()
 	if c, ok := p.dirs.m[d.ID]; ok && c.updated.Equal(d.UpdatedAt) {
@@ -116,7 +116,7 @@ func DirectoryPerson(d fsm.Directory, p directory.Person, typed string) fsm.Dire
 // may hold the person (only theirs for a known directory person), and on
 // success records the sign-in (creating the person the first time). ok
 // false with reason: refused; errDirectoryDown: none could answer.
-func (p *Provider) directoryPassword(ctx context.Context, email, secret string, known *fsm.User) (u fsm.User, ok bool, reason string, err error) {
+func (p *Signin) directoryPassword(ctx context.Context, email, secret string, known *fsm.User) (u fsm.User, ok bool, reason string, err error) {
 	dirs, err := p.cfg.State.Directories()
 	if err != nil {
 		return u, false, "", err

@@ -1,4 +1,4 @@
-package oidc
+package signin
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/password"
 	"github.com/oidcd/oidcd/webui"
 )
@@ -26,12 +27,12 @@ const (
 // and showing errMsg after a failed attempt.
 func (f *flow) showSignIn(status int, email, errMsg string) {
 	f.pend.SSOID, f.pend.OrgID = "", ""
-	c, ok := f.common(stageSignIn, PathAuthorize)
+	c, ok := f.common(authn.StageSignIn, authn.PathAuthorize)
 	if !ok {
 		return
 	}
 	f.p.cfg.UI.SignIn(f.w, status, webui.SignInPage{
-		Common: c, Email: email, Error: errMsg, SMSEnabled: f.p.cfg.SMSEnabled,
+		Common: c, Email: email, Error: errMsg, SMSEnabled: f.p.smsEnabled,
 	})
 }
 
@@ -39,24 +40,24 @@ func (f *flow) showSignIn(status int, email, errMsg string) {
 // re-shows the form with status 400 (never a redirect to the client); a
 // lockout answers 429.
 func (f *flow) signIn(form url.Values) {
-	email, _ := formValue(form, "email")
+	email, _ := authn.FormValue(form, "email")
 	email = strings.TrimSpace(email)
-	switch method, _ := formValue(form, "method"); method {
+	switch method, _ := authn.FormValue(form, "method"); method {
 	case "", methodPassword:
 	case methodSMS:
-		phone, _ := formValue(form, "phone")
+		phone, _ := authn.FormValue(form, "phone")
 		f.startSMS(email, phone)
 		return
 	default:
-		f.page(http.StatusBadRequest, msgBadRequest, fmt.Sprintf("sign-in method %q", method))
+		f.page(http.StatusBadRequest, authn.MsgBadRequest, fmt.Sprintf("sign-in method %q", method))
 		return
 	}
-	secret, _ := formValue(form, "password")
-	u, settled, err := f.p.passwordSignIn(f.r, email, secret, f.client.ID)
+	secret, _ := authn.FormValue(form, "password")
+	u, settled, err := f.p.passwordSignIn(f.r, email, secret, f.st.ClientID)
 	switch {
 	case errors.Is(err, errBadPassword):
 		f.p.log.Info("authorize: sign-in failed", "reference", f.reference())
-		f.showSignIn(http.StatusBadRequest, email, msgBadPassword)
+		f.showSignIn(http.StatusBadRequest, email, authn.MsgBadPassword)
 		return
 	case errors.Is(err, errDirectoryDown):
 		f.p.log.Warn("authorize: directory unavailable", "reference", f.reference())
@@ -67,10 +68,10 @@ func (f *flow) signIn(form url.Values) {
 		f.lockedOrUnavailable(err, func(status int, msg string) { f.showSignIn(status, email, msg) })
 		return
 	}
-	if !f.startSession(u, AMRPassword, settled) {
+	if !f.startSession(u, authn.AMRPassword, settled) {
 		return
 	}
-	f.proceed(false)
+	f.proceed()
 }
 
 // lockedOrUnavailable answers a reserve error: errLocked re-shows the
@@ -87,7 +88,7 @@ func (f *flow) lockedOrUnavailable(err error, show func(status int, msg string))
 
 // errBadPassword: the email and password do not match (the failure is
 // counted).
-var errBadPassword = errors.New("oidc: wrong email or password")
+var errBadPassword = errors.New("signin: wrong email or password")
 
 // passwordSignIn checks email and password under the brute-force throttle
 // (passwordRules). The attempt is reserved first (reserve): errLocked,
@@ -99,11 +100,11 @@ var errBadPassword = errors.New("oidc: wrong email or password")
 //
 // clientID names the application signed in to, for the audit events
 // ("" on the account page).
-func (p *Provider) passwordSignIn(r *http.Request, email, secret, clientID string) (fsm.User, *fsm.ThrottleClear, error) {
+func (p *Signin) passwordSignIn(r *http.Request, email, secret, clientID string) (fsm.User, *fsm.ThrottleClear, error) {
 	ctx := r.Context()
 	rules := passwordRules(email, remoteIP(r))
 	subject := ""
-	if email != "" && len(email) <= maxEmailLen {
+	if email != "" && len(email) <= authn.MaxEmailLen {
 		if known, err := p.cfg.State.UserByEmail(email); err == nil {
 			subject = known.ID
 		}
@@ -150,7 +151,7 @@ func (p *Provider) passwordSignIn(r *http.Request, email, secret, clientID strin
 // sign-in goes on if it fails, and the next sign-in tries again. The
 // command replaces the hash only if it is still the one checked, so a
 // password changed meanwhile is never undone.
-func (p *Provider) rehash(ctx context.Context, u fsm.User, secret string) {
+func (p *Signin) rehash(ctx context.Context, u fsm.User, secret string) {
 	if !p.cfg.Hasher.NeedsRehash(u.PasswordHash) {
 		return
 	}
@@ -183,10 +184,10 @@ func (p *Provider) rehash(ctx context.Context, u fsm.User, secret string) {
 // nobody holds, with or without directories. reason names a refusal when
 // the directories gave one; err is for a store, context or directory
 // (errDirectoryDown) problem.
-func (p *Provider) checkPassword(ctx context.Context, email, secret string) (fsm.User, bool, string, error) {
+func (p *Signin) checkPassword(ctx context.Context, email, secret string) (fsm.User, bool, string, error) {
 	var u fsm.User
 	var err error
-	if email != "" && len(email) <= maxEmailLen {
+	if email != "" && len(email) <= authn.MaxEmailLen {
 		u, err = p.cfg.State.UserByEmail(email)
 		if err != nil && !errors.Is(err, fsm.ErrNotFound) {
 			return fsm.User{}, false, "", err
@@ -197,7 +198,7 @@ func (p *Provider) checkPassword(ctx context.Context, email, secret string) (fsm
 	switch {
 	case err == nil && u.DirectoryID != "":
 		return p.decoyThenDirectory(ctx, email, secret, &u)
-	case errors.Is(err, fsm.ErrNotFound) && email != "" && len(email) <= maxEmailLen:
+	case errors.Is(err, fsm.ErrNotFound) && email != "" && len(email) <= authn.MaxEmailLen:
 		if has, derr := p.cfg.State.HasDirectories(); derr != nil {
 			return fsm.User{}, false, "", derr
 		} else if has {
@@ -212,7 +213,7 @@ func (p *Provider) checkPassword(ctx context.Context, email, secret string) (fsm
 // local hash, then asks the directories (directoryPassword). The decoy
 // comes first so that a request whose context ends while it waits for a
 // slot never reaches a directory.
-func (p *Provider) decoyThenDirectory(ctx context.Context, email, secret string, known *fsm.User) (fsm.User, bool, string, error) {
+func (p *Signin) decoyThenDirectory(ctx context.Context, email, secret string, known *fsm.User) (fsm.User, bool, string, error) {
 	if err := p.cfg.Hasher.Decoy(ctx, secret); err != nil {
 		return fsm.User{}, false, "", err
 	}
@@ -221,7 +222,7 @@ func (p *Provider) decoyThenDirectory(ctx context.Context, email, secret string,
 
 // localPassword checks secret against u's stored hash (found: u exists),
 // or spends a decoy when there is none to check.
-func (p *Provider) localPassword(ctx context.Context, u fsm.User, found bool, secret string) (bool, error) {
+func (p *Signin) localPassword(ctx context.Context, u fsm.User, found bool, secret string) (bool, error) {
 	if !found || u.PasswordHash == "" {
 		return false, p.cfg.Hasher.Decoy(ctx, secret)
 	}
@@ -244,9 +245,9 @@ func (f *flow) startSession(u fsm.User, method string, settled *fsm.ThrottleClea
 	if f.hasSession {
 		supersedes = f.sess.ID
 	}
-	s, err := f.p.openSession(f.w, f.r, u, method, supersedes, f.now, settled, f.client.ID)
+	s, err := f.p.openSession(f.w, f.r, u, method, supersedes, f.now, settled, f.st.ClientID)
 	if errors.Is(err, fsm.ErrNotFound) { // erased while signing in
-		f.showSignIn(http.StatusBadRequest, u.Email, msgBadPassword)
+		f.showSignIn(http.StatusBadRequest, u.Email, authn.MsgBadPassword)
 		return false
 	}
 	if err != nil {
@@ -257,14 +258,14 @@ func (f *flow) startSession(u fsm.User, method string, settled *fsm.ThrottleClea
 		"supersedes", supersedes, "reference", f.reference())
 	f.sess, f.user, f.hasSession = s, u, true
 	f.pend.SSOID, f.pend.StepUp = s.ID, false
-	f.csrf = f.p.rotateCSRF(f.w)
+	f.st.CSRF = f.p.jar.RotateCSRF(f.w)
 	return true
 }
 
 // openSession opens an SSO session for u authenticated by method,
 // superseding the browser's session supersedes ("" for none), and sets the
 // cookie. ErrNotFound: the person was erased meanwhile.
-func (p *Provider) openSession(w http.ResponseWriter, r *http.Request, u fsm.User, method, supersedes string, now time.Time, settled *fsm.ThrottleClear, clientID string) (fsm.SSOSession, error) {
+func (p *Signin) openSession(w http.ResponseWriter, r *http.Request, u fsm.User, method, supersedes string, now time.Time, settled *fsm.ThrottleClear, clientID string) (fsm.SSOSession, error) {
 	s := fsm.SSOSession{
 		ID: uuid.NewString(), UserID: u.ID, AuthTime: now,
 		AMR: []string{method}, ACR: acrOf([]string{method}), Verified: map[string]time.Time{method: now},
@@ -274,8 +275,8 @@ func (p *Provider) openSession(w http.ResponseWriter, r *http.Request, u fsm.Use
 	if s.ExpiresAt.Before(s.IdleExpiresAt) {
 		s.IdleExpiresAt = s.ExpiresAt
 	}
-	secret := newID()
-	cmd := fsm.StartSSOSession{Session: s, TokenHash: hashToken(secret), Supersedes: supersedes, Settle: settled}
+	secret := authn.NewID()
+	cmd := fsm.StartSSOSession{Session: s, TokenHash: authn.HashToken(secret), Supersedes: supersedes, Settle: settled}
 	res, err := p.cfg.Applier.Apply(r.Context(), p.stamp(r.Context(), fsm.MustCommand(fsm.TypeStartSSOSession, cmd),
 		p.signinEvent(u.ID, clientID, map[string]string{"method": method, "acr": s.ACR})))
 	if err == nil {
@@ -284,7 +285,7 @@ func (p *Provider) openSession(w http.ResponseWriter, r *http.Request, u fsm.Use
 	if err != nil {
 		return s, err
 	}
-	p.setCookie(w, cookieSession, secret, "/", s.ExpiresAt)
+	p.setCookie(w, authn.SessionCookie, secret, "/", s.ExpiresAt)
 	p.metrics.signIns.WithLabelValues(method).Inc()
 	return s, nil
 }

@@ -1,4 +1,4 @@
-package oidc
+package signin
 
 import (
 	"context"
@@ -36,14 +36,14 @@ func TestImportedHashReplacedAtFirstSignIn(t *testing.T) {
 			}
 
 			b := h.browser()
-			if p := b.signIn(b.get(authzPath(authzQuery(hPublic))), hEmail, secret+"!"); p.status != http.StatusBadRequest {
+			if p := b.signIn(b.get(authzPath(authzQuery(hPublic, false))), hEmail, secret+"!"); p.status != http.StatusBadRequest {
 				t.Fatalf("wrong password: got %d", p.status)
 			}
 			if stored() != tc.stored {
 				t.Fatal("a wrong password changed the stored hash")
 			}
 			b = h.browser()
-			b.fullSignInWith(authzQuery(hPublic), hEmail, secret)
+			b.fullSignInWith(authzQuery(hPublic, false), hEmail, secret)
 			now := stored()
 			if password.Scheme(now) != password.SchemeArgon2id || h.p.cfg.Hasher.NeedsRehash(now) {
 				t.Fatalf("after the first sign-in the hash is %q, want the node's argon2id", now)
@@ -55,7 +55,7 @@ func TestImportedHashReplacedAtFirstSignIn(t *testing.T) {
 				t.Fatalf("oidcd_password_rehashes_total{scheme=%q}: got %v, want 1", tc.scheme, got)
 			}
 			b = h.browser()
-			b.fullSignInWith(authzQuery(hPublic), hEmail, secret)
+			b.fullSignInWith(authzQuery(hPublic, false), hEmail, secret)
 			if stored() != now {
 				t.Fatal("the second sign-in replaced the hash again")
 			}

@@ -1,4 +1,4 @@
-package oidc
+package signin
 
 // Second factors: authentication strength (acr), authenticator-app
 // codes, recovery codes, passkeys, and the replicated brute-force throttle
@@ -19,6 +19,7 @@ import (
 	"github.com/go-webauthn/webauthn/webauthn"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/factor"
 	"github.com/oidcd/oidcd/internal/httpx"
 	"github.com/oidcd/oidcd/webui"
@@ -29,15 +30,15 @@ import (
 // authenticator-app code plus the method that opened the session (password
 // or text message); a recovery code never counts.
 func acrOf(amr []string) string {
-	strong := slices.Contains(amr, AMRPasskey) || slices.Contains(amr, AMROTP)
-	opened := slices.Contains(amr, AMRPassword) || slices.Contains(amr, AMRSMS)
+	strong := slices.Contains(amr, authn.AMRPasskey) || slices.Contains(amr, authn.AMROTP)
+	opened := slices.Contains(amr, authn.AMRPassword) || slices.Contains(amr, authn.AMRSMS)
 	switch {
 	case strong && opened:
-		return ACRMFA
-	case slices.Contains(amr, AMRPassword):
-		return ACRPwd
+		return authn.ACRMFA
+	case slices.Contains(amr, authn.AMRPassword):
+		return authn.ACRPwd
 	default:
-		return ACRPhone
+		return authn.ACRPhone
 	}
 }
 
@@ -54,7 +55,7 @@ func withMethod(amr []string, m string) []string {
 // wraps fsm.ErrSessionEnded when the session ended meanwhile. clientID
 // names the application signed in to for the audit event ("" on the
 // account page).
-func (p *Provider) stepUp(ctx context.Context, s fsm.SSOSession, method string, settled *fsm.ThrottleClear, clientID string) (fsm.SSOSession, error) {
+func (p *Signin) stepUp(ctx context.Context, s fsm.SSOSession, method string, settled *fsm.ThrottleClear, clientID string) (fsm.SSOSession, error) {
 	amr := withMethod(s.AMR, method)
 	res, err := p.cfg.Applier.Apply(ctx, p.stamp(ctx, fsm.MustCommand(fsm.TypeStepUpSSOSession, fsm.StepUpSSOSession{
 		ID: s.ID, Method: method, ACR: acrOf(amr), At: p.now(), Settle: settled,
@@ -138,7 +139,7 @@ func remoteIP(r *http.Request) string { return httpx.SourceKey(httpx.ClientAddr(
 
 // errLocked: too many failures; the person must wait. reserve returns it
 // as a *lockedError, which says until when.
-var errLocked = errors.New("oidc: locked out")
+var errLocked = errors.New("signin: locked out")
 
 // lockedError is errLocked with the moment the lock ends (zero: unknown).
 type lockedError struct{ until time.Time }
@@ -184,7 +185,7 @@ func lockout(w http.ResponseWriter, err error, now time.Time) string {
 // requests share its round), and the refusal is as current as the
 // reservation would have been. When the cluster cannot vouch (no leader),
 // the lock as read stands.
-func (p *Provider) reserve(ctx context.Context, lock *fsm.Audit, rules ...fsm.ThrottleRule) ([]fsm.Throttle, error) {
+func (p *Signin) reserve(ctx context.Context, lock *fsm.Audit, rules ...fsm.ThrottleRule) ([]fsm.Throttle, error) {
 	now := p.now()
 	if until := p.localLock(rules, now); !until.IsZero() {
 		if !p.catchUp(ctx) {
@@ -232,7 +233,7 @@ func (p *Provider) reserve(ctx context.Context, lock *fsm.Audit, rules ...fsm.Th
 // now in this node's state (fsm.State.Throttle) ends; zero when none is.
 // A key not locked here still goes through the replicated reservation,
 // which decides. A read error decides nothing.
-func (p *Provider) localLock(rules []fsm.ThrottleRule, now time.Time) time.Time {
+func (p *Signin) localLock(rules []fsm.ThrottleRule, now time.Time) time.Time {
 	var until time.Time
 	for _, r := range rules {
 		if t, err := p.cfg.State.Throttle(r.Key); err == nil && t.Locked(now) && t.LockedUntil.After(until) {
@@ -273,9 +274,9 @@ type posted struct{ method, code, credential string }
 
 func postedFactor(form url.Values) posted {
 	var pf posted
-	pf.method, _ = formValue(form, "method")
-	pf.code, _ = formValue(form, "code")
-	pf.credential, _ = formValue(form, "credential")
+	pf.method, _ = authn.FormValue(form, "method")
+	pf.code, _ = authn.FormValue(form, "code")
+	pf.credential, _ = authn.FormValue(form, "credential")
 	return pf
 }
 
@@ -296,7 +297,7 @@ func (pf posted) known() bool {
 // evaluated), errCodeWrong (the attempt stays counted), or the cluster's
 // error. challenge is the passkey ceremony's handle; clientID names the
 // application signed in to for the audit events ("" on the account page).
-func (p *Provider) checkFactor(ctx context.Context, r *http.Request, u fsm.User, fac fsm.Factors, pf posted, challenge, clientID string) (string, *fsm.ThrottleClear, error) {
+func (p *Signin) checkFactor(ctx context.Context, r *http.Request, u fsm.User, fac fsm.Factors, pf posted, challenge, clientID string) (string, *fsm.ThrottleClear, error) {
 	rules := []fsm.ThrottleRule{throttleCode.rule(u.ID), throttleIP.rule(remoteIP(r))}
 	if _, err := p.reserve(ctx, p.lockoutEvent(u.ID, clientID), rules...); err != nil {
 		return "", nil, err
@@ -306,11 +307,11 @@ func (p *Provider) checkFactor(ctx context.Context, r *http.Request, u fsm.User,
 	var err error
 	switch pf.method {
 	case webui.MethodOTP:
-		amr, err = AMROTP, p.useTOTP(ctx, u, fac, pf.code)
+		amr, err = authn.AMROTP, p.useTOTP(ctx, u, fac, pf.code)
 	case webui.MethodRecovery:
-		amr, err = AMRRecovery, p.useRecovery(ctx, u, pf.code)
+		amr, err = authn.AMRRecovery, p.useRecovery(ctx, u, pf.code)
 	default:
-		amr, err = AMRPasskey, p.finishPasskeyAssertion(ctx, u, fac, challenge, pf.credential)
+		amr, err = authn.AMRPasskey, p.finishPasskeyAssertion(ctx, u, fac, challenge, pf.credential)
 	}
 	if errors.Is(err, errCodeWrong) {
 		p.recordFailure(ctx, u.ID, clientID, "wrong_code")
@@ -324,16 +325,16 @@ func (p *Provider) checkFactor(ctx context.Context, r *http.Request, u fsm.User,
 // ---- authenticator-app codes and recovery codes (internal/factor) ----
 
 // totpSecret opens the person's sealed secret.
-func (p *Provider) totpSecret(userID string, t *fsm.TOTP) (string, error) {
+func (p *Signin) totpSecret(userID string, t *fsm.TOTP) (string, error) {
 	b, err := p.cfg.KEK.Open(t.Secret, factor.TOTPAAD(userID))
 	return string(b), err
 }
 
 // errCodeWrong: a code that does not verify (or was used before).
-var errCodeWrong = errors.New("oidc: wrong code")
+var errCodeWrong = errors.New("signin: wrong code")
 
 // useTOTP verifies code for u and spends its time step.
-func (p *Provider) useTOTP(ctx context.Context, u fsm.User, f fsm.Factors, code string) error {
+func (p *Signin) useTOTP(ctx context.Context, u fsm.User, f fsm.Factors, code string) error {
 	if f.TOTP == nil {
 		return errCodeWrong
 	}
@@ -356,7 +357,7 @@ func (p *Provider) useTOTP(ctx context.Context, u fsm.User, f fsm.Factors, code 
 }
 
 // useRecovery spends one recovery code of u.
-func (p *Provider) useRecovery(ctx context.Context, u fsm.User, code string) error {
+func (p *Signin) useRecovery(ctx context.Context, u fsm.User, code string) error {
 	n := factor.NormalizeCode(code)
 	if n == "" || len(n) > 64 {
 		return errCodeWrong
@@ -427,12 +428,12 @@ func newWAUser(u fsm.User, f fsm.Factors) (waUser, error) {
 
 // beginCeremony stores the library's session data as a replicated
 // challenge and returns its id.
-func (p *Provider) beginCeremony(ctx context.Context, userID, purpose string, sd *webauthn.SessionData) (string, error) {
+func (p *Signin) beginCeremony(ctx context.Context, userID, purpose string, sd *webauthn.SessionData) (string, error) {
 	data, err := json.Marshal(sd)
 	if err != nil {
 		return "", err
 	}
-	id := newID()
+	id := authn.NewID()
 	res, err := p.cfg.Applier.Apply(ctx, fsm.MustCommand(fsm.TypePutChallenge, fsm.PutChallenge{Challenge: fsm.Challenge{
 		ID: id, UserID: userID, Purpose: purpose, Data: data, ExpiresAt: p.now().Add(ceremonyTTL),
 	}}))
@@ -443,13 +444,13 @@ func (p *Provider) beginCeremony(ctx context.Context, userID, purpose string, sd
 }
 
 // errPasskeysOff: the issuer's host is an IP address (see New).
-var errPasskeysOff = errors.New("oidc: passkeys need an issuer with a domain name")
+var errPasskeysOff = errors.New("signin: passkeys need an issuer with a domain name")
 
 // errCeremony: the challenge is unknown, used, expired or someone else's.
-var errCeremony = errors.New("oidc: passkey ceremony expired or invalid")
+var errCeremony = errors.New("signin: passkey ceremony expired or invalid")
 
 // takeCeremony takes the challenge id (once) and returns its session data.
-func (p *Provider) takeCeremony(ctx context.Context, id, userID, purpose string) (webauthn.SessionData, error) {
+func (p *Signin) takeCeremony(ctx context.Context, id, userID, purpose string) (webauthn.SessionData, error) {
 	var sd webauthn.SessionData
 	if id == "" || len(id) > 64 {
 		return sd, errCeremony
@@ -469,7 +470,7 @@ func (p *Provider) takeCeremony(ctx context.Context, id, userID, purpose string)
 
 // beginPasskeyAssertion starts an assertion for u: the options for the
 // browser (JSON) and the challenge id.
-func (p *Provider) beginPasskeyAssertion(ctx context.Context, u fsm.User, f fsm.Factors) (string, string, error) {
+func (p *Signin) beginPasskeyAssertion(ctx context.Context, u fsm.User, f fsm.Factors) (string, string, error) {
 	if p.wa == nil {
 		return "", "", errPasskeysOff
 	}
@@ -495,7 +496,7 @@ const maxCredentialJSON = 12 << 10
 // finishPasskeyAssertion verifies the browser's assertion for challenge id
 // and records the new counter. errCodeWrong for anything the person or
 // authenticator got wrong.
-func (p *Provider) finishPasskeyAssertion(ctx context.Context, u fsm.User, f fsm.Factors, id, credential string) error {
+func (p *Signin) finishPasskeyAssertion(ctx context.Context, u fsm.User, f fsm.Factors, id, credential string) error {
 	if p.wa == nil || credential == "" || len(credential) > maxCredentialJSON {
 		return errCodeWrong
 	}
@@ -534,7 +535,7 @@ func (p *Provider) finishPasskeyAssertion(ctx context.Context, u fsm.User, f fsm
 }
 
 // beginPasskeyRegistration starts registering a new passkey for u.
-func (p *Provider) beginPasskeyRegistration(ctx context.Context, u fsm.User, f fsm.Factors) (string, string, error) {
+func (p *Signin) beginPasskeyRegistration(ctx context.Context, u fsm.User, f fsm.Factors) (string, string, error) {
 	if p.wa == nil {
 		return "", "", errPasskeysOff
 	}
@@ -560,7 +561,7 @@ func (p *Provider) beginPasskeyRegistration(ctx context.Context, u fsm.User, f f
 
 // finishPasskeyRegistration verifies the browser's attestation and stores
 // the credential.
-func (p *Provider) finishPasskeyRegistration(ctx context.Context, u fsm.User, f fsm.Factors, id, credential, name string, end *fsm.EndSessions) error {
+func (p *Signin) finishPasskeyRegistration(ctx context.Context, u fsm.User, f fsm.Factors, id, credential, name string, end *fsm.EndSessions) error {
 	if p.wa == nil || credential == "" || len(credential) > maxCredentialJSON {
 		return errCodeWrong
 	}

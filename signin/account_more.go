@@ -1,4 +1,4 @@
-package oidc
+package signin
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/password"
 	"github.com/oidcd/oidcd/webui"
 )
@@ -46,7 +47,7 @@ func (a *account) applyStamped(cmd fsm.Command, action string, detail map[string
 func (a *account) endAction(action string, form url.Values) {
 	switch action {
 	case "session-end":
-		id, _ := formValue(form, "session_id")
+		id, _ := authn.FormValue(form, "session_id")
 		if !a.ownSession(id) || id == a.sess.ID {
 			a.showHome(http.StatusBadRequest, "", "That session is not one of yours, or already ended.")
 			return
@@ -72,9 +73,9 @@ func (a *account) endAction(action string, form url.Values) {
 		}
 		a.showHome(http.StatusOK, plural(n, "other session was", "other sessions were")+" signed out.", "")
 	case "consent-revoke":
-		clientID, _ := formValue(form, "client_id")
+		clientID, _ := authn.FormValue(form, "client_id")
 		if clientID == "" || len(clientID) > 256 {
-			a.page(http.StatusBadRequest, msgBadRequest)
+			a.page(http.StatusBadRequest, authn.MsgBadRequest)
 			return
 		}
 		_, err := a.applyStamped(fsm.MustCommand(fsm.TypeRevokeConsent, fsm.RevokeConsent{UserID: a.user.ID, ClientID: clientID, At: a.now}),
@@ -112,8 +113,8 @@ func (a *account) endSession(id string) bool {
 // counted by the password throttle before it is checked. Every other
 // session of the person ends in the same write.
 func (a *account) changePassword(form url.Values) {
-	current, _ := formValue(form, "current_password")
-	next, _ := formValue(form, "new_password")
+	current, _ := authn.FormValue(form, "current_password")
+	next, _ := authn.FormValue(form, "new_password")
 	if a.user.DirectoryID != "" {
 		a.showHome(http.StatusBadRequest, "", "Your password is kept by your organization's directory: change it there.")
 		return
@@ -219,11 +220,11 @@ func (a *account) overview(page *webui.AccountPage) error {
 // strength names an acr for a person.
 func strength(acr string) string {
 	switch acr {
-	case ACRPwd:
+	case authn.ACRPwd:
 		return "password"
-	case ACRMFA:
+	case authn.ACRMFA:
 		return "two factors"
-	case ACRPhone:
+	case authn.ACRPhone:
 		return "text message"
 	}
 	return acr

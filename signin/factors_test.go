@@ -1,8 +1,10 @@
-package oidc
+package signin
 
 import (
 	"testing"
 	"time"
+
+	"github.com/oidcd/oidcd/internal/authn"
 )
 
 func TestACROf(t *testing.T) {
@@ -10,14 +12,14 @@ func TestACROf(t *testing.T) {
 		amr  []string
 		want string
 	}{
-		{[]string{"pwd"}, ACRPwd},
-		{[]string{"sms"}, ACRPhone},
-		{[]string{"pwd", "otp"}, ACRMFA},
-		{[]string{"sms", "hwk"}, ACRMFA},
-		{[]string{"pwd", "rcv"}, ACRPwd},
-		{[]string{"sms", "rcv"}, ACRPhone},
-		{[]string{"sms", "pwd"}, ACRPwd}, // two openers are not two factors
-		{[]string{"otp"}, ACRPhone},      // never happens: sessions open with pwd or sms
+		{[]string{"pwd"}, authn.ACRPwd},
+		{[]string{"sms"}, authn.ACRPhone},
+		{[]string{"pwd", "otp"}, authn.ACRMFA},
+		{[]string{"sms", "hwk"}, authn.ACRMFA},
+		{[]string{"pwd", "rcv"}, authn.ACRPwd},
+		{[]string{"sms", "rcv"}, authn.ACRPhone},
+		{[]string{"sms", "pwd"}, authn.ACRPwd}, // two openers are not two factors
+		{[]string{"otp"}, authn.ACRPhone},      // never happens: sessions open with pwd or sms
 	} {
 		if got := acrOf(tc.amr); got != tc.want {
 			t.Errorf("acrOf(%v) = %s, want %s", tc.amr, got, tc.want)

@@ -1,4 +1,4 @@
-package oidc
+package signin
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 func TestLockedAddressSignInsWriteNothing(t *testing.T) {
 	h := newHarness(t)
 	b := h.browser()
-	form := postForm(t, b.get(authzPath(authzQuery(hPublic))), "method")
+	form := postForm(t, b.get(authzPath(authzQuery(hPublic, false))), "method")
 	try := func(email, pw string) page {
 		t.Helper()
 		return b.submit(form, "method", "password", map[string]string{"email": email, "password": pw})

@@ -1,0 +1,86 @@
+package authn
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func TestCSRFMatch(t *testing.T) {
+	a, b := NewID(), NewID()
+	for _, tc := range []struct {
+		name                  string
+		cookie, field, sealed string
+		want                  bool
+	}{
+		{"all equal", a, a, a, true},
+		{"no cookie", "", a, a, false},
+		{"no field", a, "", a, false},
+		{"no sealed", a, a, "", false},
+		{"all empty", "", "", "", false},
+		{"wrong field", a, b, a, false},
+		{"cookie of another browser", b, a, a, false},
+		{"step of another browser", a, a, b, false},
+		{"prefix", a, a[:20], a, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := CSRFMatch(tc.cookie, tc.field, tc.sealed); got != tc.want {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestIsCSRFToken(t *testing.T) {
+	for _, tc := range []struct {
+		v    string
+		want bool
+	}{
+		{NewID(), true}, {"", false}, {"short", false}, {strings.Repeat("=", 43), false}, {NewID() + "A", false},
+	} {
+		if got := IsCSRFToken(tc.v); got != tc.want {
+			t.Errorf("IsCSRFToken(%q): got %v, want %v", tc.v, got, tc.want)
+		}
+	}
+}
+
+func TestCookieNames(t *testing.T) {
+	for _, tc := range []struct {
+		name, path string
+		secure     bool
+		want       string
+	}{
+		{SessionCookie, "/", false, "oidcd_session"},
+		{SessionCookie, "/", true, "__Host-oidcd_session"},
+		{AuthzCookie, AuthzCookiePath, true, "__Secure-oidcd_authz"},
+		{CSRFCookie, "/", true, "__Host-oidcd_csrf"},
+	} {
+		if got := CookieName(tc.name, tc.path, tc.secure); got != tc.want {
+			t.Errorf("CookieName(%q, %q, %v) = %q, want %q", tc.name, tc.path, tc.secure, got, tc.want)
+		}
+	}
+}
+
+// TestJarFlags: every cookie is HttpOnly and SameSite=Lax, Secure exactly
+// when the issuer is https, and a junk CSRF cookie is replaced.
+func TestJarFlags(t *testing.T) {
+	for _, secure := range []bool{false, true} {
+		j := Jar{Secure: secure}
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.AddCookie(&http.Cookie{Name: CookieName(CSRFCookie, "/", secure), Value: "junk"})
+		tok := j.CSRFToken(w, r)
+		if !IsCSRFToken(tok) {
+			t.Fatalf("token %q", tok)
+		}
+		cs := w.Result().Cookies()
+		if len(cs) != 1 {
+			t.Fatalf("cookies: %v", cs)
+		}
+		c := cs[0]
+		if c.Name != CookieName(CSRFCookie, "/", secure) || c.Value != tok || !c.HttpOnly || c.Secure != secure || c.SameSite != http.SameSiteLaxMode || c.Path != "/" {
+			t.Errorf("cookie %+v", c)
+		}
+	}
+}

@@ -1,0 +1,45 @@
+// Package signin is the interactive sign-in of oidcd and the /account
+// self-service page: passwords (local argon2id hashes, imported hashes
+// replaced at the first sign-in, and directory (LDAP) people through
+// package directory), authenticator-app and recovery codes, passkeys
+// (WebAuthn), text-message codes, the replicated brute-force throttle and
+// lockouts, and the pages of those steps.
+//
+// The authorization flow (package oidc) reaches the steps through one
+// interface it declares, oidc.Steps, which *Signin implements with Step:
+// the flow hands over a turn (an authn.Step: the shared part of its
+// pending request, a function that reseals that request, the posted form
+// or the page to show), and gets back either "answered" or the session it
+// goes on with. node builds a Signin and hands it to oidc.New; Register
+// mounts /account.
+//
+// What the flow and the sign-in share lives in the leaf package
+// internal/authn, not here, so that neither package imports the other:
+// the acr and amr values, the cookie names and flags, the CSRF
+// double-submit token, the pending request's shared fields and stages,
+// and the browser-key Box. A leaf rather than this package because oidc
+// must not import signin, and rather than oidc because signin must not
+// import oidc; node only wires the two.
+//
+// Invariants:
+//   - signin imports fsm, webui, directory and internal leaf helpers;
+//     never oidc, keys, cluster, logout or node. No sign-in page can
+//     issue an authorization code or sign a token: a Step records a
+//     session (or a step-up) and hands the request back to the flow,
+//     which alone redirects to a client.
+//   - Every password check spends exactly one argon2id derivation at the
+//     node's cost (password.Hasher.Decoy when there is no hash to check:
+//     an unknown address, a person without a password, a malformed hash,
+//     a directory person), so the time of a refusal does not tell a local
+//     account from an address nobody holds.
+//   - Every guess (password, code, passkey assertion, text message sent)
+//     is reserved in the replicated throttle before it is evaluated
+//     (reserve), so concurrent guesses cannot all pass a check made before
+//     any was counted; a locked key is refused before any write.
+//   - A sign-in rotates the CSRF token, and every change on /account needs
+//     a recent authentication and the strongest credential the person has,
+//     verified afresh in this session; each change ends the person's other
+//     sessions.
+//   - Pages, status codes, cookies, metric names (oidcd_*) and audit
+//     events are those the sign-in had inside package oidc.
+package signin

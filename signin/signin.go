@@ -1,0 +1,290 @@
+package signin
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/go-webauthn/webauthn/webauthn"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/authn"
+	"github.com/oidcd/oidcd/internal/httpx"
+	"github.com/oidcd/oidcd/internal/kek"
+	"github.com/oidcd/oidcd/internal/password"
+	"github.com/oidcd/oidcd/internal/sms"
+	"github.com/oidcd/oidcd/webui"
+)
+
+// Config wires the sign-in to one node.
+type Config struct {
+	Issuer  string // {base_url}, no trailing slash
+	State   *fsm.State
+	Applier fsm.Applier
+	UI      *webui.UI
+	Hasher  *password.Hasher
+	Now     func() time.Time
+	Logger  *slog.Logger
+	// Registerer receives the sign-in metrics (nil: none).
+	Registerer prometheus.Registerer
+	// SessionIdle and SessionMax bound the SSO session (defaults 2h, 12h).
+	SessionIdle time.Duration
+	SessionMax  time.Duration
+	// SMS sends text-message sign-in codes (internal/sms); nil turns
+	// text-message sign-in off.
+	SMS sms.Sender
+	// KEK seals TOTP secrets before they are replicated, and opens them,
+	// the directories' bind passwords and the browser key (nil: stored
+	// with the clear marker, see internal/kek).
+	KEK *kek.KEK
+	// ReadIndex, when set, makes lock and session checks linearizable: it
+	// returns once this node has applied every write acknowledged anywhere
+	// in the cluster before the call, or an error when no leader can vouch
+	// for that. Nil: local reads (a single node).
+	ReadIndex func(ctx context.Context) error
+}
+
+// Signin serves the interactive sign-in steps of /authorize (Step) and
+// the /account page (Register).
+type Signin struct {
+	cfg        Config
+	log        *slog.Logger
+	issuer     *url.URL
+	jar        authn.Jar
+	smsEnabled bool // the sign-in page offers text messages: SMS is set
+
+	sealer  *authn.Sealer
+	metrics *metrics
+	wa      *webauthn.WebAuthn // passkeys; the relying-party id is the issuer's host
+	dirs    directoryClients   // one client per directory (directory.go)
+}
+
+// BrowserKeyAAD is the additional data the browser key is sealed with
+// (kek.Seal) before it is replicated.
+const BrowserKeyAAD = "secret/" + fsm.SecretBrowserKey
+
+// New checks cfg and returns a Signin.
+func New(cfg Config) (*Signin, error) {
+	if cfg.State == nil || cfg.Applier == nil || cfg.UI == nil || cfg.Hasher == nil {
+		return nil, errors.New("signin: State, Applier, UI and Hasher are required")
+	}
+	u, err := url.Parse(cfg.Issuer)
+	if err != nil || u.Host == "" {
+		return nil, errors.New("signin: Issuer must be an absolute URL")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.SessionIdle == 0 {
+		cfg.SessionIdle = 2 * time.Hour
+	}
+	if cfg.SessionMax == 0 {
+		cfg.SessionMax = 12 * time.Hour
+	}
+	p := &Signin{cfg: cfg, log: cfg.Logger, issuer: u, jar: authn.Jar{Secure: u.Scheme == "https"}, smsEnabled: cfg.SMS != nil}
+	p.sealer = authn.NewSealer(func() ([]byte, error) {
+		stored, err := cfg.State.Secret(fsm.SecretBrowserKey)
+		if err != nil {
+			return nil, authn.ErrNoBrowserKey
+		}
+		return authn.OpenBrowserKey(cfg.KEK, stored, BrowserKeyAAD)
+	})
+	p.metrics = newMetrics(cfg.Registerer)
+	if net.ParseIP(u.Hostname()) == nil {
+		if p.wa, err = newWebAuthn(u); err != nil {
+			return nil, err
+		}
+	} else {
+		// WebAuthn relying-party ids are domain names: with an IP address
+		// issuer (the default http://127.0.0.1:8080) passkeys are off.
+		p.log.Info("passkeys are off: the issuer's host is an IP address, not a domain name", "issuer", cfg.Issuer)
+	}
+	return p, nil
+}
+
+// Register mounts /account on mux. The steps of /authorize are reached
+// through Step, from the authorization flow.
+func (p *Signin) Register(mux *http.ServeMux) {
+	p.registerAccount(mux)
+}
+
+// now is the sign-in's clock in UTC.
+func (p *Signin) now() time.Time { return p.cfg.Now().UTC() }
+
+// catchUp reports whether a read index has just brought this node up to
+// date with the cluster, so that a read that found something (a lock, no
+// session) may find otherwise now (false on a single node, where reads
+// are current already, and when the cluster cannot vouch).
+func (p *Signin) catchUp(ctx context.Context) bool {
+	if p.cfg.ReadIndex == nil {
+		return false
+	}
+	if err := p.cfg.ReadIndex(ctx); err != nil {
+		p.log.Warn("read index failed", "err", err)
+		return false
+	}
+	return true
+}
+
+func (p *Signin) setCookie(w http.ResponseWriter, name, value, path string, expires time.Time) {
+	p.jar.Set(w, name, value, path, expires)
+}
+
+func (p *Signin) cookieValue(r *http.Request, name, path string) string {
+	return p.jar.Value(r, name, path)
+}
+
+// browserSession finds the browser's usable SSO session: the cookie's
+// secret names a session that is live at now and whose person still
+// exists. err is only for a store problem.
+func (p *Signin) browserSession(r *http.Request, now time.Time) (fsm.SSOSession, fsm.User, bool, error) {
+	secret := p.cookieValue(r, authn.SessionCookie, "/")
+	if secret == "" || len(secret) > 64 {
+		return fsm.SSOSession{}, fsm.User{}, false, nil
+	}
+	s, err := p.cfg.State.SSOSessionByToken(authn.HashToken(secret))
+	if errors.Is(err, fsm.ErrNotFound) && p.catchUp(r.Context()) {
+		// The cookie may name a session another node opened a moment ago
+		// (a balancer spreads one browser's steps over nodes): catch up
+		// with the cluster once before concluding there is none.
+		s, err = p.cfg.State.SSOSessionByToken(authn.HashToken(secret))
+	}
+	if errors.Is(err, fsm.ErrNotFound) || (err == nil && !s.Live(now)) {
+		return fsm.SSOSession{}, fsm.User{}, false, nil
+	}
+	if err != nil {
+		return fsm.SSOSession{}, fsm.User{}, false, errors.New("sso session: " + err.Error())
+	}
+	u, err := p.cfg.State.User(s.UserID)
+	if errors.Is(err, fsm.ErrNotFound) {
+		return fsm.SSOSession{}, fsm.User{}, false, nil
+	}
+	if err != nil {
+		return fsm.SSOSession{}, fsm.User{}, false, errors.New("user: " + err.Error())
+	}
+	return s, u, true, nil
+}
+
+// flow is one turn of the sign-in inside /authorize.
+type flow struct {
+	p    *Signin
+	w    http.ResponseWriter
+	r    *http.Request
+	now  time.Time
+	st   *authn.Step
+	pend *authn.Pending
+
+	// The browser's usable SSO session and its person (hasSession).
+	sess       fsm.SSOSession
+	user       fsm.User
+	hasSession bool
+
+	// done: the turn authenticated (or found the session gone) and the
+	// flow goes on; false: the turn answered with a page.
+	done bool
+}
+
+// Step runs one turn of the sign-in for the authorization flow: with a
+// nil st.Form it shows the page st.Show names (the sign-in form, or the
+// second-factor page for the session sess of person u); with a form it
+// handles the posted step of st.Pending.Stage. ok is false when it has
+// answered. Otherwise the flow goes on with the session and person
+// returned: the one just opened or stepped up, or none (a zero session)
+// when the browser's session ended meanwhile.
+//
+// sess is the browser's usable session (zero for none) and u its person.
+// A Step never redirects, issues a code or signs a token.
+func (p *Signin) Step(w http.ResponseWriter, r *http.Request, st *authn.Step, sess fsm.SSOSession, u fsm.User) (fsm.SSOSession, fsm.User, bool) {
+	f := &flow{p: p, w: w, r: r, now: p.now(), st: st, pend: st.Pending, sess: sess, user: u, hasSession: sess.ID != ""}
+	if st.Form == nil {
+		switch st.Show {
+		case authn.StageMFA:
+			fac, err := p.cfg.State.Factors(f.sess.UserID)
+			if err != nil && !errors.Is(err, fsm.ErrNotFound) {
+				f.unavailable("factors: " + err.Error())
+				break
+			}
+			f.showSecondFactor(http.StatusOK, fac, "")
+		default:
+			f.showSignIn(http.StatusOK, "", "")
+		}
+		return fsm.SSOSession{}, fsm.User{}, false
+	}
+	switch f.pend.Stage {
+	case authn.StageSignIn:
+		f.signIn(st.Form)
+	case authn.StageMFA:
+		f.secondFactor(st.Form)
+	case authn.StageSMSCode:
+		f.smsCode(st.Form)
+	default:
+		f.page(http.StatusBadRequest, authn.MsgBadRequest, "not a sign-in stage: "+f.pend.Stage)
+	}
+	if !f.done {
+		return fsm.SSOSession{}, fsm.User{}, false
+	}
+	if !f.hasSession {
+		return fsm.SSOSession{}, fsm.User{}, true
+	}
+	return f.sess, f.user, true
+}
+
+// proceed hands the request back to the flow.
+func (f *flow) proceed() { f.done = true }
+
+// reference is the id quoted on error pages and in the log: the flow's,
+// else the request's correlation id, or a fresh one.
+func (f *flow) reference() string {
+	if f.st.Reference == "" {
+		if f.st.Reference = httpx.CorrelationID(f.r.Context()); f.st.Reference == "" {
+			f.st.Reference = authn.NewID()[:12]
+		}
+	}
+	return f.st.Reference
+}
+
+// page shows the error page, never a redirect, with a constant message and
+// logs the real reason under the reference it shows.
+func (f *flow) page(status int, message, reason string) {
+	ref := f.reference()
+	f.p.log.Warn("authorize: error page", "status", status, "reason", httpx.LogValue(reason), "reference", ref)
+	f.p.cfg.UI.Error(f.w, status, webui.ErrorPage{Message: message, Reference: ref})
+}
+
+// unavailable is the 503 page for store and key problems.
+func (f *flow) unavailable(reason string) {
+	ref := f.reference()
+	f.p.log.Error("authorize: unavailable", "reason", reason, "reference", ref)
+	f.p.cfg.UI.Error(f.w, http.StatusServiceUnavailable, webui.ErrorPage{
+		Title: authn.TitleUnavailable, Message: authn.MsgUnavailable, Reference: ref,
+	})
+}
+
+// common seals the pending request for a form of stage and returns the
+// data every form carries. ok is false when it has answered 503.
+func (f *flow) common(stage, action string) (webui.Common, bool) {
+	if f.st.CSRF == "" {
+		f.st.CSRF = f.p.jar.CSRFToken(f.w, f.r)
+	}
+	f.pend.Stage, f.pend.CSRF = stage, f.st.CSRF
+	step, err := f.st.Seal()
+	if err != nil {
+		f.unavailable("seal step: " + err.Error())
+		return webui.Common{}, false
+	}
+	return webui.Common{AppName: f.st.AppName, CSRFToken: f.st.CSRF, Action: action, Step: step}, true
+}
+
+// sameSession reports whether the browser's usable session is the one that
+// authenticated this pending request.
+func (f *flow) sameSession() bool {
+	return f.hasSession && f.pend.SSOID != "" && f.sess.ID == f.pend.SSOID
+}

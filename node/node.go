@@ -350,21 +350,13 @@ func (n *Node) health(mux *http.ServeMux) {
 	mux.HandleFunc("GET /readyz", n.handleReadyz)
 }
 
-// onApply runs on the FSM goroutine after each applied batch: it refreshes
-// the key cache and wakes the logout sender when deliveries may be pending.
-// It must not block.
+// onApply runs on the FSM goroutine after each applied batch: each
+// package that reacts to applied commands decides which (keys, logout,
+// the admin token note). It must not block.
 func (n *Node) onApply(types []fsm.Type) {
 	n.keys.OnApply(types)
 	n.adminTokenApplied(types)
-	for _, t := range types {
-		switch t {
-		case fsm.TypeEndSSOSession, fsm.TypeStartSSOSession, fsm.TypeDeleteUser, fsm.TypeDeleteOrg, fsm.TypeDeliveryOutcome,
-			fsm.TypeUpdateUser, fsm.TypeSetTOTP, fsm.TypeSetRecoveryCodes, fsm.TypeAddPasskey, fsm.TypeRemovePasskey, fsm.TypeRevokeConsent,
-			fsm.TypeDirectorySyncBatch:
-			n.logout.Notify()
-			return
-		}
-	}
+	n.logout.OnApply(types)
 }
 
 // Bounds of the cluster calls a request waits for: a node cut off from the

@@ -159,3 +159,42 @@ func TestReapDeletesWhatItDid(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryExpiringBucketIsReaped: a record type with an expiry or an end
+// (a time field named *Expires*, EndedAt or DoneAt) lives in a bucket the
+// reap table sweeps, or in one whose records go with another's (listed
+// here with why). Every swept bucket exists in the schema.
+func TestEveryExpiringBucketIsReaped(t *testing.T) {
+	goesWith := map[string]string{
+		string(bucketApp): "an app session is deleted with its SSO session (reapSSOSessions)",
+	}
+	swept := map[string]bool{}
+	for _, e := range reapTable {
+		swept[string(e.bucket)] = true
+		known := false
+		for _, b := range allBuckets {
+			known = known || string(b) == string(e.bucket)
+		}
+		if !known {
+			t.Errorf("the reap table sweeps %q, which is not in allBuckets", e.bucket)
+		}
+	}
+	timeType := reflect.TypeFor[time.Time]()
+	for _, rb := range recordBuckets() {
+		typ := reflect.TypeOf(rb.newRec()).Elem()
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			if f.Type != timeType || !(strings.Contains(f.Name, "Expires") || f.Name == "EndedAt" || f.Name == "DoneAt") {
+				continue
+			}
+			if !swept[string(rb.bucket)] && goesWith[string(rb.bucket)] == "" {
+				t.Errorf("%s records (%s) have %s but no reap sweeps their bucket: register it with reaps in %s's file",
+					rb.bucket, typ.Name(), f.Name, typ.Name())
+			}
+			break
+		}
+	}
+	if !swept[string(bucketRevoked)] {
+		t.Error("revocations (jti -> expiry) are not reaped")
+	}
+}

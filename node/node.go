@@ -243,7 +243,11 @@ func New(cfg Config) (_ *Node, err error) {
 	}
 	n.cluster.OnLeader(system(n.keys.Run))
 	n.cluster.OnLeader(system(n.bootstrapOnce))
-	n.cluster.OnLeader(system(n.reapLoop))
+	n.cluster.OnLeader(system(fsm.Reaper{
+		Applier: n.cluster, Now: cfg.Now, Every: cfg.ReapEvery, Grace: cfg.ReapGrace, AuditRetention: cfg.AuditRetention,
+		Skew:   func() (time.Duration, bool) { return n.cluster.ClockSkew(), n.cluster.ClockSkewed() },
+		Logger: n.log,
+	}.Run))
 	n.cluster.OnLeader(system(n.logout.RunSender))
 	n.initDirectoryMetrics()
 	n.cluster.OnLeader(system(n.directorySyncLoop))

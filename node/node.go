@@ -27,6 +27,7 @@ import (
 	"github.com/oidcd/oidcd/admin"
 	"github.com/oidcd/oidcd/admin/console"
 	"github.com/oidcd/oidcd/cluster"
+	"github.com/oidcd/oidcd/directory"
 	"github.com/oidcd/oidcd/docs"
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/httpx"
@@ -63,7 +64,7 @@ type Node struct {
 	draining   atomic.Bool        // Drain began: /readyz answers 503
 	stopWatch  context.CancelFunc // ends certs.watch
 	audit      *auditMetrics
-	dirMetrics directoryMetrics
+	dirSync    *directory.Syncer
 	diskFull   diskFullState
 	provider   *oidc.Provider
 	logout     *logout.Service
@@ -249,8 +250,13 @@ func New(cfg Config) (_ *Node, err error) {
 		Logger: n.log,
 	}.Run))
 	n.cluster.OnLeader(system(n.logout.RunSender))
-	n.initDirectoryMetrics()
-	n.cluster.OnLeader(system(n.directorySyncLoop))
+	if n.dirSync, err = directory.NewSyncer(directory.SyncConfig{
+		State: n.fsm.State(), Applier: n.cluster, KEK: n.kek, Now: cfg.Now, Node: id, Logger: n.log, Registerer: n.registry,
+		ClientConfig: oidc.DirectoryConfig, Person: oidc.DirectoryPerson,
+	}); err != nil {
+		return nil, err
+	}
+	n.cluster.OnLeader(system(n.dirSync.Run))
 	if err := n.cluster.Start(); err != nil {
 		return nil, err
 	}

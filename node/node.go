@@ -85,6 +85,37 @@ type Node struct {
 func New(cfg Config) (_ *Node, err error) {
 	var cleanup undo.Stack
 	defer cleanup.OnError(&err)
+	n, err := newNode(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.openState(&cleanup); err != nil {
+		return nil, err
+	}
+	// The cluster is built first and started last: raft replays the log
+	// tail into the FSM as soon as it starts, so everything the FSM's
+	// OnApply hook reaches (the key cache, the logout sender) must exist
+	// by then, and each of them gets the cluster itself as its Applier.
+	if err := n.buildCluster(&cleanup); err != nil {
+		return nil, err
+	}
+	if err := n.buildServices(); err != nil {
+		return nil, err
+	}
+	n.wireHooks()
+	n.onLeadership()
+	if err := n.cluster.Start(); err != nil {
+		return nil, err
+	}
+	n.registerOpsMetrics()
+	n.handler, n.admin = n.routes()
+	return n, nil
+}
+
+// newNode checks cfg (with its defaults), makes the data directory and
+// settles the node's id, and loads what the node reads from files before
+// anything else: the KEK and the TLS pair.
+func newNode(cfg Config) (*Node, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -110,21 +141,28 @@ func New(cfg Config) (_ *Node, err error) {
 			return nil, err
 		}
 	}
-	n.fsm, err = fsm.Open(filepath.Join(cfg.DataDir, "state.db"))
+	return n, nil
+}
+
+// openState opens the state file (closed again if New fails later).
+func (n *Node) openState(cleanup *undo.Stack) (err error) {
+	n.fsm, err = fsm.Open(filepath.Join(n.cfg.DataDir, "state.db"))
 	if err != nil {
-		return nil, damaged(err, cfg.DataDir)
+		return damaged(err, n.cfg.DataDir)
 	}
 	cleanup.Push(func() { n.fsm.Close() })
-	// The cluster is built first and started last: raft replays the log
-	// tail into the FSM as soon as it starts, so everything the FSM's
-	// OnApply hook reaches (the key cache, the logout sender) must exist
-	// by then, and each of them gets the cluster itself as its Applier.
-	//
+	return nil
+}
+
+// buildCluster builds raft, the transport and gossip around the FSM, not
+// yet started (shut down again if New fails later).
+func (n *Node) buildCluster(cleanup *undo.Stack) error {
+	cfg := n.cfg
 	// The request-rate limits hold for the cluster as a whole: every
 	// node asks the leader, whose window alone counts (cluster.RateLimiter).
 	window, err := ratelimit.Parse(cfg.RateLimit, cfg.Now)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var leaderLimiter ratelimit.Limiter
 	if window != nil {
@@ -132,7 +170,7 @@ func New(cfg Config) (_ *Node, err error) {
 	}
 	key, err := nodeClusterKey(&cfg)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	n.clusterKey = key
 	httpAddr := cfg.HTTPAddr
@@ -145,7 +183,7 @@ func New(cfg Config) (_ *Node, err error) {
 	}
 	n.cluster, err = cluster.New(cluster.Config{
 		Now:              cfg.Now,
-		NodeID:           id,
+		NodeID:           cfg.NodeID,
 		DataDir:          cfg.DataDir,
 		RaftAddr:         cfg.RaftAddr,
 		RaftListener:     cfg.RaftListener,
@@ -170,9 +208,16 @@ func New(cfg Config) (_ *Node, err error) {
 		RetainSnapshots:   cfg.RetainSnapshots,
 	})
 	if err != nil {
-		return nil, damaged(err, cfg.DataDir)
+		return damaged(err, cfg.DataDir)
 	}
 	cleanup.Push(func() { n.cluster.Shutdown() })
+	return nil
+}
+
+// buildServices builds the domain services over the state and the
+// cluster: the signing keys, logout, the provider and the directory sync.
+func (n *Node) buildServices() (err error) {
+	cfg := n.cfg
 	// The key manager caches parsed keys and the JWKS bytes; the FSM tells
 	// it when the key set changes (onApply).
 	n.keys = keys.New(keys.Config{
@@ -188,11 +233,11 @@ func New(cfg Config) (_ *Node, err error) {
 	// Refuse to start on secrets this node cannot open (no --kek-file, or
 	// another one than the one they were sealed under).
 	if err := n.checkSecrets(); err != nil {
-		return nil, err
+		return err
 	}
 	ui, err := webui.New()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	n.logout, err = logout.New(logout.Config{
 		Issuer:        cfg.Issuer,
@@ -208,9 +253,23 @@ func New(cfg Config) (_ *Node, err error) {
 		SecureCookies: strings.HasPrefix(cfg.Issuer, "https://"),
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	n.hasher = password.New(cfg.PasswordParams, runtime.GOMAXPROCS(0))
+	if err := n.newProvider(ui); err != nil {
+		return err
+	}
+	n.dirSync, err = directory.NewSyncer(directory.SyncConfig{
+		State: n.fsm.State(), Applier: n.cluster, KEK: n.kek, Now: cfg.Now, Node: cfg.NodeID, Logger: n.log, Registerer: n.registry,
+		ClientConfig: oidc.DirectoryConfig, Person: oidc.DirectoryPerson,
+	})
+	return err
+}
+
+// newProvider builds the OIDC provider: sign-in, consent, tokens, the
+// account pages.
+func (n *Node) newProvider(ui *webui.UI) (err error) {
+	cfg := n.cfg
 	n.provider, err = oidc.New(oidc.Config{
 		Issuer:      cfg.Issuer,
 		State:       n.fsm.State(),
@@ -231,16 +290,26 @@ func New(cfg Config) (_ *Node, err error) {
 			n.log.Error("text message not sent", "err", err)
 		}),
 	})
-	if err != nil {
-		return nil, err
-	}
+	return err
+}
+
+// wireHooks connects the FSM's hooks: applied commands, a full disk, and
+// the audit trail's metrics.
+func (n *Node) wireHooks() {
 	n.fsm.OnApply = n.onApply
 	n.initDiskFull()
 	n.fsm.OnDiskFull = n.onDiskFull
 	n.initAudit()
-	// The leader's own work: its audit events name this node.
+}
+
+// onLeadership registers the leader's own work, each run while this node
+// leads: key rotation, the first leader's bootstrap, the reap, the
+// back-channel sender and the directory sync. Their audit events name
+// this node.
+func (n *Node) onLeadership() {
+	cfg := n.cfg
 	system := func(run func(context.Context)) func(context.Context) {
-		return func(ctx context.Context) { run(fsm.WithAuditBase(ctx, fsm.AuditBase{Node: n.cfg.NodeID})) }
+		return func(ctx context.Context) { run(fsm.WithAuditBase(ctx, fsm.AuditBase{Node: cfg.NodeID})) }
 	}
 	n.cluster.OnLeader(system(n.keys.Run))
 	n.cluster.OnLeader(system(n.bootstrapOnce))
@@ -250,19 +319,7 @@ func New(cfg Config) (_ *Node, err error) {
 		Logger: n.log,
 	}.Run))
 	n.cluster.OnLeader(system(n.logout.RunSender))
-	if n.dirSync, err = directory.NewSyncer(directory.SyncConfig{
-		State: n.fsm.State(), Applier: n.cluster, KEK: n.kek, Now: cfg.Now, Node: id, Logger: n.log, Registerer: n.registry,
-		ClientConfig: oidc.DirectoryConfig, Person: oidc.DirectoryPerson,
-	}); err != nil {
-		return nil, err
-	}
 	n.cluster.OnLeader(system(n.dirSync.Run))
-	if err := n.cluster.Start(); err != nil {
-		return nil, err
-	}
-	n.registerOpsMetrics()
-	n.handler, n.admin = n.routes()
-	return n, nil
 }
 
 // nodeID returns the configured id, else the one stored in dataDir, else a

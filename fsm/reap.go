@@ -96,7 +96,7 @@ func applyReap(tx *bolt.Tx, _ uint64, p []byte) Result {
 	if !r.AuditBefore.IsZero() {
 		st.AuditEvents = pruneAudit(tx, r.AuditBefore, AuditPruneBatch)
 	}
-	if r.Before.IsZero() { // only the audit trail's backlog (node: reapOn)
+	if r.Before.IsZero() { // only the audit trail's backlog (reapOn)
 		return Result{Value: st}
 	}
 	for _, e := range reapTable {

@@ -52,9 +52,7 @@ type Syncer struct {
 	cfg     SyncConfig
 	log     *slog.Logger
 	metrics syncMetrics
-	// tick is how often Run looks for a directory due (SyncTick; package
-	// tests shorten it).
-	tick time.Duration
+	tick    time.Duration // how often Run looks for a directory due (SyncTick)
 }
 
 // SyncTick is how often the leader looks for a directory due.

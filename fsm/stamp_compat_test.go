@@ -187,6 +187,12 @@ func TestStampKeepsItsDetail(t *testing.T) {
 	if _, err := Stamp(MustCommand(TypeNoop, struct{}{}), Audit{Time: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}); err == nil {
 		t.Error("Stamp of a time encoding/json refuses: no error")
 	}
+	ev := Audit{Type: EventSignin, Outcome: OutcomeFailure, Actor: ActorPerson, Subject: "u1", Time: t0, Detail: map[string]string{"reason": "wrong_password"}}
+	prev, _ := previousStamp(MustCommand(TypeAuditEvent, AuditEvent{}), ev)
+	prev.Flags |= FlagIgnorable
+	if got, want := NewAuditEvent(ev).Encode(), prev.Encode(); !bytes.Equal(got, want) {
+		t.Errorf("NewAuditEvent: %s, previous %s", got, want)
+	}
 	null, err := Stamp(Command{Type: TypeAuditEvent, Payload: []byte("null")}, Audit{Type: EventAdmin, Time: t0})
 	old, _ := previousStamp(Command{Type: TypeAuditEvent, Payload: []byte("null")}, Audit{Type: EventAdmin, Time: t0})
 	if err != nil || !bytes.Equal(null.Encode(), old.Encode()) {

@@ -1,6 +1,8 @@
 // Package directory signs people in against an LDAP or Active Directory
 // server and reads who is there, through go-ldap
-// (docs/operators/directories.md).
+// (docs/operators/directories.md), and keeps the people it knows in step
+// with their directory (Syncer: the leader's sync, writing through an
+// Applier).
 //
 // A Client finds a person with the search account (UserFilter with the
 // typed address escaped), then binds as that person over TLS (ldaps://, or

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -22,9 +23,11 @@ import (
 // into one comes from the command (the proposer's stamp: time, node,
 // address) or from the state the apply sees.
 //
-// A proposer stamps a command with Stamp. The stamp rides in the
-// command's JSON payload under "audit" (a node that does not know it
-// ignores the field), and FlagAudited tells apply to read it. Apply then
+// A proposer stamps a command with Stamp: the stamp is a field of the
+// command envelope (Command.Audit), and FlagAudited tells apply to read
+// it. On the wire it rides inside the JSON payload under "audit", where
+// every version, older ones included, has always written and read it (a
+// handler's payload type has no such field and ignores it). Apply then
 // records the stamp's event when the command succeeds, or a failure with
 // the error as reason when the stamp asks for it (FailOnError: a code
 // replay commits a revocation and fails). Commands whose Result ends app
@@ -98,26 +101,29 @@ type Audit struct {
 // FlagAudited marks a command whose payload carries an Audit stamp.
 const FlagAudited uint8 = 1 << 6
 
-// Stamp returns cmd with a added to its payload (a JSON object) under
-// "audit". The payload is re-encoded through encoding/json.
+// Stamp returns cmd carrying the stamp a (Command.Audit) and
+// FlagAudited. The payload is not decoded or re-encoded: it is only
+// checked to be a JSON object (or null), into which Encode splices the
+// stamp.
 func Stamp(cmd Command, a Audit) (Command, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(cmd.Payload, &m); err != nil {
-		return cmd, fmt.Errorf("fsm: stamp %s: %w", cmd.Type, err)
+	body := bytes.TrimSpace(cmd.Payload)
+	if string(body) != "null" && (len(body) < 2 || body[0] != '{' || body[len(body)-1] != '}' || !json.Valid(body)) {
+		return cmd, fmt.Errorf("fsm: stamp %s: the payload is not a JSON object", cmd.Type)
 	}
-	if m == nil {
-		m = map[string]json.RawMessage{}
+	if y := a.Time.Year(); y < 0 || y > 9999 {
+		// encoding/json refuses such a time (time.Time.MarshalJSON).
+		return cmd, fmt.Errorf("fsm: stamp %s: time %v out of range", cmd.Type, a.Time)
 	}
-	b, err := json.Marshal(a)
-	if err != nil {
-		return cmd, fmt.Errorf("fsm: stamp %s: %w", cmd.Type, err)
+	if a.Detail != nil {
+		// The stamp is encoded when the command is: a caller that
+		// reuses its map after Stamp must not change this one.
+		d := make(map[string]string, len(a.Detail))
+		for k, v := range a.Detail {
+			d[k] = v
+		}
+		a.Detail = d
 	}
-	m["audit"] = b
-	p, err := json.Marshal(m)
-	if err != nil {
-		return cmd, fmt.Errorf("fsm: stamp %s: %w", cmd.Type, err)
-	}
-	cmd.Payload, cmd.Flags = p, cmd.Flags|FlagAudited
+	cmd.Audit, cmd.Flags = &a, cmd.Flags|FlagAudited
 	return cmd, nil
 }
 
@@ -373,19 +379,30 @@ func errReason(err error) string {
 	return err.Error()
 }
 
+// stamp is the proposer's stamp of cmd: Audit when set (a command not
+// yet encoded), else, when FlagAudited says there is one, the payload's
+// "audit" member, where every version writes it on the wire (a decoded
+// entry, whichever version proposed it).
+func (cmd Command) stamp() *Audit {
+	if cmd.Audit != nil {
+		return cmd.Audit
+	}
+	if cmd.Flags&FlagAudited == 0 {
+		return nil
+	}
+	var p struct {
+		Audit *Audit `json:"audit"`
+	}
+	if err := json.Unmarshal(cmd.Payload, &p); err != nil {
+		panic(fmt.Sprintf("fsm: decode audit stamp: %v", err))
+	}
+	return p.Audit
+}
+
 // auditApply records the events of one applied command; it returns their
 // types (for metrics).
 func auditApply(tx *bolt.Tx, cmd Command, res Result) []string {
-	var stamp *Audit
-	if cmd.Flags&FlagAudited != 0 {
-		var p struct {
-			Audit *Audit `json:"audit"`
-		}
-		if err := json.Unmarshal(cmd.Payload, &p); err != nil {
-			panic(fmt.Sprintf("fsm: decode audit stamp: %v", err))
-		}
-		stamp = p.Audit
-	}
+	stamp := cmd.stamp()
 	var se *Event
 	if stamp != nil && stamp.Type != "" {
 		switch {

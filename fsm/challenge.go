@@ -66,6 +66,13 @@ func init() {
 	register(TypeTakeChallenge, applyTakeChallenge)
 	register(TypeIssueSMSCode, applyIssueSMSCode)
 	register(TypeCheckSMSCode, applyCheckSMSCode)
+	// Challenges and text-message codes are reaped once expired.
+	reaps(expiring(bucketChallenges, func(st *ReapStats) *int { return &st.Challenges }, func(c *Challenge, before time.Time) bool {
+		return !c.ExpiresAt.After(before)
+	}))
+	reaps(expiring(bucketSMSCodes, func(st *ReapStats) *int { return &st.SMSCodes }, func(c *SMSCode, before time.Time) bool {
+		return !c.ExpiresAt.After(before)
+	}))
 }
 
 func applyPutChallenge(tx *bolt.Tx, _ uint64, p []byte) Result {

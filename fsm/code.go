@@ -63,6 +63,10 @@ type RedeemCode struct {
 func init() {
 	register(TypeIssueCode, applyIssueCode)
 	register(TypeRedeemCode, applyRedeemCode)
+	// A code is reaped once it and the access token it issued expired.
+	reaps(expiring(bucketCodes, func(st *ReapStats) *int { return &st.Codes }, func(c *Code, before time.Time) bool {
+		return !c.ExpiresAt.After(before) && (c.AccessExpires.IsZero() || !c.AccessExpires.After(before))
+	}))
 }
 
 func applyIssueCode(tx *bolt.Tx, _ uint64, p []byte) Result {

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -127,6 +128,14 @@ type Command struct {
 	Type    Type
 	Flags   uint8
 	Payload []byte
+	// Audit is the proposer's stamp (Stamp sets it, with FlagAudited):
+	// the payload is left as NewCommand encoded it. On the wire (Encode)
+	// the stamp travels inside the payload, as the member "audit" of its
+	// JSON object, where every version of oidcd reads it: a node of the
+	// previous version applies a stamped entry of this one exactly as its
+	// own, and the other way round. Decode leaves it there (Audit nil),
+	// so Encode(Decode(b)) is b; apply reads it with stamp.
+	Audit *Audit
 }
 
 // NewCommand encodes v as the payload of a command of type t.
@@ -148,13 +157,42 @@ func MustCommand(t Type, v any) Command {
 	return c
 }
 
-// Encode returns the wire form: type byte, flag byte, payload.
+// Encode returns the wire form: type byte, flag byte, payload (with the
+// stamp added as its last member when Audit is set).
 func (c Command) Encode() []byte {
+	if c.Audit != nil {
+		return stampedWire(c)
+	}
 	b := make([]byte, 2+len(c.Payload))
 	b[0] = byte(c.Type)
 	b[1] = c.Flags
 	copy(b[2:], c.Payload)
 	return b
+}
+
+// stampedWire is the wire form of a stamped command: the payload's JSON
+// object with "audit" appended as its last member, spliced in without
+// decoding the payload (Stamp checked that it is an object, or null,
+// which stands for an empty one). A payload that already has an "audit"
+// member (a decoded entry stamped again) keeps it before the new one,
+// which is the one every JSON decoder of oidcd reads: the last.
+func stampedWire(c Command) []byte {
+	a, err := json.Marshal(c.Audit)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: encode audit stamp of %s: %v", c.Type, err)) // Stamp checked it encodes
+	}
+	body := bytes.TrimSpace(c.Payload)
+	b := make([]byte, 0, 2+len(body)+len(`,"audit":`)+len(a)+1)
+	b = append(b, byte(c.Type), c.Flags|FlagAudited)
+	if len(body) < 2 || string(body) == "null" || len(bytes.TrimSpace(body[1:len(body)-1])) == 0 {
+		b = append(b, '{')
+	} else {
+		b = append(b, body[:len(body)-1]...)
+		b = append(b, ',')
+	}
+	b = append(b, `"audit":`...)
+	b = append(b, a...)
+	return append(b, '}')
 }
 
 // ErrMalformed reports a log entry that is not a command.

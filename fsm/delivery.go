@@ -55,7 +55,14 @@ type Outcome struct {
 	Error         string    `json:"error,omitempty"`
 }
 
-func init() { register(TypeDeliveryOutcome, applyDeliveryOutcome) }
+func init() {
+	register(TypeDeliveryOutcome, applyDeliveryOutcome)
+	// A delivery is reaped once sent or abandoned; a pending one stays
+	// until it is.
+	reaps(expiring(bucketDeliveries, func(st *ReapStats) *int { return &st.Deliveries }, func(d *Delivery, before time.Time) bool {
+		return d.State != DeliveryPending && !d.DoneAt.After(before)
+	}))
+}
 
 func applyDeliveryOutcome(tx *bolt.Tx, _ uint64, p []byte) Result {
 	c := decode[DeliveryOutcome](p)

@@ -18,8 +18,16 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 )
 
-// handler applies one decoded command inside tx. A handler that returns a
-// domain error must not have written anything: validate first, then write.
+// handler applies one decoded command inside tx. It validates first and
+// writes second, so one that returns a domain error has written nothing,
+// except where a write is that failure's outcome and must commit with it:
+// a replayed code revokes the first exchange's access token
+// (applyRedeemCode), a challenge is spent even when it does not match
+// (applyTakeChallenge), an expired text-message code is deleted and a
+// wrong one counts an attempt (applyCheckSMSCode). After the handler, the
+// apply records the stamp's failure event when it asks for one
+// (auditApply). There are no savepoints: the batch commits as one
+// transaction (DESIGN.md, "Domain errors never write").
 type handler func(tx *bolt.Tx, index uint64, payload []byte) Result
 
 var handlers = map[Type]handler{}

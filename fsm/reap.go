@@ -45,83 +45,79 @@ type ReapStats struct {
 
 func init() { register(TypeReap, applyReap) }
 
+// reaped is one bucket a Reap sweeps, as its entity's file registers it
+// (reaps), beside the record and the commands that write it: how a value
+// of the bucket is read and when it stops mattering, which count of
+// ReapStats its deletions add to, and what goes with a deleted record.
+type reaped struct {
+	bucket []byte
+	// dead decodes a value of bucket and reports whether it can no
+	// longer matter at before.
+	dead func(tx *bolt.Tx, v []byte, before time.Time) bool
+	// count is the field of ReapStats that counts the deletions; nil:
+	// they are not counted.
+	count func(*ReapStats) *int
+	// cleanup, when set, runs right after the bucket's sweep, in the
+	// same transaction, with the values of the records it deleted (in key
+	// order): their index entries and dependent records.
+	cleanup func(tx *bolt.Tx, dead [][]byte, st *ReapStats)
+}
+
+// reapTable is every bucket a Reap sweeps, in registration order (the
+// order of the files, then of the reaps calls in each). Only an entity's
+// own order matters: sso_by_token is swept after sso_sessions, whose
+// deletions it follows.
+var reapTable []reaped
+
+// reaps adds r to the buckets a Reap sweeps; called from the entities'
+// init.
+func reaps(r reaped) {
+	for _, have := range reapTable {
+		if string(have.bucket) == string(r.bucket) {
+			panic("fsm: bucket " + string(r.bucket) + " reaped twice")
+		}
+	}
+	reapTable = append(reapTable, r)
+}
+
+// expiring is the reaped entry of a bucket of records of type T (read
+// with the record codec) that die when dead says.
+func expiring[T any](bucket []byte, count func(*ReapStats) *int, dead func(r *T, before time.Time) bool) reaped {
+	return reaped{bucket: bucket, count: count, dead: func(_ *bolt.Tx, v []byte, before time.Time) bool {
+		var r T
+		mustUnmarshal(v, &r)
+		return dead(&r, before)
+	}}
+}
+
 func applyReap(tx *bolt.Tx, _ uint64, p []byte) Result {
 	r := decode[Reap](p)
-	before := r.Before
 	var st ReapStats
-	deleteWhere := func(tx *bolt.Tx, bucket []byte, dead func(v []byte) bool) int {
-		n, more := reapBucket(tx, bucket, r.Limit, dead)
-		st.More = st.More || more
-		return n
-	}
 	if !r.AuditBefore.IsZero() {
 		st.AuditEvents = pruneAudit(tx, r.AuditBefore, AuditPruneBatch)
 	}
-	if before.IsZero() { // only the audit trail's backlog (node: reapOn)
+	if r.Before.IsZero() { // only the audit trail's backlog (reapOn)
 		return Result{Value: st}
 	}
-	st.Codes = deleteWhere(tx, bucketCodes, func(v []byte) bool {
-		var c Code
-		mustUnmarshal(v, &c)
-		return !c.ExpiresAt.After(before) && (c.AccessExpires.IsZero() || !c.AccessExpires.After(before))
-	})
-	st.Revocations = deleteWhere(tx, bucketRevoked, func(v []byte) bool {
-		exp, err := time.Parse(time.RFC3339, string(v))
-		return err == nil && !exp.After(before)
-	})
-	var deadSSO []SSOSession
-	st.SSOSessions = deleteWhere(tx, bucketSSO, func(v []byte) bool {
-		var s SSOSession
-		mustUnmarshal(v, &s)
-		dead := (!s.EndedAt.IsZero() && !s.EndedAt.After(before)) || !s.Live(before)
-		if dead {
-			deadSSO = append(deadSSO, s)
+	for _, e := range reapTable {
+		dead, more := reapBucket(tx, e.bucket, r.Limit, func(v []byte) bool { return e.dead(tx, v, r.Before) }, e.cleanup != nil)
+		st.More = st.More || more
+		if e.count != nil {
+			*e.count(&st) += len(dead)
 		}
-		return dead
-	})
-	for _, s := range deadSSO {
-		for _, sid := range prefixKeys(tx, bucketAppBySSO, s.ID) {
-			var a AppSession
-			if get(tx, bucketApp, sid, &a) {
-				del(tx, bucketApp, sid)
-				del(tx, bucketAppKey, appKey(a.SSOSessionID, a.ClientID, a.OrgID))
-				del(tx, bucketAppByUser, a.UserID+"/"+sid)
-				del(tx, bucketAppByOrg, a.OrgID+"/"+sid)
-				st.AppSessions++
-			}
-			del(tx, bucketAppBySSO, s.ID+"/"+sid)
+		if e.cleanup != nil {
+			e.cleanup(tx, dead, &st)
 		}
-		del(tx, bucketSSOByUser, s.UserID+"/"+s.ID)
 	}
-	deleteWhere(tx, bucketSSOToken, func(v []byte) bool { return !exists(tx, bucketSSO, string(v)) })
-	st.Deliveries = deleteWhere(tx, bucketDeliveries, func(v []byte) bool {
-		var d Delivery
-		mustUnmarshal(v, &d)
-		return d.State != DeliveryPending && !d.DoneAt.After(before)
-	})
-	st.Challenges = deleteWhere(tx, bucketChallenges, func(v []byte) bool {
-		var c Challenge
-		mustUnmarshal(v, &c)
-		return !c.ExpiresAt.After(before)
-	})
-	st.SMSCodes = deleteWhere(tx, bucketSMSCodes, func(v []byte) bool {
-		var c SMSCode
-		mustUnmarshal(v, &c)
-		return !c.ExpiresAt.After(before)
-	})
-	st.Throttles = deleteWhere(tx, bucketThrottle, func(v []byte) bool {
-		var t Throttle
-		mustUnmarshal(v, &t)
-		return !t.ExpiresAt.After(before)
-	})
 	return Result{Value: st}
 }
 
 // reapBucket deletes the records of bucket for which dead is true, among
 // all of them (limit 0) or among the next limit after the position the
-// last call left in the meta bucket, wrapping around at the end. more
-// reports that records remain before the end.
-func reapBucket(tx *bolt.Tx, bucket []byte, limit int, dead func(v []byte) bool) (n int, more bool) {
+// last call left in the meta bucket, wrapping around at the end. It
+// returns one entry per deleted record, a copy of its value when keep is
+// set (nil otherwise). more reports that records remain before the end.
+func reapBucket(tx *bolt.Tx, bucket []byte, limit int, dead func(v []byte) bool, keep bool) (deleted [][]byte, more bool) {
 	meta := tx.Bucket(bucketMeta)
 	posKey := append([]byte(keyReapPrefix), bucket...)
 	var keys [][]byte
@@ -140,6 +136,11 @@ func reapBucket(tx *bolt.Tx, bucket []byte, limit int, dead func(v []byte) bool)
 		last = k
 		if dead(v) {
 			keys = append(keys, append([]byte(nil), k...))
+			var val []byte
+			if keep {
+				val = append([]byte(nil), v...)
+			}
+			deleted = append(deleted, val)
 		}
 	}
 	if limit > 0 {
@@ -161,5 +162,5 @@ func reapBucket(tx *bolt.Tx, bucket []byte, limit int, dead func(v []byte) bool)
 	if len(keys) > 0 {
 		accessWrite(tx, bucket)
 	}
-	return len(keys), more
+	return deleted, more
 }

@@ -131,6 +131,36 @@ func init() {
 	register(TypeStartSSOSession, applyStartSSOSession)
 	register(TypeEndSSOSession, applyEndSSOSession)
 	register(TypeStepUpSSOSession, applyStepUpSSOSession)
+	// An SSO session is reaped once it ended or expired, and its app
+	// sessions and index entries with it; then the cookie tokens of
+	// sessions no longer there.
+	sso := expiring(bucketSSO, func(st *ReapStats) *int { return &st.SSOSessions }, func(s *SSOSession, before time.Time) bool {
+		return (!s.EndedAt.IsZero() && !s.EndedAt.After(before)) || !s.Live(before)
+	})
+	sso.cleanup = reapSSOSessions
+	reaps(sso)
+	reaps(reaped{bucket: bucketSSOToken, dead: func(tx *bolt.Tx, v []byte, _ time.Time) bool { return !exists(tx, bucketSSO, string(v)) }})
+}
+
+// reapSSOSessions deletes the app sessions of reaped SSO sessions, with
+// their index entries, and the sessions' sso_by_user entries.
+func reapSSOSessions(tx *bolt.Tx, dead [][]byte, st *ReapStats) {
+	for _, v := range dead {
+		var s SSOSession
+		mustUnmarshal(v, &s)
+		for _, sid := range prefixKeys(tx, bucketAppBySSO, s.ID) {
+			var a AppSession
+			if get(tx, bucketApp, sid, &a) {
+				del(tx, bucketApp, sid)
+				del(tx, bucketAppKey, appKey(a.SSOSessionID, a.ClientID, a.OrgID))
+				del(tx, bucketAppByUser, a.UserID+"/"+sid)
+				del(tx, bucketAppByOrg, a.OrgID+"/"+sid)
+				st.AppSessions++
+			}
+			del(tx, bucketAppBySSO, s.ID+"/"+sid)
+		}
+		del(tx, bucketSSOByUser, s.UserID+"/"+s.ID)
+	}
 }
 
 func applyStartSSOSession(tx *bolt.Tx, index uint64, p []byte) Result {

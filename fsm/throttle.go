@@ -69,6 +69,10 @@ func init() {
 	register(TypeThrottleHit, applyThrottleHit)
 	register(TypeThrottleClear, applyThrottleClear)
 	register(TypeThrottleReserve, applyThrottleReserve)
+	// A throttle is reaped once its window and lock are over.
+	reaps(expiring(bucketThrottle, func(st *ReapStats) *int { return &st.Throttles }, func(t *Throttle, before time.Time) bool {
+		return !t.ExpiresAt.After(before)
+	}))
 }
 
 func validRules(rules []ThrottleRule) bool {

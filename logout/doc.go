@@ -29,7 +29,8 @@
 // Back-channel delivery (sender.go). Deliveries are recorded by the FSM in
 // the same command that ends the sessions, so an acknowledged logout
 // always has its deliveries on record. Only the leader sends them
-// (RunSender); it wakes on Notify and every second, posts
+// (RunSender); it wakes on Notify (OnApply calls it after a command that
+// may create or finish a delivery: Wakes) and every second, posts
 // logout_token=<jwt> to each due delivery with at most 16 attempts in
 // flight, at most 4 to one client and 4 to one receiving host:port, and
 // never two attempts of one delivery at once, so a receiver that hangs

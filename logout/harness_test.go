@@ -208,7 +208,7 @@ func newHarness(t *testing.T, tweak ...func(*Config)) *harness {
 	h.s.tick = 20 * time.Millisecond
 	h.s.backoff = []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond}
 	h.s.sendTimeout = time.Second
-	h.applier.FSM.OnApply = func([]fsm.Type) { h.s.Notify() } // as node does
+	h.applier.FSM.OnApply = h.s.OnApply // as node does
 	mux := http.NewServeMux()
 	h.s.Register(mux)
 	h.srv.Config.Handler = httpx.Correlation(mux)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -172,9 +173,9 @@ func (s *Service) Register(mux *http.ServeMux) {
 }
 
 // Notify wakes the sender: deliveries may be pending. It never blocks. It
-// also wakes logouts waiting for their deliveries (FrontChannelWait); the
-// node calls it after every applied command that may create or finish a
-// delivery.
+// also wakes logouts waiting for their deliveries (FrontChannelWait).
+// OnApply calls it after every applied command that may create or finish
+// a delivery.
 func (s *Service) Notify() {
 	select {
 	case s.notify <- struct{}{}:
@@ -184,6 +185,31 @@ func (s *Service) Notify() {
 	close(s.changed)
 	s.changed = make(chan struct{})
 	s.changedMu.Unlock()
+}
+
+// OnApply tells the Service which command types the FSM just applied;
+// wire it into fsm.FSM.OnApply (as keys.Manager.OnApply). It calls
+// Notify when one of them may create or finish a delivery (Wakes). It
+// must not block, and does not.
+func (s *Service) OnApply(types []fsm.Type) {
+	if slices.ContainsFunc(types, Wakes) {
+		s.Notify()
+	}
+}
+
+// Wakes reports whether an applied command of type t may create a
+// back-channel delivery or finish one: whatever ends sessions (a logout,
+// a deleted person or organization, a changed password or factor, a
+// revoked consent, a directory sync), a sign-in (which may end the
+// sessions it replaces), and a delivery's outcome (front-channel waiters).
+func Wakes(t fsm.Type) bool {
+	switch t {
+	case fsm.TypeEndSSOSession, fsm.TypeStartSSOSession, fsm.TypeDeleteUser, fsm.TypeDeleteOrg, fsm.TypeDeliveryOutcome,
+		fsm.TypeUpdateUser, fsm.TypeSetTOTP, fsm.TypeSetRecoveryCodes, fsm.TypeAddPasskey, fsm.TypeRemovePasskey, fsm.TypeRevokeConsent,
+		fsm.TypeDirectorySyncBatch:
+		return true
+	}
+	return false
 }
 
 // changes returns a channel that is closed by the next Notify.

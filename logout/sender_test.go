@@ -357,3 +357,27 @@ func claimsJSON(tok string) string {
 	b, _ := base64.RawURLEncoding.DecodeString(strings.Split(tok, ".")[1])
 	return string(b)
 }
+
+// TestOnApplyWakes: OnApply wakes the sender after a command that may
+// create or finish a delivery, and not after others.
+func TestOnApplyWakes(t *testing.T) {
+	s := &Service{notify: make(chan struct{}, 1), changed: make(chan struct{})}
+	woke := func() bool {
+		select {
+		case <-s.notify:
+			return true
+		default:
+			return false
+		}
+	}
+	s.OnApply([]fsm.Type{fsm.TypeIssueCode, fsm.TypeRedeemCode})
+	if woke() {
+		t.Error("woke after commands that touch no delivery")
+	}
+	for _, typ := range []fsm.Type{fsm.TypeEndSSOSession, fsm.TypeDeliveryOutcome, fsm.TypeDirectorySyncBatch, fsm.TypeDeleteOrg} {
+		s.OnApply([]fsm.Type{fsm.TypeIssueCode, typ})
+		if !woke() {
+			t.Errorf("%s did not wake the sender", typ)
+		}
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"github.com/oidcd/oidcd/admin"
 	"github.com/oidcd/oidcd/admin/console"
 	"github.com/oidcd/oidcd/cluster"
+	"github.com/oidcd/oidcd/directory"
 	"github.com/oidcd/oidcd/docs"
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/httpx"
@@ -64,7 +65,7 @@ type Node struct {
 	draining   atomic.Bool        // Drain began: /readyz answers 503
 	stopWatch  context.CancelFunc // ends certs.watch
 	audit      *auditMetrics
-	dirMetrics directoryMetrics
+	dirSync    *directory.Syncer
 	diskFull   diskFullState
 	provider   *oidc.Provider
 	signin     *signin.Signin
@@ -86,6 +87,37 @@ type Node struct {
 func New(cfg Config) (_ *Node, err error) {
 	var cleanup undo.Stack
 	defer cleanup.OnError(&err)
+	n, err := newNode(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.openState(&cleanup); err != nil {
+		return nil, err
+	}
+	// The cluster is built first and started last: raft replays the log
+	// tail into the FSM as soon as it starts, so everything the FSM's
+	// OnApply hook reaches (the key cache, the logout sender) must exist
+	// by then, and each of them gets the cluster itself as its Applier.
+	if err := n.buildCluster(&cleanup); err != nil {
+		return nil, err
+	}
+	if err := n.buildServices(); err != nil {
+		return nil, err
+	}
+	n.wireHooks()
+	n.onLeadership()
+	if err := n.cluster.Start(); err != nil {
+		return nil, err
+	}
+	n.registerOpsMetrics()
+	n.handler, n.admin = n.routes()
+	return n, nil
+}
+
+// newNode checks cfg (with its defaults), makes the data directory and
+// settles the node's id, and loads what the node reads from files before
+// anything else: the KEK and the TLS pair.
+func newNode(cfg Config) (*Node, error) {
 	cfg.setDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -111,21 +143,28 @@ func New(cfg Config) (_ *Node, err error) {
 			return nil, err
 		}
 	}
-	n.fsm, err = fsm.Open(filepath.Join(cfg.DataDir, "state.db"))
+	return n, nil
+}
+
+// openState opens the state file (closed again if New fails later).
+func (n *Node) openState(cleanup *undo.Stack) (err error) {
+	n.fsm, err = fsm.Open(filepath.Join(n.cfg.DataDir, "state.db"))
 	if err != nil {
-		return nil, damaged(err, cfg.DataDir)
+		return damaged(err, n.cfg.DataDir)
 	}
 	cleanup.Push(func() { n.fsm.Close() })
-	// The cluster is built first and started last: raft replays the log
-	// tail into the FSM as soon as it starts, so everything the FSM's
-	// OnApply hook reaches (the key cache, the logout sender) must exist
-	// by then, and each of them gets the cluster itself as its Applier.
-	//
+	return nil
+}
+
+// buildCluster builds raft, the transport and gossip around the FSM, not
+// yet started (shut down again if New fails later).
+func (n *Node) buildCluster(cleanup *undo.Stack) error {
+	cfg := n.cfg
 	// The request-rate limits hold for the cluster as a whole: every
 	// node asks the leader, whose window alone counts (cluster.RateLimiter).
 	window, err := ratelimit.Parse(cfg.RateLimit, cfg.Now)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var leaderLimiter ratelimit.Limiter
 	if window != nil {
@@ -133,7 +172,7 @@ func New(cfg Config) (_ *Node, err error) {
 	}
 	key, err := nodeClusterKey(&cfg)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	n.clusterKey = key
 	httpAddr := cfg.HTTPAddr
@@ -146,7 +185,7 @@ func New(cfg Config) (_ *Node, err error) {
 	}
 	n.cluster, err = cluster.New(cluster.Config{
 		Now:              cfg.Now,
-		NodeID:           id,
+		NodeID:           cfg.NodeID,
 		DataDir:          cfg.DataDir,
 		RaftAddr:         cfg.RaftAddr,
 		RaftListener:     cfg.RaftListener,
@@ -171,9 +210,16 @@ func New(cfg Config) (_ *Node, err error) {
 		RetainSnapshots:   cfg.RetainSnapshots,
 	})
 	if err != nil {
-		return nil, damaged(err, cfg.DataDir)
+		return damaged(err, cfg.DataDir)
 	}
 	cleanup.Push(func() { n.cluster.Shutdown() })
+	return nil
+}
+
+// buildServices builds the domain services over the state and the
+// cluster: the signing keys, logout, the provider and the directory sync.
+func (n *Node) buildServices() (err error) {
+	cfg := n.cfg
 	// The key manager caches parsed keys and the JWKS bytes; the FSM tells
 	// it when the key set changes (onApply).
 	n.keys = keys.New(keys.Config{
@@ -189,11 +235,11 @@ func New(cfg Config) (_ *Node, err error) {
 	// Refuse to start on secrets this node cannot open (no --kek-file, or
 	// another one than the one they were sealed under).
 	if err := n.checkSecrets(); err != nil {
-		return nil, err
+		return err
 	}
 	ui, err := webui.New()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	n.logout, err = logout.New(logout.Config{
 		Issuer:        cfg.Issuer,
@@ -209,9 +255,23 @@ func New(cfg Config) (_ *Node, err error) {
 		SecureCookies: strings.HasPrefix(cfg.Issuer, "https://"),
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	n.hasher = password.New(cfg.PasswordParams, runtime.GOMAXPROCS(0))
+	if err := n.newProvider(ui); err != nil {
+		return err
+	}
+	n.dirSync, err = directory.NewSyncer(directory.SyncConfig{
+		State: n.fsm.State(), Applier: n.cluster, KEK: n.kek, Now: cfg.Now, Node: cfg.NodeID, Logger: n.log, Registerer: n.registry,
+		ClientConfig: signin.DirectoryConfig, Person: signin.DirectoryPerson,
+	})
+	return err
+}
+
+// newProvider builds the interactive sign-in (with /account) and the OIDC
+// provider that calls it through oidc.Steps: picker, consent, tokens.
+func (n *Node) newProvider(ui *webui.UI) (err error) {
+	cfg := n.cfg
 	n.signin, err = signin.New(signin.Config{
 		Issuer:      cfg.Issuer,
 		State:       n.fsm.State(),
@@ -230,7 +290,7 @@ func New(cfg Config) (_ *Node, err error) {
 		}),
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	n.provider, err = oidc.New(oidc.Config{
 		Issuer:      cfg.Issuer,
@@ -249,29 +309,36 @@ func New(cfg Config) (_ *Node, err error) {
 		SessionMax:  cfg.SessionMax,
 		KEK:         n.kek,
 	})
-	if err != nil {
-		return nil, err
-	}
+	return err
+}
+
+// wireHooks connects the FSM's hooks: applied commands, a full disk, and
+// the audit trail's metrics.
+func (n *Node) wireHooks() {
 	n.fsm.OnApply = n.onApply
 	n.initDiskFull()
 	n.fsm.OnDiskFull = n.onDiskFull
 	n.initAudit()
-	// The leader's own work: its audit events name this node.
+}
+
+// onLeadership registers the leader's own work, each run while this node
+// leads: key rotation, the first leader's bootstrap, the reap, the
+// back-channel sender and the directory sync. Their audit events name
+// this node.
+func (n *Node) onLeadership() {
+	cfg := n.cfg
 	system := func(run func(context.Context)) func(context.Context) {
-		return func(ctx context.Context) { run(fsm.WithAuditBase(ctx, fsm.AuditBase{Node: n.cfg.NodeID})) }
+		return func(ctx context.Context) { run(fsm.WithAuditBase(ctx, fsm.AuditBase{Node: cfg.NodeID})) }
 	}
 	n.cluster.OnLeader(system(n.keys.Run))
 	n.cluster.OnLeader(system(n.bootstrapOnce))
-	n.cluster.OnLeader(system(n.reapLoop))
+	n.cluster.OnLeader(system(fsm.Reaper{
+		Applier: n.cluster, Now: cfg.Now, Every: cfg.ReapEvery, Grace: cfg.ReapGrace, AuditRetention: cfg.AuditRetention,
+		Skew:   func() (time.Duration, bool) { return n.cluster.ClockSkew(), n.cluster.ClockSkewed() },
+		Logger: n.log,
+	}.Run))
 	n.cluster.OnLeader(system(n.logout.RunSender))
-	n.initDirectoryMetrics()
-	n.cluster.OnLeader(system(n.directorySyncLoop))
-	if err := n.cluster.Start(); err != nil {
-		return nil, err
-	}
-	n.registerOpsMetrics()
-	n.handler, n.admin = n.routes()
-	return n, nil
+	n.cluster.OnLeader(system(n.dirSync.Run))
 }
 
 // nodeID returns the configured id, else the one stored in dataDir, else a
@@ -370,21 +437,13 @@ func (n *Node) health(mux *http.ServeMux) {
 	mux.HandleFunc("GET /readyz", n.handleReadyz)
 }
 
-// onApply runs on the FSM goroutine after each applied batch: it refreshes
-// the key cache and wakes the logout sender when deliveries may be pending.
-// It must not block.
+// onApply runs on the FSM goroutine after each applied batch: each
+// package that reacts to applied commands decides which (keys, logout,
+// the admin token note). It must not block.
 func (n *Node) onApply(types []fsm.Type) {
 	n.keys.OnApply(types)
 	n.adminTokenApplied(types)
-	for _, t := range types {
-		switch t {
-		case fsm.TypeEndSSOSession, fsm.TypeStartSSOSession, fsm.TypeDeleteUser, fsm.TypeDeleteOrg, fsm.TypeDeliveryOutcome,
-			fsm.TypeUpdateUser, fsm.TypeSetTOTP, fsm.TypeSetRecoveryCodes, fsm.TypeAddPasskey, fsm.TypeRemovePasskey, fsm.TypeRevokeConsent,
-			fsm.TypeDirectorySyncBatch:
-			n.logout.Notify()
-			return
-		}
-	}
+	n.logout.OnApply(types)
 }
 
 // Bounds of the cluster calls a request waits for: a node cut off from the

@@ -1,12 +1,10 @@
-package node
+package fsm
 
 import (
 	"context"
 	"errors"
 	"testing"
 	"time"
-
-	"github.com/oidcd/oidcd/fsm"
 )
 
 // TestReapOn: after a tick's first reap, the leader goes on while a
@@ -15,34 +13,34 @@ import (
 // both in the same reaps, and stops at an error.
 func TestReapOn(t *testing.T) {
 	before, auditBefore := time.Unix(1000, 0), time.Unix(500, 0)
-	first := fsm.Reap{Before: before, Limit: fsm.ReapLimit, AuditBefore: auditBefore}
-	full := fsm.AuditPruneBatch
+	first := Reap{Before: before, Limit: ReapLimit, AuditBefore: auditBefore}
+	full := AuditPruneBatch
 	tests := []struct {
 		name        string
-		st          fsm.ReapStats
+		st          ReapStats
 		more, audit int // how many more reaps report More, a full batch
 		failAt      int // the call that fails (1-based); 0 none
 		wantCalls   int
 		wantSweeps  int // calls that carry Before
 		wantPrunes  int // calls that carry AuditBefore
 	}{
-		{"nothing left", fsm.ReapStats{}, 0, 0, 0, 0, 0, 0},
-		{"one more sweep", fsm.ReapStats{More: true}, 0, 0, 0, 1, 1, 0},
-		{"the sweep never ends: bounded", fsm.ReapStats{More: true}, 1000, 0, 0, reapRounds - 1, reapRounds - 1, 0},
-		{"one more prune", fsm.ReapStats{AuditEvents: full}, 0, 0, 0, 1, 0, 1},
-		{"the backlog never ends: bounded", fsm.ReapStats{AuditEvents: full}, 0, 1000, 0, auditPruneRounds, 0, auditPruneRounds},
-		{"both, in the same reaps", fsm.ReapStats{More: true, AuditEvents: full}, 2, 1, 0, 3, 3, 2},
-		{"both, each to its bound", fsm.ReapStats{More: true, AuditEvents: full}, 1000, 1000, 0, reapRounds - 1, reapRounds - 1, auditPruneRounds},
-		{"an error stops it", fsm.ReapStats{More: true, AuditEvents: full}, 1000, 1000, 2, 2, 2, 2},
+		{"nothing left", ReapStats{}, 0, 0, 0, 0, 0, 0},
+		{"one more sweep", ReapStats{More: true}, 0, 0, 0, 1, 1, 0},
+		{"the sweep never ends: bounded", ReapStats{More: true}, 1000, 0, 0, reapRounds - 1, reapRounds - 1, 0},
+		{"one more prune", ReapStats{AuditEvents: full}, 0, 0, 0, 1, 0, 1},
+		{"the backlog never ends: bounded", ReapStats{AuditEvents: full}, 0, 1000, 0, auditPruneRounds, 0, auditPruneRounds},
+		{"both, in the same reaps", ReapStats{More: true, AuditEvents: full}, 2, 1, 0, 3, 3, 2},
+		{"both, each to its bound", ReapStats{More: true, AuditEvents: full}, 1000, 1000, 0, reapRounds - 1, reapRounds - 1, auditPruneRounds},
+		{"an error stops it", ReapStats{More: true, AuditEvents: full}, 1000, 1000, 2, 2, 2, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var calls, sweeps, prunes int
-			reapOn(context.Background(), first, tt.st, func(r fsm.Reap) (fsm.ReapStats, error) {
+			reapOn(context.Background(), first, tt.st, func(r Reap) (ReapStats, error) {
 				calls++
 				if !r.Before.IsZero() {
 					sweeps++
-					if !r.Before.Equal(before) || r.Limit != fsm.ReapLimit {
+					if !r.Before.Equal(before) || r.Limit != ReapLimit {
 						t.Errorf("call %d: sweep %v limit %d, want the first reap's", calls, r.Before, r.Limit)
 					}
 				}
@@ -53,9 +51,9 @@ func TestReapOn(t *testing.T) {
 					}
 				}
 				if calls == tt.failAt {
-					return fsm.ReapStats{}, errors.New("no leader")
+					return ReapStats{}, errors.New("no leader")
 				}
-				var st fsm.ReapStats
+				var st ReapStats
 				st.More = calls <= tt.more
 				if calls <= tt.audit {
 					st.AuditEvents = full
@@ -70,10 +68,10 @@ func TestReapOn(t *testing.T) {
 	t.Run("a context that ends stops it", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		calls := 0
-		reapOn(ctx, first, fsm.ReapStats{More: true}, func(fsm.Reap) (fsm.ReapStats, error) {
+		reapOn(ctx, first, ReapStats{More: true}, func(Reap) (ReapStats, error) {
 			calls++
 			cancel()
-			return fsm.ReapStats{More: true}, nil
+			return ReapStats{More: true}, nil
 		})
 		if calls != 1 {
 			t.Errorf("%d calls after the context ended, want 1", calls)

@@ -38,13 +38,6 @@ type SyncConfig struct {
 	Node       string
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
-	// ClientConfig is the client configuration of a directory with its
-	// bind password in the clear, and Person what the directory says of
-	// a person in the command's form (groups mapped to organizations):
-	// the sign-in's own (oidc.DirectoryConfig, oidc.DirectoryPerson), so
-	// that a sync and a sign-in write the same person.
-	ClientConfig func(d fsm.Directory, password string) Config
-	Person       func(d fsm.Directory, p Person, typed string) fsm.DirectoryPerson
 }
 
 // Syncer runs the directory sync on the leader (Run).
@@ -70,8 +63,8 @@ type syncMetrics struct {
 // NewSyncer returns a Syncer. It registers the sync's metrics on
 // cfg.Registerer when set.
 func NewSyncer(cfg SyncConfig) (*Syncer, error) {
-	if cfg.State == nil || cfg.Applier == nil || cfg.ClientConfig == nil || cfg.Person == nil {
-		return nil, errors.New("directory: State, Applier, ClientConfig and Person are required")
+	if cfg.State == nil || cfg.Applier == nil {
+		return nil, errors.New("directory: State and Applier are required")
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -184,7 +177,7 @@ func (s *Syncer) diff(ctx context.Context, d fsm.Directory) ([]fsm.DirectoryPers
 	if err != nil {
 		return nil, status, err
 	}
-	c, err := New(s.cfg.ClientConfig(d, string(pw)))
+	c, err := New(ConfigOf(d, string(pw)))
 	if err != nil {
 		return nil, status, err
 	}
@@ -202,7 +195,7 @@ func (s *Syncer) diff(ctx context.Context, d fsm.Directory) ([]fsm.DirectoryPers
 			return nil // never signed in here
 		}
 		seen[p.ID] = true
-		want := s.cfg.Person(d, p, u.Email)
+		want := Record(d, p, u.Email)
 		if changed, err := s.differs(u, want); err != nil {
 			return err
 		} else if changed {

@@ -14,24 +14,6 @@ import (
 	"github.com/oidcd/oidcd/internal/testkit/ldaptest"
 )
 
-// testPerson maps groups to organizations as the sign-in does
-// (oidc.DirectoryPerson), less the phone's normalization.
-func testPerson(d fsm.Directory, p Person, typed string) fsm.DirectoryPerson {
-	out := fsm.DirectoryPerson{UID: p.ID, Email: p.Email, Phone: p.Phone, Gone: p.Disabled}
-	if out.Email == "" {
-		out.Email = typed
-	}
-	for _, m := range d.Organizations {
-		for _, g := range p.Groups {
-			if SameDN(g, m.GroupDN) {
-				out.OrgIDs = append(out.OrgIDs, m.OrgID)
-				out.MembershipIDs = append(out.MembershipIDs, "m-"+p.ID+"-"+m.OrgID)
-			}
-		}
-	}
-	return out
-}
-
 // TestSyncEndsWhoLeftAndKeepsWhoIsThere: one sync of a directory where
 // ann is still in her group and bob (known here, with a membership the
 // directory granted) is no longer there: bob's membership is taken back,
@@ -75,17 +57,12 @@ func TestSyncEndsWhoLeftAndKeepsWhoIsThere(t *testing.T) {
 		t.Fatalf("reading ann: %v (%+v)", err, ann)
 	}
 	c.Close()
-	apply(fsm.TypeDirectorySignIn, fsm.DirectorySignIn{DirectoryID: "corp", UserID: "u-ann", Person: testPerson(d, ann, ann.Email), At: at})
+	apply(fsm.TypeDirectorySignIn, fsm.DirectorySignIn{DirectoryID: "corp", UserID: "u-ann", Person: Record(d, ann, ann.Email), At: at})
 	apply(fsm.TypeDirectorySignIn, fsm.DirectorySignIn{DirectoryID: "corp", UserID: "u-bob", At: at, Person: fsm.DirectoryPerson{
 		UID: "bob-uid", Email: "bob@example.com", OrgIDs: []string{"org-staff"}, MembershipIDs: []string{"m-bob"}}})
 
 	reg := prometheus.NewRegistry()
-	syncer, err := NewSyncer(SyncConfig{State: a.State(), Applier: a, Now: now, Node: "n1", Registerer: reg,
-		ClientConfig: func(d fsm.Directory, password string) Config {
-			cfg := cc
-			cfg.BindPassword = password
-			return cfg
-		}, Person: testPerson})
+	syncer, err := NewSyncer(SyncConfig{State: a.State(), Applier: a, Now: now, Node: "n1", Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

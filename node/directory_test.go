@@ -10,10 +10,10 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"github.com/oidcd/oidcd/directory"
 	"github.com/oidcd/oidcd/internal/factor"
 	"github.com/oidcd/oidcd/internal/testkit/ldaptest"
 	"github.com/oidcd/oidcd/node"
-	"github.com/oidcd/oidcd/signin"
 	"github.com/oidcd/oidcd/testcluster"
 )
 
@@ -108,7 +108,7 @@ func TestDirectorySignIn(t *testing.T) {
 	// and signIn picks B.
 	ann := world{email: "ann@corp.example", password: "ann-directory-pw", cb: w.cb, orgB: w.orgB}
 	sess := signInApp(t, c, testcluster.NewBrowser(t), multi, ann)
-	annID := signin.DirectoryUserID(dirID, s.EntryUUID(ldaptest.PersonDN("ann")))
+	annID := directory.UserID(dirID, s.EntryUUID(ldaptest.PersonDN("ann")))
 	var claims struct {
 		Sub   string `json:"sub"`
 		Email string `json:"email"`
@@ -250,7 +250,7 @@ func TestDirectorySyncRunsOnTheLeaderOnly(t *testing.T) {
 	dirID := registerDirectory(t, c, s, w)
 	multi := newRP(t, c, w.multiID, "", w.cb, "openid")
 	signInApp(t, c, testcluster.NewBrowser(t), multi, world{email: "ann@corp.example", password: "ann-directory-pw", cb: w.cb, orgB: w.orgB})
-	annID := signin.DirectoryUserID(dirID, s.EntryUUID(ldaptest.PersonDN("ann")))
+	annID := directory.UserID(dirID, s.EntryUUID(ldaptest.PersonDN("ann")))
 
 	leader := c.Leader()
 	waitUntil(t, "the leader syncs", 10*time.Second, func() bool { return syncs(t, c, leader) >= 2 })

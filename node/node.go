@@ -263,7 +263,6 @@ func (n *Node) buildServices() (err error) {
 	}
 	n.dirSync, err = directory.NewSyncer(directory.SyncConfig{
 		State: n.fsm.State(), Applier: n.cluster, KEK: n.kek, Now: cfg.Now, Node: cfg.NodeID, Logger: n.log, Registerer: n.registry,
-		ClientConfig: signin.DirectoryConfig, Person: signin.DirectoryPerson,
 	})
 	return err
 }

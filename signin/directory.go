@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"sort"
-	"strings"
 	"sync"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/oidcd/oidcd/directory"
 	"github.com/oidcd/oidcd/fsm"
@@ -26,18 +23,6 @@ import (
 
 // errDirectoryDown: no directory that might know the address answered.
 var errDirectoryDown = errors.New("signin: directory unavailable")
-
-// directoryNamespace is the UUID namespace of directory people's ids: a
-// person's sub is UUIDv5(namespace, directory id "/" id attribute), the
-// same on every node and every sign-in, and never derived from the DN or
-// the address.
-var directoryNamespace = uuid.MustParse("8f3a1d52-4c1e-4f53-9a57-3d5f0e2b7c10")
-
-// DirectoryUserID is the user id (sub) of the person with id attribute
-// value uid in directory dirID.
-func DirectoryUserID(dirID, uid string) string {
-	return uuid.NewSHA1(directoryNamespace, []byte(dirID+"/"+uid)).String()
-}
 
 // directoryClients holds one client per directory, rebuilt when the
 // directory's record changes.
@@ -63,7 +48,7 @@ func (p *Signin) directoryClient(d fsm.Directory) (*directory.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := directory.New(DirectoryConfig(d, string(pw)))
+	c, err := directory.New(directory.ConfigOf(d, string(pw)))
 	if err != nil {
 		return nil, err
 	}
@@ -75,41 +60,6 @@ func (p *Signin) directoryClient(d fsm.Directory) (*directory.Client, error) {
 	}
 	p.dirs.m[d.ID] = &cachedDirectory{updated: d.UpdatedAt, client: c}
 	return c, nil
-}
-
-// DirectoryConfig is the client configuration of d with its bind
-// password in the clear.
-func DirectoryConfig(d fsm.Directory, password string) directory.Config {
-	return directory.Config{URL: d.URL, StartTLS: d.StartTLS, CAPEM: d.CAPEM, Insecure: d.Insecure,
-		BindDN: d.BindDN, BindPassword: password, UserBase: d.UserBase, UserFilter: d.UserFilter,
-		IDAttribute: d.IDAttribute, EmailAttribute: d.EmailAttribute, PhoneAttribute: d.PhoneAttribute,
-		GroupBase: d.GroupBase, GroupFilter: d.GroupFilter}
-}
-
-// DirectoryPerson turns what directory d says of a person into the
-// command's form: groups mapped to organizations, a fresh membership id
-// per organization, and the address typed when the directory has none.
-func DirectoryPerson(d fsm.Directory, p directory.Person, typed string) fsm.DirectoryPerson {
-	out := fsm.DirectoryPerson{UID: p.ID, Email: p.Email, Gone: p.Disabled}
-	if out.Email == "" {
-		out.Email = typed
-	}
-	// Only a number text messages can reach: E.164 ("+" and 8 to 15
-	// digits, spaces and dashes as directories often write them removed).
-	if phone := strings.NewReplacer(" ", "", "-", "", "(", "", ")", "").Replace(p.Phone); e164(phone) {
-		out.Phone = phone
-	}
-	seen := map[string]bool{}
-	for _, m := range d.Organizations {
-		for _, g := range p.Groups {
-			if !seen[m.OrgID] && directory.SameDN(g, m.GroupDN) {
-				seen[m.OrgID] = true
-				out.OrgIDs = append(out.OrgIDs, m.OrgID)
-				out.MembershipIDs = append(out.MembershipIDs, uuid.NewString())
-			}
-		}
-	}
-	return out
 }
 
 // directoryPassword checks email and secret against the directories that
@@ -154,8 +104,8 @@ func (p *Signin) directoryPassword(ctx context.Context, email, secret string, kn
 		case aerr != nil:
 			return u, false, "", aerr
 		}
-		cmd := fsm.DirectorySignIn{DirectoryID: d.ID, UserID: DirectoryUserID(d.ID, person.ID),
-			Person: DirectoryPerson(d, person, email), At: p.now()}
+		cmd := fsm.DirectorySignIn{DirectoryID: d.ID, UserID: directory.UserID(d.ID, person.ID),
+			Person: directory.Record(d, person, email), At: p.now()}
 		res, aerr := p.cfg.Applier.Apply(ctx, fsm.MustCommand(fsm.TypeDirectorySignIn, cmd))
 		if aerr == nil {
 			aerr = res.Err
@@ -180,10 +130,4 @@ func (p *Signin) directoryPassword(ctx context.Context, email, secret string, kn
 		return u, false, "directory_unavailable", errDirectoryDown
 	}
 	return u, false, "unknown_account", nil
-}
-
-// e164 reports whether s is "+" and 8 to 15 digits, the first not 0.
-func e164(s string) bool {
-	digits, ok := strings.CutPrefix(s, "+")
-	return ok && len(digits) >= 8 && len(digits) <= 15 && digits[0] != '0' && strings.TrimLeft(digits, "0123456789") == ""
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oidcd/oidcd/directory"
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/kek"
@@ -38,7 +39,7 @@ func TestDirectorySignIn(t *testing.T) {
 	s := ldaptest.Start(t, ldaptest.Person("dee", "dee@corp.example", "dee-directory-pw"))
 	h := newHarness(t)
 	h.putDirectory(s)
-	want := DirectoryUserID(hDirID, s.EntryUUID(ldaptest.PersonDN("dee")))
+	want := directory.UserID(hDirID, s.EntryUUID(ldaptest.PersonDN("dee")))
 
 	b := h.browser()
 	p := b.signIn(b.get(authzPath(authzQuery(hPublic, false))), "dee@corp.example", "wrong")

@@ -41,29 +41,7 @@ func (n *Node) registerOpsMetrics() {
 		}
 		return 0
 	}
-	keyStates := func(state string) func() float64 {
-		return func() float64 {
-			ks, err := n.keys.List()
-			if err != nil {
-				return 0
-			}
-			c := 0
-			for _, k := range ks {
-				if k.State == state {
-					c++
-				}
-			}
-			return float64(c)
-		}
-	}
-	var keyCounts []prometheus.Collector
-	for _, s := range []string{"next", "active", "retired"} {
-		keyCounts = append(keyCounts, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "oidcd_signing_keys", Help: "Published signing keys by state (next, active, retired).",
-			ConstLabels: prometheus.Labels{"state": s},
-		}, keyStates(s)))
-	}
-	n.registry.MustRegister(keyCounts...)
+	n.registry.MustRegister(n.keys.Collectors()...)
 	n.registry.MustRegister(
 		buildInfo(n.cfg.Version),
 		gauge("oidcd_tls_certificate_not_after_seconds", "When the --tls-cert certificate being served expires, as a Unix time; 0 without TLS on the node.",
@@ -88,25 +66,6 @@ func (n *Node) registerOpsMetrics() {
 			}
 			return float64(c)
 		}),
-		gauge("oidcd_signing_key_active_age_seconds", "Time since the signing key in use became active (0 when there is none).", func() float64 {
-			ks, err := n.keys.List()
-			if err != nil {
-				return 0
-			}
-			now := n.cfg.Now()
-			for _, k := range ks {
-				if k.State == "active" {
-					since := k.CreatedAt
-					if k.ActivatesAt != nil {
-						since = *k.ActivatesAt
-					}
-					return max(now.Sub(since).Seconds(), 0)
-				}
-			}
-			return 0
-		}),
-		gauge("oidcd_signing_key_rotation_period_seconds", "The configured scheduled rotation period (--key-rotation).",
-			func() float64 { return n.cfg.KeyRotation.Seconds() }),
 		gauge("oidcd_data_dir_bytes", "Bytes in the data directory: raft log, snapshots and the state file.",
 			func() float64 { return float64(dirBytes(n.cfg.DataDir)) }),
 		gauge("oidcd_state_file_bytes", "Size of the bbolt state file (state.db).", func() float64 {

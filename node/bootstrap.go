@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/url"
@@ -29,7 +28,7 @@ func (n *Node) bootstrapOnce(ctx context.Context) {
 	for attempt := 0; ; attempt++ {
 		err := n.ensureAdminToken(ctx)
 		if err == nil {
-			err = n.ensureBrowserKey(ctx)
+			err = oidc.EnsureBrowserKey(ctx, n.fsm.State(), n.cluster, n.kek)
 		}
 		if err == nil && n.cfg.Demo {
 			err = n.seedDemo(ctx)
@@ -181,26 +180,6 @@ func (n *Node) adminTokenApplied(types []fsm.Type) {
 			n.noteAdminToken(h)
 		}
 	}()
-}
-
-// ensureBrowserKey creates the cluster-wide key that seals browser state
-// (pending sign-ins) once; a concurrent creation by another leader wins
-// harmlessly (the first value stands). The key is sealed under the KEK
-// before it is proposed (oidc.OpenBrowserKey opens it).
-func (n *Node) ensureBrowserKey(ctx context.Context) error {
-	if _, err := n.fsm.State().Secret(fsm.SecretBrowserKey); err == nil {
-		return nil
-	}
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		return err
-	}
-	sealed, err := n.kek.Seal(key, oidc.BrowserKeyAAD)
-	if err != nil {
-		return err
-	}
-	_, err = n.cluster.Apply(ctx, fsm.MustCommand(fsm.TypeSetSecret, fsm.SetSecret{Name: fsm.SecretBrowserKey, Value: sealed}))
-	return err
 }
 
 // Demo seed values, printed in the banner.

@@ -1,16 +1,13 @@
 package node
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
 
-	"github.com/oidcd/oidcd/fsm"
-	"github.com/oidcd/oidcd/internal/factor"
 	"github.com/oidcd/oidcd/internal/kek"
-	"github.com/oidcd/oidcd/internal/seal"
 	"github.com/oidcd/oidcd/oidc"
+	"github.com/oidcd/oidcd/signin"
 )
 
 // Secrets at rest. With --kek-file, every secret this node proposes
@@ -49,29 +46,13 @@ func (n *Node) checkSecrets() error {
 	if err != nil {
 		return fail(err)
 	}
-	clearBrowser := false
-	switch stored, err := n.fsm.State().Secret(fsm.SecretBrowserKey); {
-	case errors.Is(err, fsm.ErrNotFound):
-	case err != nil:
-		return err
-	default:
-		if _, err := oidc.OpenBrowserKey(n.kek, stored); err != nil {
-			return fail(err)
-		}
-		clearBrowser = len(stored) == seal.KeySize || !kek.Sealed(stored)
-	}
-	clearTOTP := 0
-	err = n.fsm.State().TOTPSecrets(func(userID string, sealed []byte) error {
-		if _, err := n.kek.Open(sealed, factor.TOTPAAD(userID)); err != nil {
-			return fail(fmt.Errorf("authenticator secret of %s: %w", userID, err))
-		}
-		if !kek.Sealed(sealed) {
-			clearTOTP++
-		}
-		return nil
-	})
+	clearBrowser, err := oidc.CheckBrowserKey(n.fsm.State(), n.kek)
 	if err != nil {
-		return err
+		return fail(err)
+	}
+	clearTOTP, err := signin.CheckFactorSecrets(n.fsm.State(), n.kek)
+	if err != nil {
+		return fail(err)
 	}
 	if n.kek != nil && clearTOTP > 0 {
 		n.log.Warn("authenticator-app secrets enrolled before --kek-file was given stay in the clear until re-enrolled", "clear_totp_secrets", clearTOTP)

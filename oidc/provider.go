@@ -3,7 +3,6 @@ package oidc
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -197,21 +196,6 @@ func (p *Provider) catchUp(ctx context.Context) bool {
 
 // now is the provider's clock in UTC.
 func (p *Provider) now() time.Time { return p.cfg.Now().UTC() }
-
-// BrowserKeyAAD is the additional data the browser key is sealed with
-// (kek.Seal) before it is replicated.
-const BrowserKeyAAD = "secret/" + fsm.SecretBrowserKey
-
-// OpenBrowserKey returns the browser key from its stored form
-// (authn.OpenBrowserKey): a kek record, sealed or clear, or the bare 32
-// bytes written before secrets were sealed.
-func OpenBrowserKey(k *kek.KEK, stored []byte) ([]byte, error) {
-	key, err := authn.OpenBrowserKey(k, stored, BrowserKeyAAD)
-	if err != nil {
-		return nil, fmt.Errorf("oidc: %w", err)
-	}
-	return key, nil
-}
 
 // Error is a protocol error: Code is the OAuth error code, Description the
 // constant text the client sees, Status the HTTP status where one applies.

@@ -133,6 +133,13 @@ type Config struct {
 	// the caller asks for ?stale=true (see read). Nil: local reads (one
 	// node, or a test, where they are already current).
 	ReadIndex func(ctx context.Context) error
+	// People checks a person's access token presented as the bearer
+	// credential (issued to ClientID); nil: only the token and API keys
+	// are accepted.
+	People PersonTokens
+	// AdminACR is the least acr a person's access token must carry to
+	// administer (--admin-acr; default the second-factor acr).
+	AdminACR string
 }
 
 type api struct {

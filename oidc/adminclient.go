@@ -60,15 +60,20 @@ const (
 	adminAccessTTL = time.Hour
 	// adminCodePurpose marks its codes in the challenge store.
 	adminCodePurpose = "admin_code"
-	// adminCallbackPath is the console's callback under the issuer, and
-	// the only path of a loopback redirect.
-	adminCallbackPath = "/console/callback"
-	loopbackPath      = "/callback"
+	// loopbackPath is the only path of a loopback redirect.
+	loopbackPath = "/callback"
 )
+
+// AdminCallbackPath is the console's callback, under the issuer and on
+// the admin listener.
+const AdminCallbackPath = "/console/callback"
 
 // adminClient is the built-in client's registration as the flow reads it.
 func (p *Provider) adminClient() fsm.Client {
-	uris := append([]string{p.cfg.Issuer + adminCallbackPath}, p.cfg.AdminRedirectURIs...)
+	uris := []string{p.cfg.Issuer + AdminCallbackPath}
+	if p.cfg.AdminRedirectURIs != nil {
+		uris = append(uris, p.cfg.AdminRedirectURIs()...)
+	}
 	return fsm.Client{
 		ID: AdminClientID, Name: "oidcd administration", Type: fsm.ClientPublic,
 		RedirectURIs: uris, Scopes: []string{ScopeOpenID, ScopeProfile, ScopeEmail},

@@ -208,7 +208,7 @@ func TestAdminClientPKCE(t *testing.T) {
 // client that took the id changes nothing.
 func TestAdminClientRedirects(t *testing.T) {
 	const adminListener = "https://admin.example:9443/console/callback"
-	h := newHarness(t, func(c *Config) { c.AdminRedirectURIs = []string{adminListener} })
+	h := newHarness(t, func(c *Config) { c.AdminRedirectURIs = func() []string { return []string{adminListener} } })
 	// A stored client with the built-in id (an API that let it through)
 	// is never consulted.
 	h.apply(fsm.TypeCreateClient, fsm.PutClient{Create: true, Client: fsm.Client{

@@ -109,11 +109,13 @@ type Config struct {
 	// (AdminClientID): a weaker session is asked for its second factor.
 	// Default ACRMFA.
 	AdminACR string
-	// AdminRedirectURIs are further redirect URIs of the built-in client,
-	// matched exactly: the console's callback on the admin listener when
-	// the console is served there. {Issuer}/console/callback and the
-	// loopback callbacks are always its own.
-	AdminRedirectURIs []string
+	// AdminRedirectURIs, when set, names further redirect URIs of the
+	// built-in client, matched exactly: the console's callback on the
+	// admin listener when the console is served there (asked at each
+	// request: the listener's port may be known only once it listens).
+	// {Issuer}/console/callback and the loopback callbacks are always its
+	// own.
+	AdminRedirectURIs func() []string
 }
 
 // Provider serves the OIDC surface (docs/openapi/oidc.json).

@@ -84,8 +84,10 @@ const globalHelp = `Global flags (before the command, or after it):
                     began, through any node
 
 The token is taken from --token, else --token-file, else $` + EnvToken + `,
-else ./` + DefaultTokenFile + ` (where "oidcd serve" with the default
---data-dir writes it at first start).
+else the sign-in "oidcd admin login" kept for --addr (in
+$XDG_CONFIG_HOME/oidcd/credentials.json, ~/.config/oidcd/ by default), else
+./` + DefaultTokenFile + ` (where "oidcd serve" with the default --data-dir
+writes it at first start).
 `
 
 const exitHelp = `Exit codes:

@@ -132,6 +132,8 @@ once) go to stderr.
 `+exitHelp+`
 Examples:
   oidcd admin --addr 10.0.0.5:8080 --token-file /var/lib/oidcd/admin-token status
+  oidcd admin admins create --user USER_ID --role admin
+  oidcd admin login && oidcd admin status
   oidcd admin org create --slug acme --name "Acme Inc."
   printf '%s\n' "$PW" | oidcd admin user create --email ann@example.com --email-verified --password-stdin
   oidcd admin membership create --user USER_ID --org ORG_ID

@@ -56,7 +56,7 @@ const AdminClientID = "oidcd-admin"
 // Bounds of the built-in client.
 const (
 	// adminAccessTTL is the lifetime of its access tokens, shortened to
-	// the SSO session's absolute end.
+	// the SSO session's end (exchangeAdminCode).
 	adminAccessTTL = time.Hour
 	// adminCodePurpose marks its codes in the challenge store.
 	adminCodePurpose = "admin_code"
@@ -247,8 +247,13 @@ func (p *Provider) exchangeAdminCode(r *http.Request, raw, redirectURI, verifier
 	}
 	iat := now.Truncate(time.Second)
 	exp := iat.Add(adminAccessTTL)
-	if end := sess.ExpiresAt.Truncate(time.Second); end.Before(exp) {
-		exp = end
+	// The token lives no longer than its session would without another
+	// sign-in: its absolute end, and its idle deadline (a sign-in through
+	// the built-in client opens no app session, so it does not extend it).
+	for _, end := range []time.Time{sess.ExpiresAt, sess.IdleExpiresAt} {
+		if end = end.Truncate(time.Second); end.Before(exp) {
+			exp = end
+		}
 	}
 	ttl := int64(exp.Sub(iat) / time.Second)
 	if ttl <= 0 {

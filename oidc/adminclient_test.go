@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/password"
@@ -325,5 +326,29 @@ func TestCheckAdminTokenOtherClient(t *testing.T) {
 	}
 	if got, err := h.p.CheckAdminToken(ctx, tr.AccessToken); err != nil || got.Active {
 		t.Errorf("revoked: got %+v %v, want inactive", got, err)
+	}
+}
+
+// TestAdminTokenEndsWithItsSession: the token's lifetime is cut to the
+// session's idle deadline (the built-in client's sign-in does not extend
+// it), so the CLI knows when it stops working.
+func TestAdminTokenEndsWithItsSession(t *testing.T) {
+	h := newHarness(t)
+	b := h.browser()
+	now := h.clock.Now()
+	secret := newID()
+	h.apply(fsm.TypeStartSSOSession, fsm.StartSSOSession{TokenHash: hashToken(secret), Session: fsm.SSOSession{
+		ID: newID(), UserID: hUser, AuthTime: now, AMR: []string{AMRPassword, AMROTP}, ACR: ACRMFA,
+		CreatedAt: now, LastSeen: now, IdleExpiresAt: now.Add(10 * time.Minute), ExpiresAt: now.Add(12 * time.Hour),
+	}})
+	b.setCookie(cookieSession, secret)
+	q := adminRedirect(t, b.get(authzPath(adminQuery(tAdminLoopback))), tAdminLoopback)
+	status, tr, raw := adminExchange(t, h, q.Get("code"), tAdminLoopback, tVerifier)
+	if status != http.StatusOK || tr.ExpiresIn != 600 {
+		t.Fatalf("token: %d %v, want expires_in 600", status, raw)
+	}
+	h.clock.Add(10*time.Minute + clockSkew)
+	if got, err := h.p.CheckAdminToken(context.Background(), tr.AccessToken); err != nil || got.Active {
+		t.Errorf("after the session's idle deadline: got %+v %v, want inactive", got, err)
 	}
 }

@@ -119,7 +119,7 @@ func loopbackCallback(uri string) bool {
 	case host != "127.0.0.1" && host != "::1":
 		return false
 	case u.Host == host || u.Host == "["+host+"]":
-		return host == "127.0.0.1" || u.Host == "[::1]" // no port: 80
+		return true // no port: 80
 	}
 	n, err := strconv.Atoi(port)
 	return err == nil && n >= 1 && n <= 65535 && strconv.Itoa(n) == port && u.Host == net.JoinHostPort(host, port)

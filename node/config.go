@@ -9,12 +9,14 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/oidcd/oidcd/internal/httpx"
 	"github.com/oidcd/oidcd/internal/password"
+	"github.com/oidcd/oidcd/oidc"
 )
 
 // Config is everything one node needs. Zero values take the defaults of
@@ -52,6 +54,12 @@ type Config struct {
 	// admin API, the console and /metrics; --http-addr then answers 404
 	// for them. Empty: everything on HTTPAddr.
 	AdminAddr string
+	// AdminACR (--admin-acr) is the least acr of a person's sign-in that
+	// administers the site: a sign-in through the built-in client
+	// (oidc.AdminClientID) is asked for it, and the admin API refuses a
+	// person's token below it. One of the three the provider issues;
+	// default DefaultAdminACR.
+	AdminACR string
 	// TLSCert and TLSKey (--tls-cert, --tls-key): PEM files; when both are
 	// set, every listener serves HTTPS only (TLS 1.2+, HTTP/2), and the
 	// pair is reloaded when the files change or on ReloadTLS (SIGHUP).
@@ -147,6 +155,8 @@ const (
 	DefaultKeyRotation = 30 * 24 * time.Hour
 	DefaultSessionIdle = 2 * time.Hour
 	DefaultSessionMax  = 12 * time.Hour
+	// DefaultAdminACR: administrators sign in with a second factor.
+	DefaultAdminACR = oidc.ACRMFA
 	// DefaultAuditRetention keeps audit events 90 days.
 	DefaultAuditRetention = 2160 * time.Hour
 )
@@ -164,6 +174,7 @@ func (c *Config) setDefaults() {
 	def(&c.RaftAddr, DefaultRaftAddr)
 	def(&c.GossipAddr, DefaultGossipAddr)
 	def(&c.RateLimit, DefaultRateLimit)
+	def(&c.AdminACR, DefaultAdminACR)
 	def(&c.DemoRedirectURI, DemoRedirectURI)
 	if c.BootstrapExpect == 0 {
 		c.BootstrapExpect = 1
@@ -264,6 +275,9 @@ func (c *Config) Validate() error {
 	if c.SessionIdle < time.Minute || c.SessionMax < c.SessionIdle {
 		errs = append(errs, fmt.Errorf("--session-idle %s, --session-max %s: idle must be at least 1m and at most the maximum", c.SessionIdle, c.SessionMax))
 	}
+	if !slices.Contains(adminACRs, c.AdminACR) {
+		errs = append(errs, fmt.Errorf("--admin-acr %q: want one of %s", c.AdminACR, strings.Join(adminACRs, ", ")))
+	}
 	if c.RateLimit != "off" && !validRate(c.RateLimit) {
 		errs = append(errs, fmt.Errorf("--rate-limit %q: want N/duration (for example 5/60s) or off", c.RateLimit))
 	}
@@ -300,6 +314,10 @@ func (c *Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// adminACRs are the values --admin-acr takes: the acr values the provider
+// issues, weakest first.
+var adminACRs = []string{oidc.ACRPhone, oidc.ACRPwd, oidc.ACRMFA}
 
 // validRate checks the "N/duration" form of --rate-limit.
 func validRate(s string) bool {

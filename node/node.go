@@ -307,6 +307,9 @@ func (n *Node) newProvider(ui *webui.UI) (err error) {
 		SessionIdle: cfg.SessionIdle,
 		SessionMax:  cfg.SessionMax,
 		KEK:         n.kek,
+		AdminACR:    cfg.AdminACR,
+		// The console's callback on the admin listener, when it is there.
+		AdminRedirectURIs: n.adminCallbacks,
 	})
 	return err
 }
@@ -399,6 +402,10 @@ func (n *Node) routes() (public, adminSurface http.Handler) {
 		OnVerify:  n.auditVerified,
 		Issuer:    n.cfg.Issuer,
 		ReadIndex: n.readIndex,
+		// People administer with the built-in client's tokens, signed in
+		// at least as strongly as --admin-acr.
+		People:   adminPeople{n.provider},
+		AdminACR: n.cfg.AdminACR,
 		// One guard for every route that takes an admin credential: the
 		// API and the console's token form count guesses together.
 		Guard: admin.NewGuard(n.cfg.Now),

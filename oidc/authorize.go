@@ -114,11 +114,12 @@ func (p *Provider) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 		f.page(http.StatusBadRequest, msgBadRequest, "query: "+err.Error())
 		return
 	}
-	req, client, err := validateAuthorize(p.cfg.State, q)
+	st := clients{p: p, lookup: p.cfg.State.Client}
+	req, client, err := validateAuthorize(st, q)
 	if err != nil && !errors.Is(err, errAuthzStore) && p.catchUp(r.Context()) {
 		// The client, or its redirect URI, may have been registered a
 		// moment ago through another node: catch up once before refusing.
-		req, client, err = validateAuthorize(p.cfg.State, q)
+		req, client, err = validateAuthorize(st, q)
 	}
 	if err != nil {
 		f.pageErr(err)
@@ -217,7 +218,7 @@ func (f *flow) openForm(stages ...string) (url.Values, bool) {
 // core): a refusal first catches up once, as GET /authorize does.
 func (f *flow) loadClient() bool {
 	read := func() (fsm.Client, error) {
-		c, err := lookupClient(f.p.cfg.State, f.pend.Req.ClientID)
+		c, err := lookupClient(clients{p: f.p, lookup: f.p.cfg.State.Client}, f.pend.Req.ClientID)
 		if err == nil {
 			err = checkRedirectURI(c, f.pend.Req.RedirectURI)
 		}
@@ -287,6 +288,11 @@ func (f *flow) proceed(grant bool) {
 	if !f.strength() {
 		return
 	}
+	if isAdmin(f.client) {
+		// The built-in client: no organization, no consent (adminclient.go).
+		f.issueAdmin()
+		return
+	}
 	org, ok := f.organization()
 	if !ok {
 		return
@@ -341,6 +347,9 @@ func needsFreshAuth(req authzRequest, s fsm.SSOSession, now time.Time) bool {
 // interaction_required for prompt=none.
 func (f *flow) strength() bool {
 	need := requiredACR(f.pend.Req.ACRValues)
+	if isAdmin(f.client) && acrRank(need) < acrRank(f.p.cfg.AdminACR) {
+		need = f.p.cfg.AdminACR // an administrator's sign-in is at least this strong
+	}
 	if need == "" || acrRank(f.sess.ACR) >= acrRank(need) {
 		return true
 	}

@@ -182,12 +182,14 @@ func lookupClient(st clientSource, id string) (fsm.Client, error) {
 	return c, nil
 }
 
-// checkRedirectURI requires a byte-for-byte match with a registered URI.
+// checkRedirectURI requires a byte-for-byte match with a registered URI;
+// the built-in client also takes a loopback callback on any port
+// (loopbackCallback).
 func checkRedirectURI(c fsm.Client, uri string) error {
 	if uri == "" {
 		return errors.New("redirect_uri missing")
 	}
-	if !slices.Contains(c.RedirectURIs, uri) {
+	if !slices.Contains(c.RedirectURIs, uri) && !(isAdmin(c) && loopbackCallback(uri)) {
 		return fmt.Errorf("redirect_uri %q not registered", logValue(uri))
 	}
 	return nil

@@ -29,7 +29,7 @@ type introspection struct {
 // {"active":false}. token_type_hint is ignored: we only have access
 // tokens.
 func (p *Provider) handleIntrospect(w http.ResponseWriter, r *http.Request) {
-	caller, form, ok := p.backchannelClient(w, r, limitIntrospect)
+	caller, form, ok := p.backchannelClient(w, r, limitIntrospect, false)
 	if !ok {
 		return
 	}
@@ -74,14 +74,18 @@ func sameOwner(caller, minter fsm.Client) bool {
 // reads (ID, Type, OrganizationID, Suspended, SecretHash; and RateLimit
 // when the rate limit is on): all that sameOwner, the limit and the
 // callers use, without decoding the whole registration on every call.
-func (p *Provider) backchannelClient(w http.ResponseWriter, r *http.Request, endpoint string) (fsm.Client, url.Values, bool) {
+//
+// The built-in client (public) is refused like any public client, except
+// where adminOK (revocation of its own tokens).
+func (p *Provider) backchannelClient(w http.ResponseWriter, r *http.Request, endpoint string, adminOK bool) (fsm.Client, url.Values, bool) {
 	form, ferr := readTokenForm(w, r)
 	cred := clientCredentials(r, form)
 	lookup := p.cfg.State.ClientAuth
 	if p.limiter.on() {
 		lookup = p.cfg.State.ClientAuthAndLimit // the limit reads the client's own
 	}
-	client, cerr, ok := p.limitAndAuthenticate(w, r, endpoint, cred, ferr, false, lookup)
+	publicOK := adminOK && cred.id == AdminClientID
+	client, cerr, ok := p.limitAndAuthenticate(w, r, endpoint, cred, ferr, publicOK, p.withAdmin(lookup))
 	if !ok {
 		return fsm.Client{}, nil, false
 	}

@@ -104,6 +104,18 @@ type Config struct {
 	// leader can vouch for that (the caller answers 503). Nil: local reads
 	// (a single node, where they are already current).
 	ReadIndex func(ctx context.Context) error
+
+	// AdminACR is the least acr of a sign-in through the built-in client
+	// (AdminClientID): a weaker session is asked for its second factor.
+	// Default ACRMFA.
+	AdminACR string
+	// AdminRedirectURIs, when set, names further redirect URIs of the
+	// built-in client, matched exactly: the console's callback on the
+	// admin listener when the console is served there (asked at each
+	// request: the listener's port may be known only once it listens).
+	// {Issuer}/console/callback and the loopback callbacks are always its
+	// own.
+	AdminRedirectURIs func() []string
 }
 
 // Provider serves the OIDC surface (docs/openapi/oidc.json).
@@ -142,6 +154,12 @@ func New(cfg Config) (*Provider, error) {
 	}
 	if cfg.SessionMax == 0 {
 		cfg.SessionMax = 12 * time.Hour
+	}
+	if cfg.AdminACR == "" {
+		cfg.AdminACR = ACRMFA
+	}
+	if acrRank(cfg.AdminACR) == 0 {
+		return nil, errors.New("oidc: AdminACR must be one of " + ACRPhone + ", " + ACRPwd + ", " + ACRMFA)
 	}
 	if cfg.CodeTTL == 0 {
 		cfg.CodeTTL = 60 * time.Second

@@ -8,17 +8,22 @@ import (
 )
 
 // handleRevoke is POST /oauth2/revoke (RFC 7009). Only
-// confidential clients may call it. It revokes an unexpired access token
+// confidential clients may call it, and the built-in client for its own
+// tokens (revokeAdmin). It revokes an unexpired access token
 // we issued when the caller is its minting app or an app of the same
 // owning organization, and answers 200 with no body for every token,
 // whether or not anything was revoked. Revoking a token does not end its
 // app session: other tokens of the session keep working.
 func (p *Provider) handleRevoke(w http.ResponseWriter, r *http.Request) {
-	caller, form, ok := p.backchannelClient(w, r, limitRevoke)
+	caller, form, ok := p.backchannelClient(w, r, limitRevoke, true)
 	if !ok {
 		return
 	}
-	if e := p.revoke(r, caller, formParam(form, "token")); e != nil {
+	revoke := p.revoke
+	if isAdmin(caller) {
+		revoke = func(r *http.Request, _ fsm.Client, raw string) *Error { return p.revokeAdmin(r, raw) }
+	}
+	if e := revoke(r, caller, formParam(form, "token")); e != nil {
 		writeOAuthError(w, e)
 		return
 	}

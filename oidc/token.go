@@ -64,7 +64,7 @@ type tokenResponse struct {
 func (p *Provider) handleToken(w http.ResponseWriter, r *http.Request) {
 	form, ferr := readTokenForm(w, r)
 	cred := clientCredentials(r, form)
-	client, cerr, ok := p.limitAndAuthenticate(w, r, limitToken, cred, ferr, true, p.cfg.State.Client)
+	client, cerr, ok := p.limitAndAuthenticate(w, r, limitToken, cred, ferr, true, p.withAdmin(p.cfg.State.Client))
 	if !ok {
 		return
 	}
@@ -105,6 +105,9 @@ func (p *Provider) exchangeCode(r *http.Request, form url.Values, client fsm.Cli
 		return tokenResponse{}, errTokNoVerifier
 	case !validVerifier(verifier):
 		return tokenResponse{}, errTokVerifierSyntax
+	}
+	if isAdmin(client) {
+		return p.exchangeAdminCode(r, raw, redirectURI, verifier, formParam(form, "scope"))
 	}
 	// The code is read locally. What it holds (client, redirect URI,
 	// challenge, scopes, person) never changes once issued, and the

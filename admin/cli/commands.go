@@ -34,6 +34,8 @@ type verb struct {
 	// transfer marks a verb that moves a whole file (snapshot save and
 	// restore): --timeout defaults to DefaultTransferTimeout for it.
 	transfer bool
+	// noToken marks a verb that sends no admin token (login, logout).
+	noToken bool
 	// setup registers the verb's flags on fs and returns the function that
 	// turns the parsed command line into a request, or a usage error.
 	setup func(fs *flag.FlagSet) func(in *inv) (*request, error)
@@ -44,6 +46,7 @@ type inv struct {
 	args  []string
 	set   map[string]bool // flags given on the command line, by name
 	stdin io.Reader
+	env   func(string) string
 }
 
 func (in *inv) given(name string) bool { return in.set[name] }
@@ -108,6 +111,48 @@ func commands() []noun {
 					"cluster to form:\n\n" +
 					"  until oidcd admin status >/dev/null; do sleep 1; done",
 				setup: statusShow},
+		}},
+		{name: "login", summary: "sign in as a person, through the provider, and keep the token for --addr", bare: true, verbs: []verb{
+			{name: "", synopsis: "[--issuer URL] [--wait D] [--port N]", noToken: true, setup: loginCmd,
+				summary: "sign in as a person, through the provider, and keep the token for --addr",
+				details: "Prints an address to open in a browser, where you sign in to the provider\n" +
+					"with your second factor (the built-in application oidcd-admin, code flow\n" +
+					"with PKCE), then waits on a loopback port (http://127.0.0.1:PORT/callback)\n" +
+					"for the browser to come back. The access token is kept, for this --addr,\n" +
+					"in $XDG_CONFIG_HOME/oidcd/credentials.json (~/.config/oidcd/ by default;\n" +
+					"the directory mode 0700, the file 0600), and every later command to the\n" +
+					"same --addr sends it, unless --token, --token-file or $" + EnvToken + "\n" +
+					"gives another. It works while your sign-in does: until it expires (an\n" +
+					"hour at most), you sign out, or your administrator grant is removed.\n\n" +
+					"The endpoints are read from --addr's /.well-known/openid-configuration;\n" +
+					"when --addr is a separate admin listener (--admin-addr), which serves no\n" +
+					"discovery document, give --issuer with the provider's public address."},
+		}},
+		{name: "logout", summary: "revoke and forget the token login kept for --addr", bare: true, verbs: []verb{
+			{name: "", noToken: true, setup: logoutCmd, summary: "revoke and forget the token login kept for --addr",
+				details: "The token is revoked at the provider's revocation endpoint, then removed\n" +
+					"from the credentials file. When the provider cannot be reached it is\n" +
+					"removed all the same, with a warning: it then works until it expires."},
+		}},
+		{name: "admins", aliases: []string{"grant", "grants"}, summary: "administrator grants: the people who administer the site, and their role", verbs: []verb{
+			{name: "list", synopsis: "[--page N] [--page-size N]", summary: "list grants", setup: listOf("/admins", grantTable)},
+			{name: "create", synopsis: "--user U --role admin|org_admin|auditor [--org O]", summary: "let a person administer the site", setup: grantCreate,
+				details: "admin may do everything; org_admin (with --org) reads and changes one\n" +
+					"organization, its memberships and clients, and the people who belong to it\n" +
+					"alone; auditor reads everything and writes nothing. The person signs in\n" +
+					"with \"oidcd admin login\" or the console's Sign in."},
+			{name: "delete", args: []string{"ID"}, summary: "remove a grant; it stops working at once on every node", setup: deleteOne("/admins", "grant")},
+		}},
+		{name: "api-keys", aliases: []string{"api-key", "apikey", "apikeys"}, summary: "API keys for automation, each with a role and an expiry", verbs: []verb{
+			{name: "list", synopsis: "[--page N] [--page-size N]", summary: "list API keys (never the keys themselves)", setup: listOf("/api-keys", apiKeyTable)},
+			{name: "create", synopsis: "--name N --role admin|org_admin|auditor [--org O] --expires-in D", summary: "make an API key; the key is printed this once", setup: apiKeyCreate,
+				details: "--expires-in is a duration such as 720h, at most a year (8760h). The key is\n" +
+					"shown only in this answer and stored hashed: keep it now. Send it as the\n" +
+					"token (--token-file is best)."},
+			{name: "delete", args: []string{"ID"}, summary: "delete an API key; it stops working at once on every node", setup: deleteOne("/api-keys", "API key")},
+		}},
+		{name: "admin-token", summary: "the break-glass admin token", verbs: []verb{
+			{name: "rotate", summary: "replace the admin token; the new one is printed this once and the old one stops working at once", setup: adminTokenRotate},
 		}},
 		{name: "org", aliases: []string{"orgs", "organization", "organizations"}, summary: "organizations (tenants) that own clients and have members", verbs: []verb{
 			{name: "create", synopsis: "--slug S --name N", summary: "create an organization", setup: orgCreate},
@@ -331,6 +376,94 @@ func deleteOne(path, what string) func(fs *flag.FlagSet) func(in *inv) (*request
 				return err
 			}}, nil
 		}
+	}
+}
+
+// ---- administrators, API keys, the break-glass token
+
+// roles are the roles of grants and API keys.
+var roles = []string{"admin", "org_admin", "auditor"}
+
+// roleBody checks --role and --org and returns the body's fields.
+func roleBody(role, org string, in *inv) (map[string]any, error) {
+	if err := checkEnum("role", role, roles); err != nil {
+		return nil, err
+	}
+	b := map[string]any{"role": role}
+	switch {
+	case role == "org_admin" && strings.TrimSpace(org) == "":
+		return nil, errUsage("--role org_admin needs --org")
+	case role != "org_admin" && in.given("org"):
+		return nil, errUsage("--org is for --role org_admin")
+	case in.given("org"):
+		b["organization_id"] = org
+	}
+	return b, nil
+}
+
+func grantCreate(fs *flag.FlagSet) func(in *inv) (*request, error) {
+	user := fs.String("user", "", "the person's user `ID` (required)")
+	role := fs.String("role", "", "`role`: admin, org_admin or auditor (required)")
+	org := fs.String("org", "", "organization `ID` of an org_admin")
+	return func(in *inv) (*request, error) {
+		if err := required("user", *user, "role", *role); err != nil {
+			return nil, err
+		}
+		b, err := roleBody(*role, *org, in)
+		if err != nil {
+			return nil, err
+		}
+		b["user_id"] = *user
+		return &request{method: http.MethodPost, path: "/admins", body: b, show: grantTable.one}, nil
+	}
+}
+
+// maxKeyLifetime is the longest --expires-in the server takes.
+const maxKeyLifetime = 365 * 24 * time.Hour
+
+func apiKeyCreate(fs *flag.FlagSet) func(in *inv) (*request, error) {
+	name := fs.String("name", "", "what the key is for, a `name` (required)")
+	role := fs.String("role", "", "`role`: admin, org_admin or auditor (required)")
+	org := fs.String("org", "", "organization `ID` of an org_admin key")
+	expires := fs.Duration("expires-in", 0, "lifetime, a `duration` such as 720h, at most 8760h (required)")
+	return func(in *inv) (*request, error) {
+		if err := required("name", *name, "role", *role); err != nil {
+			return nil, err
+		}
+		if !in.given("expires-in") {
+			return nil, errUsage("--expires-in is required")
+		}
+		if *expires < time.Second || *expires > maxKeyLifetime {
+			return nil, errUsage("--expires-in must be from 1s to 8760h (a year)")
+		}
+		b, err := roleBody(*role, *org, in)
+		if err != nil {
+			return nil, err
+		}
+		b["name"] = *name
+		b["expires_in"] = int64(*expires / time.Second)
+		return &request{method: http.MethodPost, path: "/api-keys", body: b, show: apiKeyView.one,
+			note: func([]byte) string { return "the key is shown only this once: store it now" }}, nil
+	}
+}
+
+func adminTokenRotate(fs *flag.FlagSet) func(in *inv) (*request, error) {
+	return func(in *inv) (*request, error) {
+		return &request{method: http.MethodPost, path: "/admin-token", show: func(w io.Writer, body []byte) error {
+			var t struct {
+				Token string `json:"token"`
+			}
+			if err := decode(body, &t); err != nil {
+				return err
+			}
+			if t.Token == "" {
+				return errors.New("the answer holds no token")
+			}
+			_, err := fmt.Fprintln(w, t.Token)
+			return err
+		}, note: func([]byte) string {
+			return "the new admin token is shown only this once, and the old one no longer works: store it now (a --token-file or <data-dir>/admin-token holding the old one needs it too)"
+		}}, nil
 	}
 }
 

@@ -105,7 +105,7 @@ func readAnswer(resp *http.Response, sentID string) (*answer, error) {
 func failed(stderr io.Writer, a *answer) int {
 	printAPIError(stderr, a)
 	if a.status == http.StatusUnauthorized {
-		fmt.Fprintf(stderr, "hint: check the admin token (--token, --token-file or $%s)\n", EnvToken)
+		fmt.Fprintf(stderr, "hint: check the admin token (--token, --token-file or $%s), or sign in again: oidcd admin login\n", EnvToken)
 		return ExitAuth
 	}
 	return ExitServerError

@@ -84,8 +84,10 @@ const globalHelp = `Global flags (before the command, or after it):
                     began, through any node
 
 The token is taken from --token, else --token-file, else $` + EnvToken + `,
-else ./` + DefaultTokenFile + ` (where "oidcd serve" with the default
---data-dir writes it at first start).
+else the sign-in "oidcd admin login" kept for --addr (in
+$XDG_CONFIG_HOME/oidcd/credentials.json, ~/.config/oidcd/ by default), else
+./` + DefaultTokenFile + ` (where "oidcd serve" with the default --data-dir
+writes it at first start).
 `
 
 const exitHelp = `Exit codes:
@@ -130,6 +132,8 @@ once) go to stderr.
 `+exitHelp+`
 Examples:
   oidcd admin --addr 10.0.0.5:8080 --token-file /var/lib/oidcd/admin-token status
+  oidcd admin admins create --user USER_ID --role admin
+  oidcd admin login && oidcd admin status
   oidcd admin org create --slug acme --name "Acme Inc."
   printf '%s\n' "$PW" | oidcd admin user create --email ann@example.com --email-verified --password-stdin
   oidcd admin membership create --user USER_ID --org ORG_ID

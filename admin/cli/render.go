@@ -62,6 +62,15 @@ var (
 		col("KID", "kid"), col("STATE", "state"), col("CREATED_AT", "created_at"),
 		col("ACTIVATES_AT", "activates_at"), col("RETIRED_AT", "retired_at"),
 	}}
+	grantTable = view{plural: "grants", cols: []column{
+		col("ID", "id"), col("USER", "user_id"), col("ROLE", "role"), col("ORG", "organization_id"), col("CREATED_AT", "created_at"),
+	}}
+	apiKeyTable = view{plural: "API keys", cols: []column{
+		col("ID", "id"), col("NAME", "name"), col("ROLE", "role"), col("ORG", "organization_id"), col("EXPIRES_AT", "expires_at"),
+	}}
+	apiKeyView = view{plural: "API keys", cols: apiKeyTable.cols, fields: []string{
+		"id", "name", "role", "organization_id", "expires_at", "key",
+	}}
 	lockoutTable = view{plural: "lockouts", cols: []column{
 		col("KEY", "key"), col("KIND", "kind"), col("USER", "person", "user_id"), col("FAILURES", "count"), col("LOCKED_UNTIL", "locked_until"),
 	}}

@@ -149,7 +149,7 @@ func runVerb(ctx context.Context, g *globals, n *noun, v *verb, args []string, e
 	}
 	set := map[string]bool{}
 	all.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	req, err := build(&inv{args: pos, set: set, stdin: stdin})
+	req, err := build(&inv{args: pos, set: set, stdin: stdin, env: env})
 	if err != nil {
 		return usageError(stderr, err.Error(), helpCmd)
 	}
@@ -167,9 +167,12 @@ func runVerb(ctx context.Context, g *globals, n *noun, v *verb, args []string, e
 	if g.timeout <= 0 {
 		return usageError(stderr, "--timeout must be positive", "oidcd admin help")
 	}
-	token, code := resolveToken(g, env, stderr)
-	if code != ExitOK {
-		return code
+	token := ""
+	if !v.noToken {
+		var code int
+		if token, code = resolveToken(g, env, stderr); code != ExitOK {
+			return code
+		}
 	}
 	c := newConn(base, token, g.timeout)
 	c.stale = g.stale
@@ -241,9 +244,11 @@ func baseURL(addr string) (string, error) {
 }
 
 // resolveToken finds the admin token: --token, then --token-file, then
-// $OIDCD_ADMIN_TOKEN, then ./data/admin-token. A --token-file that cannot be
-// read is a usage error; finding no token at all is an authentication
-// failure, reported without contacting the server.
+// $OIDCD_ADMIN_TOKEN, then the sign-in `oidcd admin login` kept for --addr,
+// then ./data/admin-token. A --token-file that cannot be read is a usage
+// error; finding no token at all, or only an expired sign-in, is an
+// authentication failure, reported without contacting the server. An
+// unreadable credentials file is warned about and passed over.
 func resolveToken(g *globals, env func(string) string, stderr io.Writer) (string, int) {
 	switch {
 	case g.token != "" && g.tokenFile != "":
@@ -258,6 +263,16 @@ func resolveToken(g *globals, env func(string) string, stderr io.Writer) (string
 		return tok, ExitOK
 	case strings.TrimSpace(env(EnvToken)) != "":
 		return strings.TrimSpace(env(EnvToken)), ExitOK
+	}
+	if l, ok, err := storedLogin(env, g.addr); err != nil {
+		fmt.Fprintf(stderr, "warning: credentials file: %v\n", err)
+	} else if ok {
+		if !time.Now().Before(l.ExpiresAt) {
+			fmt.Fprintf(stderr, "error: the sign-in kept for %s expired at %s: run \"oidcd admin login\" again, or give --token or --token-file\n",
+				clean(g.addr), l.ExpiresAt.Local().Format(time.RFC3339))
+			return "", ExitAuth
+		}
+		return l.AccessToken, ExitOK
 	}
 	tok, err := readTokenFile(DefaultTokenFile)
 	if err != nil {

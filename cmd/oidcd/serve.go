@@ -34,6 +34,7 @@ func serveFlags(fs *flag.FlagSet, cfg *node.Config, logLevel *string, join *stri
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key file of --tls-cert")
 	fs.DurationVar(&cfg.ShutdownDrain, "shutdown-drain", node.DefaultShutdownDrain, "on SIGTERM, /readyz answers 503 for this long while the node still serves, so a load balancer stops sending; a leader then hands leadership over before it stops (a second SIGTERM or SIGINT stops at once)")
 	fs.StringVar(&cfg.AdminAddr, "admin-addr", "", "when set, the admin API, the console and /metrics are served on this address only (404 on --http-addr); empty = all on --http-addr")
+	fs.StringVar(&cfg.AdminACR, "admin-acr", node.DefaultAdminACR, "the least acr of a person's sign-in that administers the site (console, oidcd admin login): urn:service:sso:acr:phone, urn:service:sso:acr:pwd or urn:service:sso:acr:mfa; a weaker session is asked for its second factor")
 	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", "", "comma-separated CIDRs of load balancers that may name the client, in the way --proxy-header says; empty trusts none")
 	fs.StringVar(&cfg.ProxyHeader, "proxy-header", "x-forwarded-for", "how a trusted proxy names the client: x-forwarded-for (the right-most address not in --trusted-proxies), forwarded (RFC 7239 for=, the same rule) or proxy-protocol (a PROXY v1 or v2 header on each connection to --http-addr); every other way is ignored")
 	fs.StringVar(&cfg.SMSOutbox, "sms-outbox", "", "file to which text messages are appended, one JSON object per line")

@@ -1,0 +1,419 @@
+package oidc
+
+// The built-in client, through which people sign in to administer the
+// site (the console and `oidcd admin login`).
+//
+// It exists on every node without being stored: nothing in the state
+// names it, so no operator can alter, suspend or delete it through the
+// admin API, and a stored client that happens to carry its id is never
+// consulted (every lookup of the protocol resolves the id to the built-in
+// one first). Its rules:
+//
+//   - public: no secret; the code flow with PKCE S256, like every client;
+//   - scopes openid, profile and email;
+//   - redirect URIs: {issuer}/console/callback, the console's callback on
+//     the admin listener when the console is served there
+//     (Config.AdminRedirectURIs), and http://127.0.0.1:{port}/callback or
+//     http://[::1]:{port}/callback with any port (RFC 8252 7.3), the path
+//     exactly /callback, nothing else in the URI;
+//   - no consent page: it is the provider's own;
+//   - no organization: an administrator need not belong to any, so the
+//     organization stage is skipped (organization_hint is ignored) and
+//     its tokens name none;
+//   - every sign-in through it reaches at least Config.AdminACR: a weaker
+//     session is asked for its second factor, as acr_values would ask.
+//
+// Because it names no organization it has no app session (app sessions
+// belong to one organization). Its code is a take-once record of the
+// replicated challenge store (fsm.Challenge, purpose adminCodePurpose),
+// and its access token names the SSO session (sid) instead: the token is
+// live while it is unexpired, unrevoked, its SSO session is live and its
+// person exists (CheckAdminToken). Lacking organization_id, such a token
+// is refused by every protocol bearer check (userinfo, memberships,
+// introspection): it is an admin credential and nothing else.
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/httpx"
+	"github.com/oidcd/oidcd/keys"
+)
+
+// AdminClientID is the built-in client's client_id.
+const AdminClientID = "oidcd-admin"
+
+// Bounds of the built-in client.
+const (
+	// adminAccessTTL is the lifetime of its access tokens, shortened to
+	// the SSO session's end (exchangeAdminCode).
+	adminAccessTTL = time.Hour
+	// adminCodePurpose marks its codes in the challenge store.
+	adminCodePurpose = "admin_code"
+	// loopbackPath is the only path of a loopback redirect.
+	loopbackPath = "/callback"
+)
+
+// AdminCallbackPath is the console's callback, under the issuer and on
+// the admin listener.
+const AdminCallbackPath = "/console/callback"
+
+// adminClient is the built-in client's registration as the flow reads it.
+func (p *Provider) adminClient() fsm.Client {
+	uris := []string{p.cfg.Issuer + AdminCallbackPath}
+	if p.cfg.AdminRedirectURIs != nil {
+		uris = append(uris, p.cfg.AdminRedirectURIs()...)
+	}
+	return fsm.Client{
+		ID: AdminClientID, Name: "oidcd administration", Type: fsm.ClientPublic,
+		RedirectURIs: uris, Scopes: []string{ScopeOpenID, ScopeProfile, ScopeEmail},
+		SkipConsent: true, AccessTokenTTL: int64(adminAccessTTL / time.Second),
+	}
+}
+
+// isAdmin reports whether c is the built-in client.
+func isAdmin(c fsm.Client) bool { return c.ID == AdminClientID }
+
+// clients resolves client ids for the protocol: the built-in client
+// first, then the store.
+type clients struct {
+	p      *Provider
+	lookup func(id string) (fsm.Client, error)
+}
+
+// Client returns the client id names (clientSource).
+func (c clients) Client(id string) (fsm.Client, error) {
+	if id == AdminClientID {
+		return c.p.adminClient(), nil
+	}
+	return c.lookup(id)
+}
+
+// withAdmin wraps a client lookup of the store so that the built-in
+// client's id resolves to it.
+func (p *Provider) withAdmin(lookup func(id string) (fsm.Client, error)) func(id string) (fsm.Client, error) {
+	return clients{p: p, lookup: lookup}.Client
+}
+
+// loopbackCallback reports whether uri is a loopback redirect of the
+// built-in client: http, the IP literal 127.0.0.1 or [::1], any port
+// (or none), the path exactly /callback, and nothing else, written in the
+// one plain way (no user, query, fragment, escapes or leading zeros).
+func loopbackCallback(uri string) bool {
+	u, err := url.Parse(uri)
+	if err != nil || uri != "http://"+u.Host+loopbackPath {
+		return false
+	}
+	host, port := u.Hostname(), u.Port()
+	switch {
+	case host != "127.0.0.1" && host != "::1":
+		return false
+	case u.Host == host || u.Host == "["+host+"]":
+		return true // no port: 80
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n >= 1 && n <= 65535 && strconv.Itoa(n) == port && u.Host == net.JoinHostPort(host, port)
+}
+
+// adminCode is what the built-in client's code stands for, kept in the
+// challenge store under the code's hash until it is taken.
+type adminCode struct {
+	SSOSessionID string    `json:"sso_session_id"`
+	UserID       string    `json:"user_id"`
+	RedirectURI  string    `json:"redirect_uri"`
+	Challenge    string    `json:"code_challenge"`
+	Scopes       []string  `json:"scopes"`
+	Nonce        string    `json:"nonce,omitempty"`
+	AuthTime     time.Time `json:"auth_time"`
+	AMR          []string  `json:"amr,omitempty"`
+	ACR          string    `json:"acr"`
+	RequestedAt  time.Time `json:"rat"`
+}
+
+// issueAdmin stores a code of the built-in client and redirects with it.
+// There is no app session and no consent to record; the SSO session was
+// found live by loadSession.
+func (f *flow) issueAdmin() {
+	p, req, s := f.p, f.pend.Req, f.sess
+	code := newID()
+	data, err := json.Marshal(adminCode{
+		SSOSessionID: s.ID, UserID: s.UserID, RedirectURI: req.RedirectURI, Challenge: req.Challenge,
+		Scopes: req.Scopes, Nonce: req.Nonce, AuthTime: s.AuthTime, AMR: s.AMR, ACR: s.ACR, RequestedAt: req.RequestedAt,
+	})
+	if err != nil {
+		f.unavailable("admin code: " + err.Error())
+		return
+	}
+	res, err := p.cfg.Applier.Apply(f.r.Context(), fsm.MustCommand(fsm.TypePutChallenge, fsm.PutChallenge{Challenge: fsm.Challenge{
+		ID: hashToken(code), UserID: AdminClientID, Purpose: adminCodePurpose, Data: data, ExpiresAt: f.now.Add(p.cfg.CodeTTL),
+	}}))
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		f.unavailable("issue admin code: " + err.Error())
+		return
+	}
+	p.log.Info("authorize: code issued", "client_id", AdminClientID, "reference", f.reference())
+	f.redirect(httpx.AppendQuery(req.RedirectURI, url.Values{"code": {code}, "state": {req.State}, "iss": {p.cfg.Issuer}}))
+}
+
+// adminAccessClaims are the claims of the built-in client's access token:
+// an access token's without organization_id, whose sid names the SSO
+// session, with the client named.
+type adminAccessClaims struct {
+	Iss      string    `json:"iss"`
+	Sub      string    `json:"sub"`
+	Aud      [0]string `json:"aud"`
+	Exp      int64     `json:"exp"`
+	Iat      int64     `json:"iat"`
+	JTI      string    `json:"jti"`
+	AuthTime int64     `json:"auth_time"`
+	ACR      string    `json:"acr"`
+	AMR      []string  `json:"amr"`
+	SID      string    `json:"sid"`
+	ClientID string    `json:"client_id"`
+	Scp      []string  `json:"scp"`
+}
+
+// adminIDClaims are its ID token's: idClaims without organization_id.
+type adminIDClaims struct {
+	Iss      string   `json:"iss"`
+	Sub      string   `json:"sub"`
+	Aud      []string `json:"aud"`
+	Exp      int64    `json:"exp"`
+	Iat      int64    `json:"iat"`
+	AuthTime int64    `json:"auth_time"`
+	ACR      string   `json:"acr"`
+	AMR      []string `json:"amr"`
+	SID      string   `json:"sid"`
+	AtHash   string   `json:"at_hash"`
+	JTI      string   `json:"jti"`
+	Rat      int64    `json:"rat"`
+	Nonce    string   `json:"nonce,omitempty"`
+}
+
+// exchangeAdminCode is the token endpoint for the built-in client. The
+// code is taken (read and deleted) through the log first, so it works at
+// most once whatever follows; then the redirect URI and the verifier must
+// match, and the SSO session must still be live.
+func (p *Provider) exchangeAdminCode(r *http.Request, raw, redirectURI, verifier, scope string) (tokenResponse, *Error) {
+	now := p.now()
+	res, err := p.cfg.Applier.Apply(r.Context(), p.stamp(r.Context(), fsm.MustCommand(fsm.TypeTakeChallenge, fsm.TakeChallenge{
+		ID: hashToken(raw), UserID: AdminClientID, Purpose: adminCodePurpose, At: now,
+	}), fsm.Audit{Type: fsm.EventToken, Actor: fsm.ActorClient, ClientID: AdminClientID, FailOnError: true}))
+	if err != nil {
+		p.logFault(r.Context(), "apply take admin code", err)
+		return tokenResponse{}, errTokUnavailable
+	}
+	if res.Err != nil {
+		return tokenResponse{}, errTokGrant
+	}
+	ch, ok := res.Value.(fsm.Challenge)
+	var code adminCode
+	if !ok || json.Unmarshal(ch.Data, &code) != nil {
+		p.logFault(r.Context(), "admin code", errors.New("unreadable record"))
+		return tokenResponse{}, errTokGrant
+	}
+	switch {
+	case code.RedirectURI != redirectURI:
+		return tokenResponse{}, errTokGrant
+	case subtle.ConstantTimeCompare([]byte(s256(verifier)), []byte(code.Challenge)) != 1:
+		return tokenResponse{}, errTokVerifier
+	}
+	if scope != "" && slices.ContainsFunc(strings.Fields(scope), func(s string) bool { return !slices.Contains(code.Scopes, s) }) {
+		return tokenResponse{}, errTokScope
+	}
+	if err := p.linearize(r.Context()); err != nil {
+		return tokenResponse{}, errTokUnavailable
+	}
+	sess, err := p.liveAdminSession(code.SSOSessionID, code.UserID, now)
+	switch {
+	case errors.Is(err, errTokenInvalid):
+		return tokenResponse{}, errTokAccessChanged
+	case err != nil:
+		p.logFault(r.Context(), "admin code: session", err)
+		return tokenResponse{}, errTokUnavailable
+	}
+	iat := now.Truncate(time.Second)
+	exp := iat.Add(adminAccessTTL)
+	// The token lives no longer than its session would without another
+	// sign-in: its absolute end, and its idle deadline (a sign-in through
+	// the built-in client opens no app session, so it does not extend it).
+	for _, end := range []time.Time{sess.ExpiresAt, sess.IdleExpiresAt} {
+		if end = end.Truncate(time.Second); end.Before(exp) {
+			exp = end
+		}
+	}
+	ttl := int64(exp.Sub(iat) / time.Second)
+	if ttl <= 0 {
+		return tokenResponse{}, errTokAccessChanged
+	}
+	access, err := p.cfg.Keys.Sign(adminAccessClaims{
+		Iss: p.cfg.Issuer, Sub: code.UserID, Exp: exp.Unix(), Iat: iat.Unix(), JTI: newID(),
+		AuthTime: code.AuthTime.Unix(), ACR: code.ACR, AMR: orEmpty(code.AMR), SID: code.SSOSessionID,
+		ClientID: AdminClientID, Scp: orEmpty(code.Scopes),
+	}, keys.TypJWT)
+	if err != nil {
+		p.logFault(r.Context(), "sign admin access token", err)
+		return tokenResponse{}, errTokUnavailableSign
+	}
+	resp := tokenResponse{AccessToken: string(access), TokenType: "bearer", ExpiresIn: ttl, Scope: strings.Join(code.Scopes, " ")}
+	if slices.Contains(code.Scopes, ScopeOpenID) {
+		id, err := p.cfg.Keys.Sign(adminIDClaims{
+			Iss: p.cfg.Issuer, Sub: code.UserID, Aud: []string{AdminClientID}, Exp: exp.Unix(), Iat: iat.Unix(),
+			AuthTime: code.AuthTime.Unix(), ACR: code.ACR, AMR: orEmpty(code.AMR), SID: code.SSOSessionID,
+			AtHash: atHash(access), JTI: newID(), Rat: code.RequestedAt.Unix(), Nonce: code.Nonce,
+		}, keys.TypJWT)
+		if err != nil {
+			p.logFault(r.Context(), "sign admin id token", err)
+			return tokenResponse{}, errTokUnavailableSign
+		}
+		resp.IDToken = string(id)
+	}
+	return resp, nil
+}
+
+// liveAdminSession returns SSO session sid when it is live at now and
+// belongs to sub, who still exists; errTokenInvalid otherwise, another
+// error when the store could not be read. The caller has linearized.
+func (p *Provider) liveAdminSession(sid, sub string, now time.Time) (fsm.SSOSession, error) {
+	s, err := p.cfg.State.SSOSession(sid)
+	switch {
+	case errors.Is(err, fsm.ErrNotFound):
+		return s, errTokenInvalid
+	case err != nil:
+		return s, err
+	case !s.Live(now) || s.UserID != sub:
+		return s, errTokenInvalid
+	}
+	if _, err := p.cfg.State.User(sub); errors.Is(err, fsm.ErrNotFound) {
+		return s, errTokenInvalid
+	} else if err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// AdminToken is what the provider says of a bearer access token presented
+// to the admin API (CheckAdminToken). Active is false for a token it does
+// not honour now: malformed, not ours, expired, revoked, of an ended
+// session, of a person who no longer exists.
+type AdminToken struct {
+	Active   bool
+	Sub      string
+	ClientID string // the client it was issued to (AdminClientID for the built-in client)
+	ACR      string // how strongly the person signed in for it
+}
+
+// adminCheckClaims are what CheckAdminToken reads of an access token of
+// either kind.
+type adminCheckClaims struct {
+	bearerClaims
+	ACR      string `json:"acr"`
+	ClientID string `json:"client_id"`
+}
+
+// CheckAdminToken says whether raw is an access token this provider
+// honours now, and whose, for which client, at which acr. The check is
+// linearizable like the protocol's bearer checks: a revocation, a logout
+// or an erased person acknowledged anywhere before the call is seen. A
+// token of the built-in client is live while its SSO session is; a token
+// of any other client while its app session is (the protocol's own
+// rules), and it is reported with that client's id, for the caller to
+// refuse. The error is for a cluster or store that cannot answer
+// (errUnavailable's text: no quorum), never for a bad token.
+func (p *Provider) CheckAdminToken(ctx context.Context, raw string) (AdminToken, error) {
+	now := p.now()
+	if raw == "" || len(raw) > keys.MaxTokenSize {
+		return AdminToken{}, nil
+	}
+	payload, _, err := p.cfg.Keys.VerifyKid([]byte(raw))
+	if errors.Is(err, keys.ErrUnknownKey) && p.catchUp(ctx) {
+		payload, _, err = p.cfg.Keys.VerifyKid([]byte(raw))
+	}
+	switch {
+	case errors.Is(err, keys.ErrUnknownKey), errors.Is(err, keys.ErrInvalidToken):
+		return AdminToken{}, nil
+	case err != nil:
+		return AdminToken{}, err
+	}
+	var c adminCheckClaims
+	if json.Unmarshal(payload, &c) != nil || c.Iss != p.cfg.Issuer || !noAudience(c.Aud) ||
+		c.JTI == "" || c.Sub == "" || c.SID == "" || c.Scp == nil {
+		return AdminToken{}, nil
+	}
+	if c.Org != "" {
+		// An access token of an application: the protocol's own check.
+		_, acc, err := p.checkAccessToken(ctx, raw, now, false)
+		switch {
+		case errors.Is(err, errTokenInvalid):
+			return AdminToken{}, nil
+		case err != nil:
+			return AdminToken{}, err
+		}
+		return AdminToken{Active: true, Sub: acc.UserID, ClientID: acc.ClientID, ACR: c.ACR}, nil
+	}
+	if c.ClientID != AdminClientID {
+		return AdminToken{}, nil
+	}
+	if exp := numericDate(c.Exp); exp.IsZero() || !now.Before(exp.Add(clockSkew)) {
+		return AdminToken{}, nil
+	}
+	if err := p.linearize(ctx); err != nil {
+		return AdminToken{}, err
+	}
+	if revoked, err := p.cfg.State.Revoked(c.JTI); err != nil {
+		return AdminToken{}, err
+	} else if revoked {
+		return AdminToken{}, nil
+	}
+	if _, err := p.liveAdminSession(c.SID, c.Sub, now); errors.Is(err, errTokenInvalid) {
+		return AdminToken{}, nil
+	} else if err != nil {
+		return AdminToken{}, err
+	}
+	return AdminToken{Active: true, Sub: c.Sub, ClientID: AdminClientID, ACR: c.ACR}, nil
+}
+
+// revokeAdmin revokes raw when it is an unexpired access token of the
+// built-in client: the one revocation a public client may ask for, of
+// its own tokens (RFC 7009; `oidcd admin logout`). Anything else is
+// nothing to do.
+func (p *Provider) revokeAdmin(r *http.Request, raw string) *Error {
+	now := p.now()
+	payload, _, err := p.cfg.Keys.VerifyKid([]byte(raw))
+	switch {
+	case errors.Is(err, keys.ErrUnknownKey), errors.Is(err, keys.ErrInvalidToken):
+		return nil
+	case err != nil:
+		p.logFault(r.Context(), "revoke: verify", err)
+		return errTokServer
+	}
+	var c adminCheckClaims
+	if json.Unmarshal(payload, &c) != nil || c.Iss != p.cfg.Issuer || c.Org != "" || c.ClientID != AdminClientID || c.JTI == "" {
+		return nil
+	}
+	exp := numericDate(c.Exp)
+	if exp.IsZero() || !now.Before(exp.Add(clockSkew)) {
+		return nil
+	}
+	res, err := p.cfg.Applier.Apply(r.Context(), p.stamp(r.Context(), fsm.MustCommand(fsm.TypeRevokeToken, fsm.RevokeToken{JTI: c.JTI, ExpiresAt: exp.Add(clockSkew)}),
+		fsm.Audit{Type: fsm.EventRevocation, Actor: fsm.ActorClient, ClientID: AdminClientID, Subject: c.Sub, Detail: map[string]string{"jti": c.JTI}}))
+	if err != nil || res.Err != nil {
+		p.logFault(r.Context(), "apply revoke_token", errors.Join(err, res.Err))
+		return errTokUnavailable
+	}
+	p.metrics.revocations.Inc()
+	return nil
+}

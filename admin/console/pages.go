@@ -42,6 +42,8 @@ func (c *Console) routes() {
 	auth("GET "+Prefix+"directories", listAll[admin.Directory](c, "Directories", "directories", "/directories", "directories"))
 	auth("GET "+Prefix+"audit", c.auditPage)
 	auth("POST "+Prefix+"keys/rotate", c.rotateKey)
+	grantEntity().register(c, auth)
+	apiKeyEntity().register(c, auth)
 	m.HandleFunc(Prefix, func(w http.ResponseWriter, r *http.Request) {
 		c.message(w, r, http.StatusNotFound, "Not found", "There is no such console page.")
 	})
@@ -208,7 +210,7 @@ func (c *Console) clusterPage(w http.ResponseWriter, r *http.Request) {
 // its error on v and returns the status to answer with.
 func listPage[T any](c *Console, r *http.Request, v *view, status int, apiPath, pagePath string) ([]T, pager, int) {
 	page, q := pageQuery(r)
-	var list admin.List[T]
+	var list flexList[T]
 	if err := c.call(r, "GET", apiPath+"?"+q, nil, &list); err != nil {
 		status = c.fail(r, v, err)
 	}

@@ -63,7 +63,8 @@ var pages = func() map[string]*template.Template {
 	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html"))
 	out := map[string]*template.Template{}
 	for _, name := range []string{"signin", "cluster", "orgs", "people", "person", "memberships",
-		"clients", "client_created", "keys", "directories", "audit", "confirm", "shown_once", "message"} {
+		"clients", "client_created", "keys", "directories", "audit", "confirm", "shown_once", "message",
+		"admins", "apikeys", "apikey_created"} {
 		t := template.Must(base.Clone())
 		template.Must(t.ParseFS(templateFiles, "templates/"+name+".html"))
 		out[name] = t
@@ -203,6 +204,9 @@ var doneMessages = map[string]string{
 	"key-rotated":        "A new signing key was added.",
 	"totp-removed":       "Authenticator app removed.",
 	"lockouts-cleared":   "Sign-in lockouts cleared.",
+	"grant-created":      "Administrator grant added.",
+	"grant-deleted":      "Grant removed; it stopped working at once.",
+	"apikey-deleted":     "API key deleted; it stopped working at once.",
 }
 
 // breakable escapes a URI for HTML and lets the browser break it only

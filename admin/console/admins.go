@@ -39,6 +39,15 @@ type apiKey struct {
 // roles are the roles a grant or an API key carries, in the forms' order.
 var roles = []string{admin.RoleAdmin, admin.RoleOrgAdmin, admin.RoleAuditor}
 
+// listAllGrants reads the grants (the first maxChoices).
+func listAllGrants(c *Console, r *http.Request) ([]grant, error) {
+	var list flexList[grant]
+	if err := c.call(r, "GET", "/admins?page_size="+strconv.Itoa(maxChoices), nil, &list); err != nil {
+		return nil, err
+	}
+	return list.Data, nil
+}
+
 // ----- administrators -----
 
 type grantRow struct {

@@ -161,6 +161,19 @@ func newAPIEnv(t *testing.T) *apiEnv {
 	return &apiEnv{env: e, api: api}
 }
 
+// person makes a person with a grant of role, returning their id.
+func (e *apiEnv) person(email, role string) string {
+	e.t.Helper()
+	var u admin.User
+	if err := e.console.call(httptestRequest(), "POST", "/users", map[string]any{"email": email, "email_verified": true}, &u); err != nil {
+		e.t.Fatal(err)
+	}
+	e.api.mu.Lock()
+	e.api.grants = append(e.api.grants, grant{ID: uuid.NewString(), UserID: u.ID, Role: role, CreatedAt: time.Now().UTC()})
+	e.api.mu.Unlock()
+	return u.ID
+}
+
 func httptestRequest() *http.Request {
 	r, _ := http.NewRequest("GET", "/", nil)
 	return r
@@ -185,7 +198,7 @@ func TestGrantsPage(t *testing.T) {
 	}
 	r := e.get(Prefix + "admins")
 	wantStatus(t, "administrators", r, http.StatusOK)
-	wantBody(t, "administrators", r, "No administrators yet.", `<a href="/console/admins" aria-current="page">Administrators</a>`)
+	wantBody(t, "administrators", r, "No administrators yet.", `<a href="/console/admins" aria-current="page">Administrators</a>`, "Signed in as <strong>the admin token</strong>")
 
 	r = e.post(Prefix+"admins", url.Values{"user": {"nobody@example.com"}, "role": {"admin"}})
 	wantStatus(t, "unknown email", r, http.StatusBadRequest)

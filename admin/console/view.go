@@ -64,7 +64,7 @@ var pages = func() map[string]*template.Template {
 	out := map[string]*template.Template{}
 	for _, name := range []string{"signin", "cluster", "orgs", "people", "person", "memberships",
 		"clients", "client_created", "keys", "directories", "audit", "confirm", "shown_once", "message",
-		"admins", "apikeys", "apikey_created"} {
+		"signed_in", "admins", "apikeys", "apikey_created"} {
 		t := template.Must(base.Clone())
 		template.Must(t.ParseFS(templateFiles, "templates/"+name+".html"))
 		out[name] = t
@@ -83,6 +83,20 @@ type view struct {
 	Problems []httpx.Detail
 	Form     url.Values // the last submission, to re-fill forms
 	Data     any
+	// Who is signed in, for the header: a person's email (or id) and
+	// role as they were at sign-in, or the admin token.
+	Who, Role string
+}
+
+// who fills Who and Role from the request's session (nil: none).
+func (v *view) who(rs *reqSession) {
+	switch {
+	case rs == nil:
+	case rs.s.person():
+		v.Who, v.Role = rs.s.Name, rs.s.Role
+	default:
+		v.Who, v.Role = "the admin token", "admin"
+	}
 }
 
 // StyleURL is the stylesheet's address.

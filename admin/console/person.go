@@ -417,10 +417,15 @@ func (c *Console) whoami(w http.ResponseWriter, r *http.Request, s *session) boo
 	return true
 }
 
-// signInFailed shows the sign-in page with a message.
+// signInFailed shows the sign-in page with a message about a person's
+// sign-in (not the token form's).
 func (c *Console) signInFailed(w http.ResponseWriter, r *http.Request, status int, msg string) {
-	c.render(w, status, "signin", &view{Title: "Sign in to the console", CSRF: c.csrfToken(w, r), Error: msg})
+	c.render(w, status, "signin", &view{Title: "Sign in to the console", CSRF: c.csrfToken(w, r), Error: msg, Data: personError{}})
 }
+
+// personError marks the sign-in page's error as a person's sign-in's, so
+// the token field is not shown as the one in error.
+type personError struct{}
 
 // reqSession is the session of one console request, which its calls of
 // the admin API read (the bearer) and mark (ended).

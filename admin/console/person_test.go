@@ -322,6 +322,9 @@ func TestAPIRefusalEndsThePersonSession(t *testing.T) {
 	if strings.Contains(r.Body, "People") && strings.Contains(r.Body, "New person") {
 		t.Error("the page's content was shown")
 	}
+	if strings.Contains(r.Body, `aria-invalid="true"`) {
+		t.Error("the token field is shown in error for a person's session")
+	}
 	if e.cookie(cookieSession) != "" {
 		t.Error("the session cookie is still there")
 	}

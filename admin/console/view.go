@@ -102,6 +102,13 @@ func (v *view) who(rs *reqSession) {
 // StyleURL is the stylesheet's address.
 func (v *view) StyleURL() string { return styleURL }
 
+// TokenError reports whether the page's error is the token form's (the
+// sign-in page shows the token field in error).
+func (v *view) TokenError() bool {
+	_, person := v.Data.(personError)
+	return v.Error != "" && !person
+}
+
 // Val returns the re-filled value of a form field.
 func (v *view) Val(name string) string { return v.Form.Get(name) }
 

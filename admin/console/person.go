@@ -51,8 +51,8 @@ import (
 // over the issuer's TLS), so its signature is not checked (OpenID Connect
 // Core 3.1.3.7, 6); the access token is checked by the API on every call.
 
-// Paths of the provider's endpoints, relative to the issuer (SPEC 4.3,
-// 4.5); the console does not import the provider.
+// Paths of the provider's endpoints, relative to the issuer (as its
+// discovery document names them); the console does not import the provider.
 const (
 	authorizePath = "/authorize"
 	tokenPath     = "/oauth2/token" // #nosec G101 -- an endpoint path, not a credential
@@ -63,6 +63,9 @@ const (
 	cookieFlow   = "oidcd_console_flow"
 	purposeFlow  = "oidcd.console.flow.v1"
 	flowLifetime = 10 * time.Minute
+	// tokenMargin is how much sooner than the access token a person's
+	// console session ends.
+	tokenMargin = 5 * time.Second
 	// defaultAdminACR is --admin-acr's default: a second factor.
 	defaultAdminACR = "urn:service:sso:acr:mfa"
 )
@@ -87,7 +90,7 @@ func (e *ExchangeError) Error() string {
 }
 
 // exchangeForm is the body of the token request of the built-in public
-// client (SPEC 4.5).
+// client (code, redirect URI, verifier, client id; no secret).
 func exchangeForm(code, verifier, redirectURI string) url.Values {
 	return url.Values{
 		"grant_type":    {"authorization_code"},
@@ -360,9 +363,11 @@ func (c *Console) callback(w http.ResponseWriter, r *http.Request) {
 	if !c.whoami(w, r, &s) {
 		return
 	}
+	// The session ends a little before the access token does, so the
+	// browser drops it rather than showing a page the API then refuses.
 	lifetime := SessionLifetime
-	if tok.ExpiresIn > 0 && time.Duration(tok.ExpiresIn)*time.Second < lifetime {
-		lifetime = time.Duration(tok.ExpiresIn) * time.Second
+	if ttl := time.Duration(tok.ExpiresIn)*time.Second - tokenMargin; tok.ExpiresIn > 0 && ttl < lifetime {
+		lifetime = max(ttl, time.Second)
 	}
 	s.CSRF = httpx.NewID()
 	if err := c.seal(w, r, s, lifetime); err != nil {

@@ -271,8 +271,8 @@ func TestCallbackSignsThePersonIn(t *testing.T) {
 		t.Fatalf("after the callback: session %q, flow %q; want a session and no flow cookie", e.cookie(cookieSession), e.cookie(cookieFlow))
 	}
 	for _, c := range (&http.Response{Header: r.Header}).Cookies() {
-		if c.Name == cookieSession && (c.MaxAge != 600 || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode) {
-			t.Errorf("session cookie: got %+v, want the access token's 600 s, HttpOnly, SameSite=Strict", c)
+		if c.Name == cookieSession && (c.MaxAge != 595 || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode) {
+			t.Errorf("session cookie: got %+v, want the access token's 600 s less 5, HttpOnly, SameSite=Strict", c)
 		}
 	}
 	e.api.mu.Lock()

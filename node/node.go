@@ -415,6 +415,9 @@ func (n *Node) routes() (public, adminSurface http.Handler) {
 	// document the repository ships.
 	adminMux.HandleFunc("GET /admin/v1/openapi.json", serveDocument(docs.Admin))
 	adminMux.Handle(console.Prefix, console.New(console.Config{Admin: adminCfg, Issuer: n.cfg.Issuer, OwnListener: n.separateAdmin(), Secret: n.consoleSecret(),
+		// A person's code is redeemed in process at this node's token
+		// endpoint, counted against the browser's address.
+		Exchange: console.ExchangeVia(mux),
 		BrowserKey: func() ([]byte, error) {
 			stored, err := n.fsm.State().Secret(fsm.SecretBrowserKey)
 			if err != nil {

@@ -66,6 +66,21 @@ type Config struct {
 	// holds the browser key and the admin token's hash, cannot forge a
 	// console session; adopting a KEK changes it and ends every session.
 	Secret []byte
+
+	// CallbackBase is the console's own external base URL, where the
+	// browser comes back from the provider: the redirect URI of a person's
+	// sign-in is CallbackBase + "/console/callback", which must be one of
+	// the built-in client's (admin.ClientID) redirect URIs. Empty: the
+	// issuer when the console shares the public listener; on a listener
+	// of its own (OwnListener), the scheme and host the browser used to
+	// reach it, since the browser reaches that listener directly.
+	CallbackBase string
+	// Exchange redeems an authorization code of the built-in client at
+	// the provider's token endpoint (public client, PKCE). Node fills it
+	// with ExchangeVia over its own protocol handler, so the exchange is
+	// made in process and counted against the browser's address. Nil:
+	// HTTPExchange to Issuer + "/oauth2/token".
+	Exchange func(ctx context.Context, code, verifier, redirectURI string) (Tokens, error)
 }
 
 // Console is the admin console's HTTP handler.
@@ -82,6 +97,12 @@ type Console struct {
 	httpsIssuer bool
 	ownListener bool
 	mux         *http.ServeMux
+
+	// A person's sign-in through the provider (person.go).
+	issuer       string
+	callbackBase string
+	adminACR     string
+	exchange     func(ctx context.Context, code, verifier, redirectURI string) (Tokens, error)
 
 	boxMu sync.Mutex
 	box   *seal.Box
@@ -132,6 +153,17 @@ func New(cfg Config) *Console {
 		log:         ac.Logger,
 		httpsIssuer: strings.HasPrefix(cfg.Issuer, "https://"),
 		ownListener: cfg.OwnListener,
+
+		issuer:       strings.TrimSuffix(cfg.Issuer, "/"),
+		callbackBase: strings.TrimSuffix(cfg.CallbackBase, "/"),
+		adminACR:     ac.AdminACR,
+		exchange:     cfg.Exchange,
+	}
+	if c.adminACR == "" {
+		c.adminACR = defaultAdminACR
+	}
+	if c.exchange == nil {
+		c.exchange = HTTPExchange(nil, c.issuer+tokenPath)
 	}
 	inner := admin.HashToken(c.apiToken)
 	ac.TokenHash = func() string { return inner }
@@ -147,14 +179,28 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.mux.ServeHTTP(w, r)
 }
 
-// session is what the sealed session cookie holds: a fingerprint of the
-// admin token's stored hash (so changing the token ends every console
-// session, and the cookie holds neither the token nor its hash) and the
-// CSRF token the session is bound to.
+// session is what the sealed session cookie holds, for one of two kinds
+// of sign-in, with the CSRF token the session is bound to:
+//
+//   - The admin token: a fingerprint of the token's stored hash (so
+//     changing the token ends every console session, and the cookie holds
+//     neither the token nor its hash).
+//   - A person, through the provider (Token set): their access token,
+//     which every call of the admin API carries as the bearer, so the
+//     API's own check (acr, grant, liveness) decides each request; the
+//     fingerprint is keyed over that token. Sub, Name and Role are what
+//     the header shows, as they were at sign-in.
 type session struct {
 	Fingerprint string `json:"f"`
 	CSRF        string `json:"c"`
+	Token       string `json:"t,omitempty"`
+	Sub         string `json:"s,omitempty"`
+	Name        string `json:"n,omitempty"`
+	Role        string `json:"r,omitempty"`
 }
+
+// person reports whether s is a person's session.
+func (s session) person() bool { return s.Token != "" }
 
 // fingerprint derives the session's proof from the admin token's stored
 // hash, keyed with the node's secret; "" for no hash.
@@ -164,6 +210,14 @@ func (c *Console) fingerprint(tokenHash string) string {
 	}
 	m := hmac.New(sha256.New, c.secret)
 	m.Write([]byte("oidcd-console\x00" + tokenHash))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// personFingerprint is a person session's proof over their access token,
+// keyed with the node's secret like fingerprint.
+func (c *Console) personFingerprint(accessToken string) string {
+	m := hmac.New(sha256.New, c.secret)
+	m.Write([]byte("oidcd-console-person\x00" + accessToken))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
@@ -208,7 +262,12 @@ func (c *Console) currentSession(r *http.Request) (session, bool) {
 	if box.Open(purposeSession, ck.Value, c.now(), &s) != nil {
 		return session{}, false
 	}
-	want := c.fingerprint(c.tokenHash())
+	want := ""
+	if s.person() {
+		want = c.personFingerprint(s.Token)
+	} else {
+		want = c.fingerprint(c.tokenHash())
+	}
 	if want == "" || subtle.ConstantTimeCompare([]byte(s.Fingerprint), []byte(want)) != 1 {
 		return session{}, false
 	}
@@ -277,6 +336,13 @@ func (c *Console) cookieValue(r *http.Request, name string) string {
 }
 
 func (c *Console) setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge int) {
+	c.setCookieSameSite(w, r, name, value, maxAge, http.SameSiteStrictMode)
+}
+
+// setCookieSameSite is setCookie with another SameSite mode: Lax only for
+// the sign-in flow's cookie, which must come back on the provider's
+// redirect to the callback, a navigation that may start on another site.
+func (c *Console) setCookieSameSite(w http.ResponseWriter, r *http.Request, name, value string, maxAge int, sameSite http.SameSite) {
 	// #nosec G124 -- HttpOnly and SameSite are set; Secure follows the scheme the browser speaks on this listener (secureFor; TestCookiesFitTheListener)
 	http.SetCookie(w, &http.Cookie{
 		Name:     c.cookieName(r, name),
@@ -285,7 +351,7 @@ func (c *Console) setCookie(w http.ResponseWriter, r *http.Request, name, value 
 		MaxAge:   maxAge,
 		HttpOnly: true,
 		Secure:   c.secureFor(r),
-		SameSite: http.SameSiteStrictMode,
+		SameSite: sameSite,
 	})
 }
 
@@ -321,19 +387,25 @@ func (c *Console) checkCSRF(r *http.Request) bool {
 	return isToken(ck) && subtle.ConstantTimeCompare([]byte(ck), []byte(field)) == 1
 }
 
-// startSession signs the browser in.
+// startSession signs the browser in with the admin token.
 func (c *Console) startSession(w http.ResponseWriter, r *http.Request, csrf string) error {
+	return c.seal(w, r, session{Fingerprint: c.fingerprint(c.tokenHash()), CSRF: csrf}, SessionLifetime)
+}
+
+// seal sets the session cookie holding s for lifetime, and the CSRF
+// cookie it is bound to.
+func (c *Console) seal(w http.ResponseWriter, r *http.Request, s session, lifetime time.Duration) error {
 	box, err := c.sealer()
 	if err != nil {
 		return err
 	}
-	v, err := box.Seal(purposeSession, session{Fingerprint: c.fingerprint(c.tokenHash()), CSRF: csrf}, c.now().Add(SessionLifetime))
+	v, err := box.Seal(purposeSession, s, c.now().Add(lifetime))
 	if err != nil {
 		return err
 	}
-	c.setCookie(w, r, cookieSession, v, int(SessionLifetime/time.Second))
+	c.setCookie(w, r, cookieSession, v, int(lifetime/time.Second))
 	// The CSRF cookie outlives a browser restart as long as the session.
-	c.setCookie(w, r, cookieCSRF, csrf, int(SessionLifetime/time.Second))
+	c.setCookie(w, r, cookieCSRF, s.CSRF, int(lifetime/time.Second))
 	return nil
 }
 
@@ -387,7 +459,14 @@ func (c *Console) call(r *http.Request, method, path string, body, out any) erro
 		return err
 	}
 	req.RemoteAddr = httpx.ClientAddr(r)
-	req.Header.Set("Authorization", "Bearer "+c.apiToken)
+	// A person's session calls as that person: the API's own check
+	// decides. Otherwise (the admin token's session) the private token.
+	bearer := c.apiToken
+	rs := requestSession(r.Context())
+	if rs != nil && rs.s.person() {
+		bearer = rs.s.Token
+	}
+	req.Header.Set("Authorization", "Bearer "+bearer)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -395,6 +474,11 @@ func (c *Console) call(r *http.Request, method, path string, body, out any) erro
 	c.api.ServeHTTP(rec, req)
 	if rec.status == 0 {
 		rec.status = http.StatusOK
+	}
+	if rs != nil && rs.s.person() && refusesPerson(rec.status, rec.header) {
+		// The person is no longer an administrator here (grant removed,
+		// SSO session ended, acr too low): authenticated ends the session.
+		rs.ended.Store(true)
 	}
 	if rec.status >= 300 {
 		var env httpx.Envelope

@@ -1,14 +1,18 @@
 package console
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
 	"net/url"
 
+	"github.com/oidcd/oidcd/admin"
 	"github.com/oidcd/oidcd/internal/httpx"
 )
 
 // entity is one kind of record the console lists, creates and deletes
-// (organizations, people, memberships, clients). The flow is the same for
+// (organizations, people, memberships, clients, administrators' grants,
+// API keys). The flow is the same for
 // each: a paged list page with a create form; a create that shows the list
 // again with the API's problems, or redirects; a deletion, confirmed on a
 // page of its own when it has consequences, that redirects back with a
@@ -28,6 +32,9 @@ type entity[T any] struct {
 	// body turns the create form into the API's body; problems it finds
 	// before the API is asked are returned as details.
 	body func(f url.Values) (any, []httpx.Detail)
+	// bodyOf, when set instead of body, may ask the API first (a person
+	// named by email).
+	bodyOf func(c *Console, r *http.Request, f url.Values) (any, []httpx.Detail)
 	// reshow is the form shown again after a failed create (nil: as sent).
 	reshow func(url.Values) url.Values
 	// created answers a successful create (nil: back, with key-created).
@@ -95,7 +102,13 @@ func (e *entity[T]) create(c *Console) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		f := r.PostForm
 		back := returnTo(f.Get("return"), e.listPath())
-		body, bad := e.body(f)
+		var body any
+		var bad []httpx.Detail
+		if e.bodyOf != nil {
+			body, bad = e.bodyOf(c, r, f)
+		} else {
+			body, bad = e.body(f)
+		}
 		var item T
 		var err error
 		if len(bad) > 0 {
@@ -154,4 +167,23 @@ func (e *entity[T]) delete(c *Console) http.HandlerFunc {
 // confirmData is a deletion to confirm.
 type confirmData struct {
 	What, Name, Consequence, Action, Back string
+}
+
+// flexList reads a list answer: the admin API's {data, pagination}, or a
+// bare array (one page holding everything).
+type flexList[T any] struct {
+	admin.List[T]
+}
+
+func (l *flexList[T]) UnmarshalJSON(b []byte) error {
+	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) > 0 && t[0] == '[' {
+		var items []T
+		if err := json.Unmarshal(t, &items); err != nil {
+			return err
+		}
+		l.Data = items
+		l.Pagination = admin.Pagination{Page: 1, PageSize: len(items), TotalItems: len(items), TotalPages: 1}
+		return nil
+	}
+	return json.Unmarshal(b, &l.List)
 }

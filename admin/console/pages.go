@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -19,6 +20,8 @@ func (c *Console) routes() {
 	m.HandleFunc("GET "+Prefix+"signin", c.signInPage)
 	m.HandleFunc("POST "+Prefix+"signin", c.signIn)
 	m.HandleFunc("POST "+Prefix+"signout", c.signOut)
+	m.HandleFunc("GET "+Prefix+"signin/provider", c.startProvider)
+	m.HandleFunc("GET "+callbackPath, c.callback)
 
 	auth := func(pattern string, h http.HandlerFunc) { m.Handle(pattern, c.authenticated(h)) }
 	auth("GET "+Prefix+"{$}", func(w http.ResponseWriter, r *http.Request) {
@@ -42,6 +45,8 @@ func (c *Console) routes() {
 	auth("GET "+Prefix+"directories", listAll[admin.Directory](c, "Directories", "directories", "/directories", "directories"))
 	auth("GET "+Prefix+"audit", c.auditPage)
 	auth("POST "+Prefix+"keys/rotate", c.rotateKey)
+	grantEntity().register(c, auth)
+	apiKeyEntity().register(c, auth)
 	m.HandleFunc(Prefix, func(w http.ResponseWriter, r *http.Request) {
 		c.message(w, r, http.StatusNotFound, "Not found", "There is no such console page.")
 	})
@@ -54,7 +59,8 @@ func (c *Console) authenticated(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r, cancel := ctxTimeout(r)
 		defer cancel()
-		if _, ok := c.currentSession(r); !ok {
+		s, ok := c.currentSession(r)
+		if !ok {
 			if r.Method == http.MethodGet || r.Method == http.MethodHead {
 				http.Redirect(w, r, Prefix+"signin", http.StatusSeeOther)
 				return
@@ -72,6 +78,12 @@ func (c *Console) authenticated(h http.HandlerFunc) http.Handler {
 				return
 			}
 		}
+		rs := &reqSession{s: s}
+		r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, rs))
+		if s.person() {
+			c.personSession(w, r, rs, h)
+			return
+		}
 		h(w, r)
 	})
 }
@@ -88,6 +100,7 @@ func (c *Console) parseForm(w http.ResponseWriter, r *http.Request) bool {
 // newView starts a page's data for a signed-in browser.
 func (c *Console) newView(w http.ResponseWriter, r *http.Request, title, nav string) *view {
 	v := &view{Title: title, Nav: nav, CSRF: c.csrfToken(w, r), SignedIn: true}
+	v.who(requestSession(r.Context()))
 	if msg, ok := doneMessages[r.URL.Query().Get("done")]; ok {
 		v.Flash = msg
 	}
@@ -113,8 +126,11 @@ func (c *Console) fail(r *http.Request, v *view, err error) int {
 
 // message renders a plain notice page.
 func (c *Console) message(w http.ResponseWriter, r *http.Request, status int, title, text string) {
-	_, signedIn := c.currentSession(r)
+	s, signedIn := c.currentSession(r)
 	v := &view{Title: title, CSRF: c.csrfToken(w, r), SignedIn: signedIn, Data: text}
+	if signedIn {
+		v.who(&reqSession{s: s})
+	}
 	c.render(w, status, "message", v)
 }
 
@@ -208,7 +224,7 @@ func (c *Console) clusterPage(w http.ResponseWriter, r *http.Request) {
 // its error on v and returns the status to answer with.
 func listPage[T any](c *Console, r *http.Request, v *view, status int, apiPath, pagePath string) ([]T, pager, int) {
 	page, q := pageQuery(r)
-	var list admin.List[T]
+	var list flexList[T]
 	if err := c.call(r, "GET", apiPath+"?"+q, nil, &list); err != nil {
 		status = c.fail(r, v, err)
 	}

@@ -63,7 +63,8 @@ var pages = func() map[string]*template.Template {
 	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html"))
 	out := map[string]*template.Template{}
 	for _, name := range []string{"signin", "cluster", "orgs", "people", "person", "memberships",
-		"clients", "client_created", "keys", "directories", "audit", "confirm", "shown_once", "message"} {
+		"clients", "client_created", "keys", "directories", "audit", "confirm", "shown_once", "message",
+		"signed_in", "admins", "apikeys", "apikey_created"} {
 		t := template.Must(base.Clone())
 		template.Must(t.ParseFS(templateFiles, "templates/"+name+".html"))
 		out[name] = t
@@ -82,10 +83,31 @@ type view struct {
 	Problems []httpx.Detail
 	Form     url.Values // the last submission, to re-fill forms
 	Data     any
+	// Who is signed in, for the header: a person's email (or id) and
+	// role as they were at sign-in, or the admin token.
+	Who, Role string
+}
+
+// who fills Who and Role from the request's session (nil: none).
+func (v *view) who(rs *reqSession) {
+	switch {
+	case rs == nil:
+	case rs.s.person():
+		v.Who, v.Role = rs.s.Name, rs.s.Role
+	default:
+		v.Who, v.Role = "the admin token", "admin"
+	}
 }
 
 // StyleURL is the stylesheet's address.
 func (v *view) StyleURL() string { return styleURL }
+
+// TokenError reports whether the page's error is the token form's (the
+// sign-in page shows the token field in error).
+func (v *view) TokenError() bool {
+	_, person := v.Data.(personError)
+	return v.Error != "" && !person
+}
 
 // Val returns the re-filled value of a form field.
 func (v *view) Val(name string) string { return v.Form.Get(name) }
@@ -203,6 +225,9 @@ var doneMessages = map[string]string{
 	"key-rotated":        "A new signing key was added.",
 	"totp-removed":       "Authenticator app removed.",
 	"lockouts-cleared":   "Sign-in lockouts cleared.",
+	"grant-created":      "Administrator grant added.",
+	"grant-deleted":      "Grant removed; it stopped working at once.",
+	"apikey-deleted":     "API key deleted; it stopped working at once.",
 }
 
 // breakable escapes a URI for HTML and lets the browser break it only

@@ -362,6 +362,10 @@ func recordID(v any) string {
 		return r.Kid
 	case Directory:
 		return r.ID
+	case AdminGrant:
+		return r.ID
+	case APIKey:
+		return r.ID
 	}
 	return ""
 }

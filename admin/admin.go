@@ -260,6 +260,11 @@ func (a *api) table() []route {
 		{"/status", map[string]http.HandlerFunc{"GET": a.status}},
 		{"/audit", map[string]http.HandlerFunc{"GET": a.listAudit}},
 		{"/audit/verify", map[string]http.HandlerFunc{"GET": a.verifyAudit}},
+		{"/admins", map[string]http.HandlerFunc{"GET": a.listAdmins, "POST": a.createAdmin}},
+		{"/admins/{id}", map[string]http.HandlerFunc{"DELETE": a.deleteAdmin}},
+		{"/api-keys", map[string]http.HandlerFunc{"GET": a.listAPIKeys, "POST": a.createAPIKey}},
+		{"/api-keys/{id}", map[string]http.HandlerFunc{"DELETE": a.deleteAPIKey}},
+		{"/admin-token", map[string]http.HandlerFunc{"POST": a.replaceAdminToken}},
 	}
 }
 
@@ -367,6 +372,10 @@ func conflictMessage(field string) string {
 		return "the record changed since it was read; read it again and retry"
 	case "org_id":
 		return "the user is already a member of this organization"
+	case "role":
+		return "the person holds this role already"
+	case "organization_id":
+		return "the person is org_admin of another organization; an administrator is org_admin of one organization at most"
 	default:
 		return field + " is already in use"
 	}

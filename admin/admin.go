@@ -296,7 +296,7 @@ func (a *api) authenticate(next http.Handler) http.Handler {
 		}
 		cred, indexed, refused := a.resolve(r, token)
 		if refused != nil {
-			if refused.genuine {
+			if refused.release {
 				a.Guard.Release(r)
 			}
 			a.Logger.Info("admin: refused credential", "status", refused.status, "remote", httpx.ClientAddr(r), "path", httpx.LogValue(r.URL.Path),

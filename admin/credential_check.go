@@ -46,7 +46,7 @@ func newAPIKey(id string) (key, hash string) {
 // parseAPIKey returns the record id of a bearer of the API key form.
 func parseAPIKey(s string) (string, bool) {
 	rest, ok := strings.CutPrefix(s, apiKeyPrefix)
-	if !ok || len(rest) < 37 || rest[36] != '_' || len(rest) == 37 || !isUUID(rest[:36]) {
+	if !ok || len(rest) < 38 || rest[36] != '_' || !isUUID(rest[:36]) {
 		return "", false
 	}
 	return rest[:36], true
@@ -89,14 +89,14 @@ func widestGrant(gs []fsm.AdminGrant) (fsm.AdminGrant, bool) {
 }
 
 // refusal is an answer authenticate gives instead of running the route.
-// genuine: the credential proved right (a known person whose sign-in is
-// too weak or who holds no grant, or a read that could not be made
-// linearizable), so the guard's attempt is given back.
+// release: the guard's attempt is given back, because the credential
+// proved genuine (a known person whose sign-in is too weak, or who holds
+// no grant) or could not be checked at all (503): neither is a guess.
 type refusal struct {
 	status  int
 	code    string
 	message string
-	genuine bool
+	release bool
 }
 
 func (f *refusal) write(w http.ResponseWriter, r *http.Request) {
@@ -116,11 +116,11 @@ var (
 	refuseKey     = &refusal{status: http.StatusUnauthorized, code: httpx.CodeUnauthorized, message: "invalid or expired API key"}
 	refuseClient  = &refusal{status: http.StatusUnauthorized, code: httpx.CodeUnauthorized,
 		message: "the access token was not issued to " + ClientID + "; sign in through the console or oidcd admin login"}
-	refuseACR = &refusal{status: http.StatusForbidden, code: httpx.CodeForbidden, genuine: true,
+	refuseACR = &refusal{status: http.StatusForbidden, code: httpx.CodeForbidden, release: true,
 		message: "this sign-in is not strong enough to administer: a second factor is needed; sign in again with it"}
-	refuseNoGrant = &refusal{status: http.StatusForbidden, code: httpx.CodeForbidden, genuine: true,
+	refuseNoGrant = &refusal{status: http.StatusForbidden, code: httpx.CodeForbidden, release: true,
 		message: "this person holds no administrator grant"}
-	refuseUnavailable = &refusal{status: http.StatusServiceUnavailable, code: httpx.CodeUnavailable, genuine: true,
+	refuseUnavailable = &refusal{status: http.StatusServiceUnavailable, code: httpx.CodeUnavailable, release: true,
 		message: "cannot check the credential against the cluster (no leader reachable); try again"}
 )
 

@@ -238,3 +238,26 @@ func TestCredentialGuessesCounted(t *testing.T) {
 		t.Errorf("past the limit: %d read indexes, %d token checks; want none", ri.calls.Load(), people.calls.Load())
 	}
 }
+
+// TestGenuineRefusalsAreNotGuesses: a known person refused for a weak
+// sign-in or a missing grant is not guessing, and never runs out of the
+// address's allowance; an inactive token is a guess like any other.
+func TestGenuineRefusalsAreNotGuesses(t *testing.T) {
+	people := &fakePeople{}
+	e := newEnv(t, withPeople(people, ""))
+	ada := e.createUser(`{"email":"ada@example.com"}`)
+	people.set("no-grant", PersonToken{Active: true, Sub: ada.ID, ClientID: ClientID, ACR: authn.ACRMFA})
+	people.set("weak", PersonToken{Active: true, Sub: ada.ID, ClientID: ClientID, ACR: authn.ACRPwd})
+	for i := range 2 * guardLimit {
+		tok := []string{"no-grant", "weak"}[i%2]
+		if w := e.do("GET", "/admin/v1/organizations", "", bearerHdr(tok)...); w.Code != 403 {
+			t.Fatalf("attempt %d with %s: got %d, want 403", i, tok, w.Code)
+		}
+	}
+	for i := range guardLimit {
+		if w := e.do("GET", "/admin/v1/organizations", "", bearerHdr("inactive")...); w.Code != 401 {
+			t.Fatalf("guess %d: got %d, want 401", i, w.Code)
+		}
+	}
+	checkEnvelope(t, e.do("GET", "/admin/v1/organizations", "", bearerHdr("no-grant")...), 429, httpx.CodeRateLimited)
+}

@@ -260,6 +260,11 @@ func (a *api) table() []route {
 		{"/status", map[string]http.HandlerFunc{"GET": a.status}},
 		{"/audit", map[string]http.HandlerFunc{"GET": a.listAudit}},
 		{"/audit/verify", map[string]http.HandlerFunc{"GET": a.verifyAudit}},
+		{"/admins", map[string]http.HandlerFunc{"GET": a.listAdmins, "POST": a.createAdmin}},
+		{"/admins/{id}", map[string]http.HandlerFunc{"DELETE": a.deleteAdmin}},
+		{"/api-keys", map[string]http.HandlerFunc{"GET": a.listAPIKeys, "POST": a.createAPIKey}},
+		{"/api-keys/{id}", map[string]http.HandlerFunc{"DELETE": a.deleteAPIKey}},
+		{"/admin-token", map[string]http.HandlerFunc{"POST": a.replaceAdminToken}},
 	}
 }
 
@@ -270,7 +275,10 @@ func methodNotAllowed(allow string) http.HandlerFunc {
 	}
 }
 
-// authenticate lets through only requests bearing the admin token.
+// authenticate resolves the bearer credential to a Credential
+// (credential_check.go: the admin token, an API key or a person's access
+// token) before any route runs, and puts it in the request's context
+// (WithCredential). What the credential may do is not decided here.
 func (a *api) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := bearer(r.Header.Get("Authorization"))
@@ -279,22 +287,29 @@ func (a *api) authenticate(next http.Handler) http.Handler {
 			httpx.WriteError(w, r, http.StatusUnauthorized, httpx.CodeUnauthorized, "admin token required")
 			return
 		}
-		// The attempt is counted before the token is compared, and given
-		// back only when it matched (Guard).
+		// The attempt is counted before the credential is compared, and
+		// given back only when it proved genuine (Guard).
 		if !a.Guard.Reserve(r) {
 			w.Header().Set("Retry-After", a.Guard.RetryAfter())
-			httpx.WriteError(w, r, http.StatusTooManyRequests, httpx.CodeRateLimited, "too many admin token attempts from this address; try again later")
+			httpx.WriteError(w, r, http.StatusTooManyRequests, httpx.CodeRateLimited, "too many admin credential attempts from this address; try again later")
 			return
 		}
-		if !tokenMatches(token, a.TokenHash()) {
-			a.Logger.Info("admin: rejected token", "remote", httpx.ClientAddr(r), "path", httpx.LogValue(r.URL.Path),
+		cred, indexed, refused := a.resolve(r, token)
+		if refused != nil {
+			if refused.release {
+				a.Guard.Release(r)
+			}
+			a.Logger.Info("admin: refused credential", "status", refused.status, "remote", httpx.ClientAddr(r), "path", httpx.LogValue(r.URL.Path),
 				"correlation_id", httpx.CorrelationID(r.Context()))
-			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
-			httpx.WriteError(w, r, http.StatusUnauthorized, httpx.CodeUnauthorized, "invalid admin token")
+			refused.write(w, r)
 			return
 		}
 		a.Guard.Release(r)
-		next.ServeHTTP(w, r)
+		ctx := WithCredential(r.Context(), cred)
+		if indexed {
+			ctx = withReadIndexed(ctx)
+		}
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
@@ -357,6 +372,10 @@ func conflictMessage(field string) string {
 		return "the record changed since it was read; read it again and retry"
 	case "org_id":
 		return "the user is already a member of this organization"
+	case "role":
+		return "the person holds this role already"
+	case "organization_id":
+		return "the person is org_admin of another organization; an administrator is org_admin of one organization at most"
 	default:
 		return field + " is already in use"
 	}

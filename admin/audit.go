@@ -12,8 +12,10 @@ import (
 )
 
 // adminEvent is the audit event of the admin-API write r makes: its
-// action (method and route, e.g. "POST /clients") and target (the id in
-// the path; for a create, fsm fills in the id of the record written).
+// action (method and route, e.g. "POST /clients"), target (the id in
+// the path; for a create, fsm fills in the id of the record written) and
+// credential (who acted: credentialDetail of the request's Credential,
+// which GET /audit shows as the object detail.credential).
 func adminEvent(r *http.Request) fsm.Audit {
 	route := r.URL.Path
 	if _, pattern, ok := strings.Cut(r.Pattern, " "); ok {
@@ -25,6 +27,9 @@ func adminEvent(r *http.Request) fsm.Audit {
 			detail["target"] = v
 			break
 		}
+	}
+	if c, ok := CredentialFrom(r.Context()); ok {
+		detail[fsm.DetailCredential] = credentialDetail(c)
 	}
 	return fsm.Audit{Type: fsm.EventAdmin, Actor: fsm.ActorAdmin, Detail: detail}
 }

@@ -5,9 +5,16 @@
 // index, key states and pending back-channel deliveries at a glance).
 //
 // Invariants:
-//   - Every request is authenticated first (Authorization: Bearer <admin
-//     token>, compared in constant time against a SHA-256 hash), so an
-//     unauthenticated caller learns nothing, not even which routes exist.
+//   - Every request is authenticated first, so an unauthenticated caller
+//     learns nothing, not even which routes exist. The bearer resolves to
+//     one Credential (credential_check.go): the break-glass admin token or
+//     an API key (each compared in constant time against a SHA-256 hash;
+//     a key names its record, oidcd_ak_<id>_<secret>), or a person's
+//     access token issued to ClientID with the required acr and a grant
+//     (the widest in force). Grants and keys are read after a read index,
+//     so one removed through any node is refused by the next request.
+//     Every wrong credential is counted by the Guard before it is
+//     compared.
 //   - Every write is validated completely before anything is proposed; all
 //     problems of a body come back together in one VALIDATION_ERROR. A
 //     request that fails validation proposes nothing, so no half-written
@@ -24,7 +31,9 @@
 //     GET /audit/verify describe the answering node and never wait; GET
 //     /snapshot takes its own read index.
 //   - Answers never include a password or secret hash; a confidential
-//     client's secret is shown once, in the 201 of its creation.
+//     client's secret, an API key and a new admin token are shown once, in
+//     the 201 of their creation. The audit trail names who acted
+//     (detail.credential), never with what.
 //   - Errors use the httpx envelope (ErrorResponse). Client input never
 //     produces a 500.
 //   - The package holds no global state; everything comes through Config.

@@ -151,6 +151,27 @@ func TestOpenAPIDocumentsMatchTheNode(t *testing.T) {
 	a.call("GET", "/directories/"+d["id"].(string), nil, 200)
 	a.call("PATCH", "/directories/"+d["id"].(string), map[string]any{"sync_interval": "1h"}, 200)
 	a.call("DELETE", "/directories/"+d["id"].(string), nil, 204)
+	grant := a.call("POST", "/admins", map[string]any{"user_id": uid, "role": "org_admin", "organization_id": org["id"]}, 201)
+	a.call("POST", "/admins", map[string]any{"user_id": uid, "role": "org_admin", "organization_id": org2["id"]}, 409)
+	a.call("POST", "/admins", map[string]any{"user_id": "00000000-0000-4000-8000-000000000000", "role": "auditor"}, 422)
+	a.call("POST", "/admins", map[string]any{"user_id": uid, "role": "root"}, 400)
+	a.call("GET", "/admins", nil, 200)
+	a.call("DELETE", "/admins/"+grant["id"].(string), nil, 204)
+	a.call("DELETE", "/admins/"+grant["id"].(string), nil, 404)
+	key := a.call("POST", "/api-keys", map[string]any{"name": "ci", "role": "auditor", "expires_in": 3600}, 201)
+	a.call("POST", "/api-keys", map[string]any{"name": "ci", "role": "auditor", "expires_in": 0}, 400)
+	a.call("POST", "/api-keys", map[string]any{"name": "o", "role": "org_admin", "organization_id": "00000000-0000-4000-8000-000000000000", "expires_in": 60}, 422)
+	a.call("GET", "/api-keys", nil, 200)
+	withKey, _ := http.NewRequest("GET", c.URL(0)+"/admin/v1/api-keys", nil)
+	withKey.Header.Set("Authorization", "Bearer "+key["key"].(string))
+	if resp, err := hc.Do(withKey); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET /api-keys with the API key: %v %v", resp, err)
+	}
+	a.call("DELETE", "/api-keys/"+key["id"].(string), nil, 204)
+	if resp, err := hc.Do(withKey); err != nil || resp.StatusCode != 401 {
+		t.Fatalf("GET /api-keys with the deleted key: %v %v", resp, err)
+	}
+	a.call("DELETE", "/api-keys/"+key["id"].(string), nil, 404)
 	a.call("DELETE", "/organizations/"+org2["id"].(string), nil, 204)
 	imp := a.call("GET", "/users?email=imp@example.com", nil, 200)["data"].([]any)[0].(map[string]any)
 	a.call("DELETE", "/users/"+imp["id"].(string), nil, 204)
@@ -172,6 +193,8 @@ func TestOpenAPIDocumentsMatchTheNode(t *testing.T) {
 	if resp, err := hc.Do(noToken); err != nil || resp.StatusCode != 401 {
 		t.Fatalf("no token: %v %v", resp, err)
 	}
+	// Last of the admin calls: the test's admin token stops working.
+	a.call("POST", "/admin-token", nil, 201)
 	for _, p := range []string{"/admin/v1/openapi.json", "/openapi.json"} {
 		resp, err := hc.Get(c.URL(0) + p)
 		if err != nil || resp.StatusCode != 200 {

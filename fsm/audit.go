@@ -60,20 +60,20 @@ const (
 
 // Event is one entry of the trail, stored under its seq.
 type Event struct {
-	Seq      uint64            `json:"seq" cbor:"1,keyasint"`
-	Time     time.Time         `json:"time" cbor:"2,keyasint"`
-	Type     string            `json:"type" cbor:"3,keyasint"`
-	Outcome  string            `json:"outcome" cbor:"4,keyasint"`
-	Actor    string            `json:"actor" cbor:"5,keyasint"`
-	Subject  string            `json:"subject,omitempty" cbor:"6,keyasint,omitempty"`
-	ClientID string            `json:"client_id,omitempty" cbor:"7,keyasint,omitempty"`
-	OrgID    string            `json:"organization_id,omitempty" cbor:"8,keyasint,omitempty"`
-	SID      string            `json:"sid,omitempty" cbor:"9,keyasint,omitempty"`
-	IP       string            `json:"ip,omitempty" cbor:"10,keyasint,omitempty"`
-	Node     string            `json:"node" cbor:"11,keyasint"`
-	Detail   map[string]string `json:"detail,omitempty" cbor:"12,keyasint,omitempty"`
-	PrevHash string            `json:"prev_hash" cbor:"13,keyasint"`
-	Hash     string            `json:"hash" cbor:"14,keyasint"`
+	Seq      uint64      `json:"seq" cbor:"1,keyasint"`
+	Time     time.Time   `json:"time" cbor:"2,keyasint"`
+	Type     string      `json:"type" cbor:"3,keyasint"`
+	Outcome  string      `json:"outcome" cbor:"4,keyasint"`
+	Actor    string      `json:"actor" cbor:"5,keyasint"`
+	Subject  string      `json:"subject,omitempty" cbor:"6,keyasint,omitempty"`
+	ClientID string      `json:"client_id,omitempty" cbor:"7,keyasint,omitempty"`
+	OrgID    string      `json:"organization_id,omitempty" cbor:"8,keyasint,omitempty"`
+	SID      string      `json:"sid,omitempty" cbor:"9,keyasint,omitempty"`
+	IP       string      `json:"ip,omitempty" cbor:"10,keyasint,omitempty"`
+	Node     string      `json:"node" cbor:"11,keyasint"`
+	Detail   EventDetail `json:"detail,omitempty" cbor:"12,keyasint,omitempty"`
+	PrevHash string      `json:"prev_hash" cbor:"13,keyasint"`
+	Hash     string      `json:"hash" cbor:"14,keyasint"`
 }
 
 // Audit is a proposer's stamp: the event a command records, less what
@@ -361,6 +361,10 @@ func recordID(v any) string {
 	case Key:
 		return r.Kid
 	case Directory:
+		return r.ID
+	case AdminGrant:
+		return r.ID
+	case APIKey:
 		return r.ID
 	}
 	return ""

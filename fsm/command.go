@@ -60,6 +60,10 @@ const (
 	TypeDeleteDirectory
 	TypeDirectorySignIn
 	TypeDirectorySyncBatch
+	TypeCreateAdminGrant
+	TypeDeleteAdminGrant
+	TypeCreateAPIKey
+	TypeDeleteAPIKey
 )
 
 var typeNames = map[Type]string{
@@ -109,6 +113,10 @@ var typeNames = map[Type]string{
 	TypeDeleteDirectory:    "delete_directory",
 	TypeDirectorySignIn:    "directory_sign_in",
 	TypeDirectorySyncBatch: "directory_sync_batch",
+	TypeCreateAdminGrant:   "create_admin_grant",
+	TypeDeleteAdminGrant:   "delete_admin_grant",
+	TypeCreateAPIKey:       "create_api_key",
+	TypeDeleteAPIKey:       "delete_api_key",
 }
 
 func (t Type) String() string {

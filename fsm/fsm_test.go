@@ -181,10 +181,13 @@ func dump(t *testing.T, f *FSM) map[string]any {
 	clients, _, err4 := st.Clients(all)
 	ks, ver, err5 := st.Keys()
 	tok, err6 := st.AdminTokenHash()
-	if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
+	grants, _, err7 := st.AdminGrants(all)
+	apiKeys, _, err8 := st.APIKeys(all)
+	if err := errors.Join(err1, err2, err3, err4, err5, err6, err7, err8); err != nil {
 		t.Fatal(err)
 	}
-	return map[string]any{"orgs": orgs, "users": users, "memberships": mems, "clients": clients, "keys": ks, "keys_version": ver, "token": tok}
+	return map[string]any{"orgs": orgs, "users": users, "memberships": mems, "clients": clients, "keys": ks, "keys_version": ver, "token": tok,
+		"grants": grants, "api_keys": apiKeys}
 }
 
 func TestRestartKeepsStateAndSkipsReplayedEntries(t *testing.T) {

@@ -16,10 +16,12 @@ import (
 
 // Ids of the fuzz seeds' small world.
 const (
-	fzOrg  = "f0000000-0000-4000-8000-00000000000a"
-	fzUser = "f0000000-0000-4000-8000-0000000000a1"
-	fzMem  = "f0000000-0000-4000-8000-0000000000f1"
-	fzSSO  = "f0000000-0000-4000-8000-0000000000e1"
+	fzOrg   = "f0000000-0000-4000-8000-00000000000a"
+	fzUser  = "f0000000-0000-4000-8000-0000000000a1"
+	fzMem   = "f0000000-0000-4000-8000-0000000000f1"
+	fzSSO   = "f0000000-0000-4000-8000-0000000000e1"
+	fzGrant = "f0000000-0000-4000-8000-0000000000c1"
+	fzKey   = "f0000000-0000-4000-8000-0000000000d1"
 )
 
 // fuzzSeeds are wire-form commands that build, use and tear down a small
@@ -48,6 +50,9 @@ func fuzzSeeds() [][]byte {
 		MustCommand(TypeUpdateMembership, UpdateMembership{ID: fzMem, Status: MembershipSuspended, At: t}),
 		MustCommand(TypeEndSSOSession, EndSSOSession{ID: fzSSO, At: t, Reason: EndLogout}),
 		MustCommand(TypeDeliveryOutcome, DeliveryOutcome{Outcomes: []Outcome{{ID: "d1", State: DeliverySent, At: t}}}),
+		MustCommand(TypeCreateAdminGrant, CreateAdminGrant{Grant: AdminGrant{ID: fzGrant, UserID: fzUser, Role: RoleOrgAdmin, OrgID: fzOrg, CreatedAt: t}}),
+		MustCommand(TypeCreateAPIKey, CreateAPIKey{Key: APIKey{ID: fzKey, Name: "ci", Role: RoleOrgAdmin, OrgID: fzOrg, Hash: "kh", CreatedAt: t, ExpiresAt: t.Add(time.Hour)}}),
+		MustCommand(TypeSetAdminToken, SetAdminToken{Hash: "h2", Replace: true}),
 		MustCommand(TypeReap, Reap{Before: t.Add(24 * time.Hour)}),
 		MustCommand(TypeRemoveKey, RemoveKey{Kid: "k1"}),
 		MustCommand(TypeDeleteClient, DeleteClient{ID: "app"}),

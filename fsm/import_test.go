@@ -87,7 +87,7 @@ func TestImportUsersAuditEvent(t *testing.T) {
 		{User: User{ID: importID(3), Email: "dave@example.com"}, OrgIDs: []string{"nope"}, MembershipIDs: []string{importID(9)}},
 	}}, admin("POST /users/import"))
 	e := h.lastEvent()
-	want := map[string]string{"action": "POST /users/import", "created": "1", "exists": "1", "error": "1"}
+	want := EventDetail{"action": "POST /users/import", "created": "1", "exists": "1", "error": "1"}
 	if e.Type != EventAdmin || !reflect.DeepEqual(e.Detail, want) {
 		t.Fatalf("event: %+v, want detail %v", e, want)
 	}

@@ -6,7 +6,10 @@ import (
 
 // SetAdminToken stores the hash of the admin API token. Unless Replace is
 // set, a token that already exists wins (the first bootstrap generates it
-// once for the whole cluster).
+// once for the whole cluster). With Replace (POST /admin-token) the hash
+// is overwritten, and the old token stops matching as soon as a node has
+// applied it; a replacement must carry a hash (ErrInvalid otherwise).
+// Entries without Replace apply as they always have.
 type SetAdminToken struct {
 	Hash    string `json:"hash"`
 	Replace bool   `json:"replace"`
@@ -31,6 +34,9 @@ func init() {
 
 func applySetAdminToken(tx *bolt.Tx, _ uint64, p []byte) Result {
 	c := decode[SetAdminToken](p)
+	if c.Replace && !validKey(c.Hash) {
+		return invalid
+	}
 	meta := tx.Bucket(bucketMeta)
 	if meta.Get(keyAdminToken) != nil && !c.Replace {
 		return Result{Err: &ConflictError{Field: "admin_token"}}

@@ -145,9 +145,11 @@ func checkMigrated(t *testing.T, f *FSM, want map[string]map[string]string) {
 // in place, is rewritten with the record codec and loses nothing.
 func TestSchema1Migrates(t *testing.T) {
 	want := schema1Records(t)
+	// Buckets that came after schema 2: no schema 1 file holds them.
+	later := map[string]bool{string(bucketDirectories): true, string(bucketGrants): true, string(bucketAPIKeys): true}
 	for _, rb := range recordBuckets() {
 		t.Logf("%s: %d records", rb.bucket, len(want[string(rb.bucket)]))
-		if len(want[string(rb.bucket)]) == 0 && string(rb.bucket) != string(bucketDirectories) { // directories came after schema 2
+		if len(want[string(rb.bucket)]) == 0 && !later[string(rb.bucket)] {
 			t.Errorf("fixture has no %s record: the migration of that bucket goes untested", rb.bucket)
 		}
 	}

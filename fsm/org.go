@@ -31,7 +31,8 @@ type CreateOrg struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-// DeleteOrg marks an organization deleted.
+// DeleteOrg marks an organization deleted and removes the admin grants
+// and API keys scoped to it.
 type DeleteOrg struct {
 	ID string    `json:"id"`
 	At time.Time `json:"at"`
@@ -87,6 +88,7 @@ func applyDeleteOrg(tx *bolt.Tx, index uint64, p []byte) Result {
 			}
 		}
 		ended.Deliveries = enqueueLogouts(tx, index, c.At, CauseOrgDeleted, targets)
+		deleteOrgCredentials(tx, o.ID)
 	}
 	return Result{Value: ended}
 }

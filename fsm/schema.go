@@ -34,23 +34,26 @@ var (
 	bucketSSO         = []byte("sso_sessions")
 	bucketSSOToken    = []byte("sso_by_token") // token hash -> sso id
 	bucketApp         = []byte("app_sessions")
-	bucketAppKey      = []byte("app_by_key")         // sso/client/org -> sid
-	bucketAppBySSO    = []byte("app_by_sso")         // sso/sid
-	bucketAppByUser   = []byte("app_by_user")        // user/sid
-	bucketAppByOrg    = []byte("app_by_org")         // org/sid
-	bucketSSOByUser   = []byte("sso_by_user")        // user/sso id
-	bucketDeliveries  = []byte("deliveries")         // delivery id -> Delivery
-	bucketPending     = []byte("deliveries_pending") // delivery id -> pendingEntry{client, URI} (pending only)
-	bucketCodes       = []byte("codes")              // code hash -> Code
-	bucketRevoked     = []byte("revoked")            // jti -> expiry (RFC 3339)
-	bucketConsents    = []byte("consents")           // user/client -> Consent
-	bucketFactors     = []byte("factors")            // user id -> Factors
-	bucketPasskeyIDs  = []byte("passkey_ids")        // credential id (base64url) -> user id
-	bucketChallenges  = []byte("challenges")         // challenge id -> Challenge
-	bucketSMSCodes    = []byte("sms_codes")          // handle -> SMSCode
-	bucketThrottle    = []byte("throttle")           // key -> Throttle
-	bucketDirectories = []byte("directories")        // directory id -> Directory
-	bucketDirUsers    = []byte("directory_users")    // directory id/uid -> user id
+	bucketAppKey      = []byte("app_by_key")           // sso/client/org -> sid
+	bucketAppBySSO    = []byte("app_by_sso")           // sso/sid
+	bucketAppByUser   = []byte("app_by_user")          // user/sid
+	bucketAppByOrg    = []byte("app_by_org")           // org/sid
+	bucketSSOByUser   = []byte("sso_by_user")          // user/sso id
+	bucketDeliveries  = []byte("deliveries")           // delivery id -> Delivery
+	bucketPending     = []byte("deliveries_pending")   // delivery id -> pendingEntry{client, URI} (pending only)
+	bucketCodes       = []byte("codes")                // code hash -> Code
+	bucketRevoked     = []byte("revoked")              // jti -> expiry (RFC 3339)
+	bucketConsents    = []byte("consents")             // user/client -> Consent
+	bucketFactors     = []byte("factors")              // user id -> Factors
+	bucketPasskeyIDs  = []byte("passkey_ids")          // credential id (base64url) -> user id
+	bucketChallenges  = []byte("challenges")           // challenge id -> Challenge
+	bucketSMSCodes    = []byte("sms_codes")            // handle -> SMSCode
+	bucketThrottle    = []byte("throttle")             // key -> Throttle
+	bucketDirectories = []byte("directories")          // directory id -> Directory
+	bucketDirUsers    = []byte("directory_users")      // directory id/uid -> user id
+	bucketGrants      = []byte("admin_grants")         // grant id -> AdminGrant
+	bucketGrantByU    = []byte("admin_grants_by_user") // user id/grant id
+	bucketAPIKeys     = []byte("api_keys")             // key id -> APIKey
 
 	keySchema     = []byte("schema_version")
 	keyApplied    = []byte("applied_index")
@@ -70,7 +73,7 @@ var allBuckets = [][]byte{
 	bucketRevoked, bucketConsents, bucketAppByOrg, bucketSSOByUser,
 	bucketDeliveries, bucketPending, bucketFactors, bucketPasskeyIDs,
 	bucketChallenges, bucketSMSCodes, bucketThrottle, bucketAudit, bucketAuditIdx,
-	bucketDirectories, bucketDirUsers,
+	bucketDirectories, bucketDirUsers, bucketGrants, bucketGrantByU, bucketAPIKeys,
 }
 
 func initSchema(tx *bolt.Tx) error {
@@ -131,6 +134,8 @@ func recordBuckets() []recordBucket {
 		{bucketSMSCodes, func() any { return new(SMSCode) }},
 		{bucketThrottle, func() any { return new(Throttle) }},
 		{bucketDirectories, func() any { return new(Directory) }},
+		{bucketGrants, func() any { return new(AdminGrant) }},
+		{bucketAPIKeys, func() any { return new(APIKey) }},
 	}
 }
 

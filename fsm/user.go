@@ -40,7 +40,7 @@ type UpdateUser struct {
 	EndSessions *EndSessions `json:"end_sessions,omitempty"`
 }
 
-// DeleteUser erases a person and their memberships.
+// DeleteUser erases a person, their memberships and their admin grants.
 type DeleteUser struct {
 	ID string    `json:"id"`
 	At time.Time `json:"at"`
@@ -136,6 +136,7 @@ func applyDeleteUser(tx *bolt.Tx, index uint64, p []byte) Result {
 		deleteMembership(tx, mid)
 	}
 	deleteFactors(tx, u.ID)
+	deleteGrantsOf(tx, u.ID)
 	del(tx, bucketUsers, u.ID)
 	if u.DirectoryID != "" {
 		del(tx, bucketDirUsers, dirUserKey(u.DirectoryID, u.DirectoryUID))

@@ -112,6 +112,17 @@ func TestEveryRouteIsDeclared(t *testing.T) {
 	}
 }
 
+// TestEveryDeclarationIsARoute: no declaration names a route that is not
+// served, so a route renamed or removed takes its declaration with it.
+func TestEveryDeclarationIsARoute(t *testing.T) {
+	served := Routes()
+	for key := range declarations {
+		if !slices.Contains(served, key) {
+			t.Errorf("%s is declared (authz.go) but not served", key)
+		}
+	}
+}
+
 // TestUndeclaredRouteIsRefused: a handler wrapped for a route without a
 // declaration answers 403 to every role, the admin too.
 func TestUndeclaredRouteIsRefused(t *testing.T) {

@@ -314,10 +314,12 @@ func (a *api) authorize(method, path string, next http.HandlerFunc) http.Handler
 		var s scope
 		found := false
 		if v == needScope || (v == allow && d.op.writes() && d.find != nil) {
-			// An org_admin's write is decided on a current state, as its
-			// reads are (read); an admin's write only names the
-			// organization in its audit event, best effort.
-			if v == needScope && d.op.writes() && a.ReadIndex != nil {
+			// An org_admin's change is decided on a current state, as its
+			// reads are (read): the record's place is read from it. (A
+			// create is decided from its body alone.) An admin's write
+			// only names the organization in its audit event, best
+			// effort.
+			if v == needScope && (d.op == opChange || d.op == opErase) && a.ReadIndex != nil {
 				if err := a.ReadIndex(r.Context()); err != nil {
 					a.unavailable(w, r, "read index", err)
 					return

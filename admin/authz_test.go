@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -656,4 +657,40 @@ func TestOrgAdminMayNotChangeWiderAdministrators(t *testing.T) {
 			t.Errorf("reading an admin of O: verdict %d, want allow", v)
 		}
 	}
+}
+
+// TestOrgAdminWriteReadsCurrentState: an org_admin's write is decided
+// after a read index, as a GET is, so a membership added anywhere just
+// before is seen; without one (no leader) the answer is 503 and nothing
+// is proposed.
+func TestOrgAdminWriteReadsCurrentState(t *testing.T) {
+	s := newScene(t)
+	a := s.bareAPI()
+	calls := 0
+	a.ReadIndex = func(context.Context) error { calls++; return errDown }
+	mux := http.NewServeMux()
+	a.routes(mux)
+	r := httptest.NewRequest("PATCH", "/admin/v1/users/"+s.alice.ID, strings.NewReader(`{"phone":"+15550100002"}`))
+	r.Header.Set("Content-Type", "application/json")
+	r = r.WithContext(WithCredential(r.Context(), orgAdmin(s.o.ID)))
+	before := s.app.FSM.Applied()
+	w := httptest.NewRecorder()
+	httpx.Correlation(mux).ServeHTTP(w, r)
+	checkEnvelope(t, w, 503, httpx.CodeUnavailable)
+	if calls != 1 || s.app.FSM.Applied() != before {
+		t.Errorf("read index calls %d, applied %d -> %d", calls, before, s.app.FSM.Applied())
+	}
+}
+
+// TestWithoutCredentialActsAsToken: a request that reaches the routes
+// with no credential in its context is the break-glass token's, because
+// authenticate resolves none for the token yet. Once it resolves one for
+// every request, this must become a refusal.
+func TestWithoutCredentialActsAsToken(t *testing.T) {
+	e := newEnv(t)
+	r := httptest.NewRequest("GET", "/admin/v1/keys", nil)
+	if c := credentialOf(r); c.Role != RoleAdmin || c.Kind != CredentialToken {
+		t.Errorf("credential %+v", c)
+	}
+	e.must(200, "GET", "/admin/v1/keys", "")
 }

@@ -500,6 +500,15 @@ func TestOrgAdminCreatesMembers(t *testing.T) {
 		t.Errorf("carol's memberships %+v, want only P's", ms)
 	}
 	checkEnvelope(t, s.as(o, "POST", "/admin/v1/users", `{"email":"frank@example.com","phone":"+15550100001"}`), 409, httpx.CodeConflict)
+	// Person and membership are one write: for an organization deleted
+	// since, neither is made.
+	if w := s.as(asAdmin, "DELETE", "/admin/v1/organizations/"+s.p.ID, ""); w.Code != 204 {
+		t.Fatalf("delete P: %d %s", w.Code, w.Body)
+	}
+	checkEnvelope(t, s.as(orgAdmin(s.p.ID), "POST", "/admin/v1/users", `{"email":"hank@example.com"}`), 409, httpx.CodeConflict)
+	if _, err := s.state.UserByEmail("hank@example.com"); err == nil {
+		t.Errorf("a person was made without the membership")
+	}
 	// An admin's person is made without a membership, as before.
 	w = s.as(asAdmin, "POST", "/admin/v1/users", `{"email":"gina@example.com"}`)
 	if ms, _ := s.state.MembershipsOfUser(decodeAs[User](t, w).ID); len(ms) != 0 {

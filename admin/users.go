@@ -126,9 +126,9 @@ func (a *api) createMember(w http.ResponseWriter, r *http.Request, u fsm.User, o
 	case o.Field == "organizations":
 		httpx.WriteError(w, r, http.StatusConflict, httpx.CodeConflict, "the organization no longer exists")
 	default:
-		a.Logger.Error("admin: unexpected create outcome", "field", o.Field, "code", o.Code,
-			"correlation_id", httpx.CorrelationID(r.Context()))
-		httpx.WriteError(w, r, http.StatusInternalServerError, httpx.CodeInternal, "internal error")
+		// A field the state machine refuses though it passed check
+		// (client input never makes a 500).
+		writeInvalid(w, r, []httpx.Detail{{Field: o.Field, Code: o.Code, Message: importCodeMessage(o.Code)}})
 	}
 }
 

@@ -204,6 +204,9 @@ func (a *api) routes(mux *http.ServeMux) {
 	for _, rt := range a.table() {
 		var allow []string
 		for m, h := range rt.methods {
+			// Every route is authorized (authz.go): a GET after its read
+			// index, so it decides on a current state.
+			h = a.authorize(m, rt.path, h)
 			if m == http.MethodGet {
 				h = a.read(rt.path, h) // linearizable unless ?stale=true (linearize.go)
 			}

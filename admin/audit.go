@@ -31,7 +31,9 @@ func adminEvent(r *http.Request) fsm.Audit {
 	if c, ok := CredentialFrom(r.Context()); ok {
 		detail[fsm.DetailCredential] = credentialDetail(c)
 	}
-	return fsm.Audit{Type: fsm.EventAdmin, Actor: fsm.ActorAdmin, Detail: detail}
+	ev := fsm.Audit{Type: fsm.EventAdmin, Actor: fsm.ActorAdmin, Detail: detail}
+	touched(r, &ev) // the organization it touched (authz.go)
+	return ev
 }
 
 // stamp returns cmd carrying r's admin event.
@@ -75,6 +77,9 @@ func (a *api) listAudit(w http.ResponseWriter, r *http.Request) {
 	if len(details) > 0 {
 		writeInvalid(w, r, details)
 		return
+	}
+	if org := orgScope(r); org != "" {
+		q.OrgID = org // the events that name the org_admin's organization (authz.go)
 	}
 	events, err := a.State.AuditEvents(q)
 	if len(events) == 0 && err == nil && wait > 0 {

@@ -130,6 +130,11 @@ func checkClient(p *problems, c *fsm.Client) {
 		} else {
 			p.add("client_id", codeInvalid, "must be 1 to %d of the characters A-Z a-z 0-9 . _ -", maxClientID)
 		}
+	} else if strings.EqualFold(c.ID, ClientID) {
+		// The provider's own client (console and CLI sign-in) exists on
+		// every node without being stored; a stored one of that name
+		// would never be used, only confuse the list.
+		p.add("client_id", codeInvalid, "%s is the provider's own client", ClientID)
 	}
 	p.name("name", c.Name)
 	p.oneOf("type", c.Type, fsm.ClientConfidential, fsm.ClientPublic)
@@ -240,24 +245,11 @@ func (a *api) createClient(w http.ResponseWriter, r *http.Request) {
 	if !decode(w, r, &b) {
 		return
 	}
-	var p problems
-	if b.ClientSecret != nil {
-		p.add("client_secret", codeImmutable, "is generated for confidential clients and cannot be set")
-	}
-	c := fsm.Client{
-		ID:             deref(b.ClientID),
-		Type:           fsm.ClientConfidential,
-		Scopes:         []string{"openid"},
-		AccessTokenTTL: defaultTTL,
-	}
+	var id string
 	if b.ClientID == nil {
-		c.ID = a.NewID()
+		id = a.NewID()
 	}
-	if b.Type != nil {
-		c.Type = *b.Type
-	}
-	b.mergeInto(&c)
-	checkClient(&p, &c)
+	c, p := newClient(&b, id)
 	if len(p) > 0 {
 		writeInvalid(w, r, p)
 		return
@@ -277,6 +269,31 @@ func (a *api) createClient(w http.ResponseWriter, r *http.Request) {
 	httpx.WriteJSON(w, http.StatusCreated, out)
 }
 
+// newClient is the registration the body of POST /clients makes, its
+// defaults filled in, checked and normalized (checkClient); id is its
+// client_id when the body gives none.
+func newClient(b *clientBody, id string) (fsm.Client, problems) {
+	var p problems
+	if b.ClientSecret != nil {
+		p.add("client_secret", codeImmutable, "is generated for confidential clients and cannot be set")
+	}
+	c := fsm.Client{
+		ID:             deref(b.ClientID),
+		Type:           fsm.ClientConfidential,
+		Scopes:         []string{"openid"},
+		AccessTokenTTL: defaultTTL,
+	}
+	if b.ClientID == nil {
+		c.ID = id
+	}
+	if b.Type != nil {
+		c.Type = *b.Type
+	}
+	b.mergeInto(&c)
+	checkClient(&p, &c)
+	return c, p
+}
+
 // pathClientID reads the {id} path value, a client_id.
 func pathClientID(w http.ResponseWriter, r *http.Request) (string, bool) {
 	id := r.PathValue("id")
@@ -288,8 +305,16 @@ func pathClientID(w http.ResponseWriter, r *http.Request) (string, bool) {
 	return id, true
 }
 
+// listClients lists the registrations; an org_admin's, those that belong
+// to its organization (as owner or served).
 func (a *api) listClients(w http.ResponseWriter, r *http.Request) {
-	serveList(a, w, r, a.State.Clients, clientOut)
+	read := a.State.Clients
+	if org := orgScope(r); org != "" {
+		read = func(pg fsm.Page) ([]fsm.Client, int, error) {
+			return a.State.ClientsWhere(func(c fsm.Client) bool { return clientScope(c).has(org) }, pg)
+		}
+	}
+	serveList(a, w, r, read, clientOut)
 }
 
 func (a *api) getClient(w http.ResponseWriter, r *http.Request) {

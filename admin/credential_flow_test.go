@@ -79,12 +79,14 @@ func TestPersonTokens(t *testing.T) {
 	checkEnvelope(t, e.do("GET", "/admin/v1/organizations", "", bearerHdr("t-admin")...), 503, httpx.CodeUnavailable)
 }
 
-// lastCredential makes a write with token (a new organization) and reads
-// who acted from its audit event, as GET /audit shows it.
+// lastCredential makes a write with token (a new person, which every
+// role but the auditor may create: an org_admin's becomes a member of its
+// organization) and reads who acted from its audit event, as GET /audit
+// shows it.
 func lastCredential(t *testing.T, e *env, token string) Credential {
 	t.Helper()
-	slug := strings.ToLower(strings.ReplaceAll(e.clock.now().Format("150405.000000000"), ".", "-"))
-	w := e.do("POST", "/admin/v1/organizations", `{"slug":"o`+slug+`","name":"O"}`, bearerHdr(token)...)
+	stamp := strings.ToLower(strings.ReplaceAll(e.clock.now().Format("150405.000000000"), ".", "-"))
+	w := e.do("POST", "/admin/v1/users", `{"email":"p`+stamp+`@example.com"}`, bearerHdr(token)...)
 	if w.Code != 201 {
 		t.Fatalf("write with %s: got %d %s", token, w.Code, w.Body)
 	}

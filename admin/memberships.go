@@ -2,6 +2,7 @@ package admin
 
 import (
 	"net/http"
+	"slices"
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/httpx"
@@ -59,8 +60,13 @@ func (a *api) createMembership(w http.ResponseWriter, r *http.Request) {
 
 // listMemberships lists all memberships, or with ?user_id= those of one
 // person.
+// An org_admin's list holds the memberships of its organization only.
 func (a *api) listMemberships(w http.ResponseWriter, r *http.Request) {
+	org := orgScope(r)
 	read := a.State.Memberships
+	if org != "" {
+		read = func(pg fsm.Page) ([]fsm.Membership, int, error) { return a.State.MembershipsInOrg(org, pg) }
+	}
 	if q := r.URL.Query(); q.Has("user_id") {
 		var p problems
 		userID := p.uuid("user_id", q.Get("user_id"))
@@ -68,16 +74,20 @@ func (a *api) listMemberships(w http.ResponseWriter, r *http.Request) {
 			writeInvalid(w, r, p)
 			return
 		}
-		read = func(pg fsm.Page) ([]fsm.Membership, int, error) { return a.membershipsOf(userID, pg) }
+		read = func(pg fsm.Page) ([]fsm.Membership, int, error) { return a.membershipsOf(userID, org, pg) }
 	}
 	serveList(a, w, r, read, membershipOut)
 }
 
-// membershipsOf pages through one person's memberships.
-func (a *api) membershipsOf(userID string, pg fsm.Page) ([]fsm.Membership, int, error) {
+// membershipsOf pages through one person's memberships; those in org
+// only, unless org is "".
+func (a *api) membershipsOf(userID, org string, pg fsm.Page) ([]fsm.Membership, int, error) {
 	all, err := a.State.MembershipsOfUser(userID)
 	if err != nil {
 		return nil, 0, err
+	}
+	if org != "" {
+		all = slices.DeleteFunc(all, func(m fsm.MembershipWithOrg) bool { return m.OrgID != org })
 	}
 	start := min((pg.Page-1)*pg.PageSize, len(all))
 	end := min(start+pg.PageSize, len(all))

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/oidcd/oidcd/fsm"
@@ -41,8 +42,24 @@ func (a *api) createOrg(w http.ResponseWriter, r *http.Request) {
 	httpx.WriteJSON(w, http.StatusCreated, Org{ID: c.ID, Slug: c.Slug, Name: c.Name, Status: fsm.OrgActive})
 }
 
+// listOrgs lists the organizations; an org_admin's, its own.
 func (a *api) listOrgs(w http.ResponseWriter, r *http.Request) {
-	serveList(a, w, r, a.State.Orgs, orgOut)
+	read := a.State.Orgs
+	if org := orgScope(r); org != "" {
+		read = func(pg fsm.Page) ([]fsm.Org, int, error) {
+			o, err := a.State.Org(org)
+			switch {
+			case errors.Is(err, fsm.ErrNotFound):
+				return nil, 0, nil
+			case err != nil:
+				return nil, 0, err
+			case pg.Page > 1:
+				return nil, 1, nil
+			}
+			return []fsm.Org{o}, 1, nil
+		}
+	}
+	serveList(a, w, r, read, orgOut)
 }
 
 func (a *api) getOrg(w http.ResponseWriter, r *http.Request) {

@@ -89,16 +89,57 @@ func (a *api) createUser(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if org := orgScope(r); org != "" {
+		a.createMember(w, r, u, org)
+		return
+	}
 	if _, ok := a.apply(w, r, fsm.MustCommand(fsm.TypeCreateUser, fsm.CreateUser{User: u})); !ok {
 		return
 	}
 	httpx.WriteJSON(w, http.StatusCreated, userOut(u))
 }
 
+// createMember creates the person u as an active member of org in one
+// write, for an org_admin, whose people must belong to its organization
+// (authz.go): the import command of one person, which creates the
+// person and the membership together or neither.
+func (a *api) createMember(w http.ResponseWriter, r *http.Request, u fsm.User, org string) {
+	cmd := fsm.ImportUsers{At: u.CreatedAt, Users: []fsm.ImportedUser{{User: u, OrgIDs: []string{org}, MembershipIDs: []string{a.NewID()}}}}
+	r = withTouch(r, org, u.ID)
+	res, ok := a.apply(w, r, fsm.MustCommand(fsm.TypeImportUsers, cmd))
+	if !ok {
+		return
+	}
+	out, ok := res.Value.([]fsm.ImportOutcome)
+	if !ok || len(out) != 1 {
+		out = a.importOutcomesFromState(cmd)
+	}
+	switch o := out[0]; {
+	case o.Status == fsm.ImportCreated:
+		httpx.WriteJSON(w, http.StatusCreated, userOut(u))
+	case o.Status == fsm.ImportExists:
+		httpx.WriteError(w, r, http.StatusConflict, httpx.CodeConflict, conflictMessage("email"),
+			httpx.Detail{Field: "email", Message: "already in use", Code: "conflict"})
+	case o.Code == "conflict":
+		httpx.WriteError(w, r, http.StatusConflict, httpx.CodeConflict, conflictMessage(o.Field),
+			httpx.Detail{Field: o.Field, Message: "already in use", Code: "conflict"})
+	case o.Field == "organizations":
+		httpx.WriteError(w, r, http.StatusConflict, httpx.CodeConflict, "the organization no longer exists")
+	default:
+		// A field the state machine refuses though it passed check
+		// (client input never makes a 500).
+		writeInvalid(w, r, []httpx.Detail{{Field: o.Field, Code: o.Code, Message: importCodeMessage(o.Code)}})
+	}
+}
+
 // listUsers is GET /users; ?email= finds the one person with that address
 // (any case), or none: how an operator finds an imported person's id.
 func (a *api) listUsers(w http.ResponseWriter, r *http.Request) {
+	org := orgScope(r) // an org_admin's list: the members of its organization
 	read := a.State.Users
+	if org != "" {
+		read = func(pg fsm.Page) ([]fsm.User, int, error) { return a.State.MembersOfOrg(org, pg) }
+	}
 	if q := r.URL.Query(); q.Has("email") {
 		email := q.Get("email")
 		if email == "" || len(email) > maxEmail {
@@ -112,7 +153,15 @@ func (a *api) listUsers(w http.ResponseWriter, r *http.Request) {
 				return nil, 0, nil
 			case err != nil:
 				return nil, 0, err
-			case pg.Page > 1:
+			}
+			if org != "" {
+				if _, err := a.State.MembershipOf(u.ID, org); errors.Is(err, fsm.ErrNotFound) {
+					return nil, 0, nil
+				} else if err != nil {
+					return nil, 0, err
+				}
+			}
+			if pg.Page > 1 {
 				return nil, 1, nil
 			}
 			return []fsm.User{u}, 1, nil

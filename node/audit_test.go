@@ -17,25 +17,26 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/oidcd/oidcd/admin/cli"
+	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/node"
 	"github.com/oidcd/oidcd/testcluster"
 )
 
 type auditEvent struct {
-	Seq      uint64            `json:"seq"`
-	Time     time.Time         `json:"time"`
-	Type     string            `json:"type"`
-	Outcome  string            `json:"outcome"`
-	Actor    string            `json:"actor"`
-	Subject  string            `json:"subject"`
-	ClientID string            `json:"client_id"`
-	OrgID    string            `json:"organization_id"`
-	SID      string            `json:"sid"`
-	IP       string            `json:"ip"`
-	Node     string            `json:"node"`
-	Detail   map[string]string `json:"detail"`
-	PrevHash string            `json:"prev_hash"`
-	Hash     string            `json:"hash"`
+	Seq      uint64          `json:"seq"`
+	Time     time.Time       `json:"time"`
+	Type     string          `json:"type"`
+	Outcome  string          `json:"outcome"`
+	Actor    string          `json:"actor"`
+	Subject  string          `json:"subject"`
+	ClientID string          `json:"client_id"`
+	OrgID    string          `json:"organization_id"`
+	SID      string          `json:"sid"`
+	IP       string          `json:"ip"`
+	Node     string          `json:"node"`
+	Detail   fsm.EventDetail `json:"detail"`
+	PrevHash string          `json:"prev_hash"`
+	Hash     string          `json:"hash"`
 }
 
 // auditOn reads node i's whole trail (GET /admin/v1/audit, page by page),

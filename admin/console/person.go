@@ -449,18 +449,19 @@ func requestSession(ctx context.Context) *reqSession {
 
 // refusesPerson reports whether an answer of the admin API refuses the
 // person themselves rather than one request: 401, or a 403 that carries a
-// bearer challenge (RFC 6750 3, RFC 9470: a token whose acr is too low). A
-// 403 without a challenge is a refusal by role (another organization, an
-// auditor's write), shown on the page while the session goes on.
+// bearer challenge (RFC 6750 3: the API's credential check answers so for
+// a person who holds no grant any more, or whose sign-in is weaker than
+// the site requires). A 403 without a challenge is the authorization
+// check's refusal by role (another organization, an auditor's write),
+// shown on the page while the session goes on.
 func refusesPerson(status int, h http.Header) bool {
-	if status == http.StatusUnauthorized {
+	switch status {
+	case http.StatusUnauthorized:
 		return true
+	case http.StatusForbidden:
+		return h.Get("WWW-Authenticate") != ""
 	}
-	if status != http.StatusForbidden {
-		return false
-	}
-	ch := h.Get("WWW-Authenticate")
-	return ch != "" && !strings.Contains(ch, "insufficient_scope")
+	return false
 }
 
 // personSession serves h for a person's session: the answer is held back

@@ -122,13 +122,18 @@ var (
 		message: "this person holds no administrator grant"}
 	refuseUnavailable = &refusal{status: http.StatusServiceUnavailable, code: httpx.CodeUnavailable, release: true,
 		message: "cannot check the credential against the cluster (no leader reachable); try again"}
+	// refuseUnconfirmedRead is a linearizable read whose read index,
+	// taken for the credential, could not be had: the answer the read
+	// itself would give (read, linearize.go).
+	refuseUnconfirmedRead = &refusal{status: http.StatusServiceUnavailable, code: httpx.CodeUnavailable, release: true,
+		message: msgNoReadIndex}
 )
 
 // resolve turns a bearer credential into a Credential, or the refusal to
 // answer. indexed: a read index was taken for it (linearize).
 func (a *api) resolve(r *http.Request, token string) (c Credential, indexed bool, f *refusal) {
 	if tokenMatches(token, a.TokenHash()) {
-		return Credential{Kind: CredentialToken, Role: RoleAdmin}, false, nil
+		return a.confirmToken(r, token)
 	}
 	if id, ok := parseAPIKey(token); ok {
 		c, f = a.resolveKey(r, id, token)
@@ -139,6 +144,44 @@ func (a *api) resolve(r *http.Request, token string) (c Credential, indexed bool
 		return c, a.ReadIndex != nil && f == nil, f
 	}
 	return Credential{}, false, refuseInvalid
+}
+
+// confirmToken confirms that a break-glass token this node's copy of the
+// state holds is still the cluster's: POST /admin-token replaces it, and
+// the old one must stop working at once on every node, also on one that
+// has not yet applied the replacement. So the hash is read again after a
+// read index, which the route's own linearizable read then reuses (a
+// write pays one read index for it). Two kinds of read keep the local
+// answer: a read of the node's own copy (?stale), which asks for exactly
+// that, and the routes that describe the answering node (/status,
+// /cluster, /audit/verify), which a node cut off from the leader must
+// still answer; neither writes anything.
+func (a *api) confirmToken(r *http.Request, token string) (Credential, bool, *refusal) {
+	c := Credential{Kind: CredentialToken, Role: RoleAdmin}
+	if a.ReadIndex == nil || nodeOwnRead(r) {
+		return c, false, nil
+	}
+	if f := a.linearize(r); f != nil {
+		return Credential{}, false, f
+	}
+	if !tokenMatches(token, a.TokenHash()) {
+		return Credential{}, false, refuseInvalid
+	}
+	return c, true, nil
+}
+
+// nodeOwnRead reports whether r reads the answering node's own copy: a
+// GET (or HEAD) with ?stale (whose value read checks), or of a route
+// that describes the node (readModes' nodeLocal).
+func nodeOwnRead(r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	if q := r.URL.Query(); q.Has(staleParam) && q.Get(staleParam) != "false" {
+		return true
+	}
+	mode, ok := readModes[strings.TrimPrefix(r.URL.Path, Prefix)]
+	return ok && mode == nodeLocal
 }
 
 func (a *api) resolveKey(r *http.Request, id, key string) (Credential, *refusal) {
@@ -197,6 +240,9 @@ func (a *api) linearize(r *http.Request) *refusal {
 	}
 	if err := a.ReadIndex(r.Context()); err != nil {
 		a.Logger.Warn("admin: read index for a credential failed", "err", err, "correlation_id", httpx.CorrelationID(r.Context()))
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			return refuseUnconfirmedRead
+		}
 		return refuseUnavailable
 	}
 	return nil

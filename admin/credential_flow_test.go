@@ -200,8 +200,8 @@ func TestRemovedCredentialRefusedAtOnce(t *testing.T) {
 			}
 		})
 	}
-	ri.err = errDown
 	k2 := e.createKey(`{"name":"ci2","role":"auditor","expires_in":3600}`)
+	ri.err = errDown
 	if w := e.do("POST", "/admin/v1/organizations", `{"slug":"x","name":"X"}`, bearerHdr(k2.Key)...); w.Code != 503 {
 		t.Errorf("a key with no read index to be had: got %d, want 503", w.Code)
 	}
@@ -262,4 +262,43 @@ func TestGenuineRefusalsAreNotGuesses(t *testing.T) {
 		}
 	}
 	checkEnvelope(t, e.do("GET", "/admin/v1/organizations", "", bearerHdr("no-grant")...), 429, httpx.CodeRateLimited)
+}
+
+// TestReplacedTokenRefusedAtOnce: the break-glass token replaced through
+// another node (applied here only while this request's read index is
+// taken, as on a follower a moment behind) is refused by the very next
+// request, a write and a linearizable read alike; a read of the node's own
+// copy (?stale=true) and the node-local routes take no read index for it.
+func TestReplacedTokenRefusedAtOnce(t *testing.T) {
+	for _, tt := range []struct{ method, path, body string }{
+		{"POST", "/admin/v1/organizations", `{"slug":"r","name":"R"}`},
+		{"GET", "/admin/v1/users", ""},
+	} {
+		t.Run(tt.method, func(t *testing.T) {
+			ri := &readIndexCounter{}
+			e := newEnv(t, withReadIndex(ri))
+			replacement := GenerateToken()
+			ri.then = func() {
+				ri.then = nil
+				e.applyNow(fsm.MustCommand(fsm.TypeSetAdminToken, fsm.SetAdminToken{Hash: HashToken(replacement), Replace: true}))
+			}
+			checkEnvelope(t, e.do(tt.method, tt.path, tt.body), 401, httpx.CodeUnauthorized)
+			if n := ri.calls.Load(); n != 1 {
+				t.Errorf("read index calls: got %d, want 1", n)
+			}
+			w := e.do(tt.method, tt.path, tt.body, bearerHdr(replacement)...)
+			if w.Code/100 != 2 {
+				t.Errorf("the replacement: got %d %s", w.Code, w.Body)
+			}
+		})
+	}
+	ri := &readIndexCounter{}
+	e := newEnv(t, withReadIndex(ri))
+	for _, p := range []string{"/admin/v1/users?stale=true", "/admin/v1/status", "/admin/v1/cluster"} {
+		ri.calls.Store(0)
+		e.do("GET", p, "")
+		if n := ri.calls.Load(); n != 0 {
+			t.Errorf("GET %s: %d read index calls, want none", p, n)
+		}
+	}
 }

@@ -12,6 +12,10 @@ import (
 // one.
 const staleParam = "stale"
 
+// msgNoReadIndex answers a linearizable read whose read index could not
+// be had.
+const msgNoReadIndex = "cannot confirm this node is up to date (no leader reachable); try again, or add ?stale=true to read this node's own copy"
+
 // readMode says how a GET route reaches a consistent answer.
 type readMode int
 
@@ -67,8 +71,7 @@ func (a *api) read(path string, next http.HandlerFunc) http.HandlerFunc {
 				a.Logger.Warn("admin: read index failed", "path", httpx.LogValue(r.URL.Path), "err", err,
 					"correlation_id", httpx.CorrelationID(r.Context()))
 				w.Header().Set("Retry-After", "1")
-				httpx.WriteError(w, r, http.StatusServiceUnavailable, httpx.CodeUnavailable,
-					"cannot confirm this node is up to date (no leader reachable); try again, or add ?stale=true to read this node's own copy")
+				httpx.WriteError(w, r, http.StatusServiceUnavailable, httpx.CodeUnavailable, msgNoReadIndex)
 				return
 			}
 		}

@@ -139,21 +139,13 @@ func TestLoginAgainstANode(t *testing.T) {
 		t.Errorf("expires in %s", d)
 	}
 
-	// With a grant, later commands to --addr send the kept token. The
-	// grants and the admin API's person check come from the admin
-	// credentials work; until that is merged the route is missing (404)
-	// and the API knows only the break-glass token (401 "invalid admin
-	// token"): then this part is skipped, at the end, and says so.
-	granted := adminCall(t, c, "POST", "/admin/v1/admins", map[string]any{"user_id": user.ID, "role": "admin"}, nil, 0)
+	// With a grant, later commands to --addr send the kept token.
+	if granted := adminCall(t, c, "POST", "/admin/v1/admins", map[string]any{"user_id": user.ID, "role": "admin"}, nil, 0); granted != http.StatusCreated {
+		t.Fatalf("POST /admins: got %d, want 201", granted)
+	}
 	var sout, serr bytes.Buffer
-	status := cli.Run(context.Background(), []string{"--addr", base, "status"}, envFn, nil, &sout, &serr)
-	preMerge := ""
-	switch {
-	case status == cli.ExitOK && granted == http.StatusCreated:
-	case granted == http.StatusNotFound && status == cli.ExitAuth && strings.Contains(serr.String(), "admin token"):
-		preMerge = "POST /admin/v1/admins answered 404 and the admin API refused the person's token (401, admin token): grants and the person check are not on this branch yet"
-	default:
-		t.Errorf("status with the kept token: exit %d (grant: %d)\nstdout %s\nstderr %s", status, granted, sout.String(), serr.String())
+	if status := cli.Run(context.Background(), []string{"--addr", base, "status"}, envFn, nil, &sout, &serr); status != cli.ExitOK {
+		t.Errorf("status with the kept token: exit %d\nstdout %s\nstderr %s", status, sout.String(), serr.String())
 	}
 
 	// logout revokes the token at the provider and forgets it.
@@ -167,9 +159,6 @@ func TestLoginAgainstANode(t *testing.T) {
 	serr.Reset()
 	if code := cli.Run(context.Background(), []string{"--addr", base, "status"}, envFn, nil, io.Discard, &serr); code != cli.ExitAuth {
 		t.Errorf("status after logout: exit %d, want %d (no token)", code, cli.ExitAuth)
-	}
-	if preMerge != "" {
-		t.Skip(preMerge)
 	}
 }
 

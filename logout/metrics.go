@@ -1,9 +1,9 @@
 package logout
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/oidcd/oidcd/internal/promreg"
 
 	"github.com/oidcd/oidcd/fsm"
 )
@@ -56,35 +56,20 @@ func newMetrics(reg prometheus.Registerer, st *fsm.State) (*metrics, error) {
 		return float64(len(ds))
 	})
 	var err error
-	if m.sent, err = register(reg, m.sent); err != nil {
+	if m.sent, err = promreg.Register(reg, m.sent); err != nil {
 		return nil, err
 	}
-	if m.retries, err = register(reg, m.retries); err != nil {
+	if m.retries, err = promreg.Register(reg, m.retries); err != nil {
 		return nil, err
 	}
-	if m.abandoned, err = register(reg, m.abandoned); err != nil {
+	if m.abandoned, err = promreg.Register(reg, m.abandoned); err != nil {
 		return nil, err
 	}
-	if m.latency, err = register(reg, m.latency); err != nil {
+	if m.latency, err = promreg.Register(reg, m.latency); err != nil {
 		return nil, err
 	}
-	if _, err = register(reg, pending); err != nil {
+	if _, err = promreg.Register(reg, pending); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// register registers c, or returns the equal collector reg already holds.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	err := reg.Register(c)
-	var are prometheus.AlreadyRegisteredError
-	switch {
-	case err == nil:
-		return c, nil
-	case errors.As(err, &are):
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing, nil
-		}
-	}
-	return c, err
 }

@@ -1,11 +1,12 @@
 package oidc
 
 import (
-	"errors"
 	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/oidcd/oidcd/internal/promreg"
 )
 
 // metrics are the protocol metrics of one provider, all named oidcd_*
@@ -57,29 +58,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"endpoint"}),
 	}
 	if reg != nil {
-		m.tokensIssued = register(reg, m.tokensIssued)
-		m.tokenErrors = register(reg, m.tokenErrors)
-		m.bearerChecks = register(reg, m.bearerChecks)
-		m.introspections = register(reg, m.introspections)
-		m.revocations = register(reg, m.revocations)
-		m.rateLimited = register(reg, m.rateLimited)
-		m.latency = register(reg, m.latency)
+		m.tokensIssued = promreg.MustRegister(reg, m.tokensIssued)
+		m.tokenErrors = promreg.MustRegister(reg, m.tokenErrors)
+		m.bearerChecks = promreg.MustRegister(reg, m.bearerChecks)
+		m.introspections = promreg.MustRegister(reg, m.introspections)
+		m.revocations = promreg.MustRegister(reg, m.revocations)
+		m.rateLimited = promreg.MustRegister(reg, m.rateLimited)
+		m.latency = promreg.MustRegister(reg, m.latency)
 	}
 	return m
-}
-
-// register registers c, or returns the equal collector reg already has.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		panic(err) // two different metrics under one name: a programming error
-	}
-	return c
 }
 
 // observe wraps h to record its latency under endpoint.

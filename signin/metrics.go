@@ -1,9 +1,9 @@
 package signin
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/oidcd/oidcd/internal/promreg"
 )
 
 // metrics are the sign-in metrics, all named oidcd_* (the names they had
@@ -34,24 +34,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"scheme"}),
 	}
 	if reg != nil {
-		m.rehashes = register(reg, m.rehashes)
-		m.lockouts = register(reg, m.lockouts)
-		m.guesses = register(reg, m.guesses)
-		m.signIns = register(reg, m.signIns)
+		m.rehashes = promreg.MustRegister(reg, m.rehashes)
+		m.lockouts = promreg.MustRegister(reg, m.lockouts)
+		m.guesses = promreg.MustRegister(reg, m.guesses)
+		m.signIns = promreg.MustRegister(reg, m.signIns)
 	}
 	return m
-}
-
-// register registers c, or returns the equal collector reg already has.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		panic(err) // two different metrics under one name: a programming error
-	}
-	return c
 }

@@ -256,27 +256,7 @@ func (p *Provider) browserSession(r *http.Request, now time.Time) (fsm.SSOSessio
 	if secret == "" || len(secret) > 64 {
 		return fsm.SSOSession{}, fsm.User{}, false, nil
 	}
-	s, err := p.cfg.State.SSOSessionByToken(hashToken(secret))
-	if errors.Is(err, fsm.ErrNotFound) && p.catchUp(r.Context()) {
-		// The cookie may name a session another node opened a moment ago
-		// (a balancer spreads one browser's steps over nodes): catch up
-		// with the cluster once before concluding there is none.
-		s, err = p.cfg.State.SSOSessionByToken(hashToken(secret))
-	}
-	if errors.Is(err, fsm.ErrNotFound) || (err == nil && !s.Live(now)) {
-		return fsm.SSOSession{}, fsm.User{}, false, nil
-	}
-	if err != nil {
-		return fsm.SSOSession{}, fsm.User{}, false, errors.New("sso session: " + err.Error())
-	}
-	u, err := p.cfg.State.User(s.UserID)
-	if errors.Is(err, fsm.ErrNotFound) {
-		return fsm.SSOSession{}, fsm.User{}, false, nil
-	}
-	if err != nil {
-		return fsm.SSOSession{}, fsm.User{}, false, errors.New("user: " + err.Error())
-	}
-	return s, u, true, nil
+	return p.cfg.State.LiveSSOSession(hashToken(secret), now, func() bool { return p.catchUp(r.Context()) })
 }
 
 // proceed runs the pipeline from authentication to the code. grant is the

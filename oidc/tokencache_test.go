@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/clockcache"
 	"github.com/oidcd/oidcd/keys"
 )
 
@@ -25,92 +26,41 @@ func cacheKey(n int) [32]byte {
 	return k
 }
 
+// TestTokenCache: the provider's cache hands back the kid and claims a
+// token was added with, keeps the first entry of a key, and forgets a
+// removed one (the cache's eviction and sweep are clockcache's, tested
+// there); an entry is live until its exp and the clock skew.
 func TestTokenCache(t *testing.T) {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	live := accessToken{jti: "j", sid: "s", sub: "u", org: "o", scopes: []string{"openid"}, exp: now.Add(time.Hour)}
-
-	t.Run("miss, hit, remove", func(t *testing.T) {
-		c := newTokenCache(64)
-		if _, _, ok := c.get(cacheKey(1)); ok {
-			t.Fatal("empty cache: got a hit")
-		}
-		c.add(cacheKey(1), "kid-1", live, now)
-		kid, tok, ok := c.get(cacheKey(1))
-		if !ok || kid != "kid-1" || tok.jti != "j" || !tok.exp.Equal(live.exp) {
-			t.Fatalf("hit: got %q %+v %v, want kid-1 and the claims", kid, tok, ok)
-		}
-		if _, _, ok := c.get(cacheKey(2)); ok {
-			t.Fatal("other key: got a hit")
-		}
-		c.add(cacheKey(1), "kid-2", live, now)
-		if kid, _, _ := c.get(cacheKey(1)); kid != "kid-1" {
-			t.Fatalf("second add: got kid %q, want the first entry kept", kid)
-		}
-		c.remove(cacheKey(1))
-		c.remove(cacheKey(1))
-		if _, _, ok := c.get(cacheKey(1)); ok || c.len() != 0 {
-			t.Fatalf("after remove: got hit %v, %d entries", ok, c.len())
-		}
-		c.add(cacheKey(3), "kid-3", live, now) // reuses the freed slot
-		if _, _, ok := c.get(cacheKey(3)); !ok || c.len() != 1 {
-			t.Fatalf("after re-add: got hit %v, %d entries", ok, c.len())
-		}
-	})
-
-	t.Run("bounded under many distinct tokens", func(t *testing.T) {
-		const size = 256
-		c := newTokenCache(size)
-		for i := range 100_000 {
-			c.add(sha256.Sum256(binary.BigEndian.AppendUint64(nil, uint64(i))), "kid", live, now)
-		}
-		if n := c.len(); n != size {
-			t.Fatalf("entries: got %d, want %d", n, size)
-		}
-		for i := range c.shards {
-			s := &c.shards[i]
-			if len(s.slots) > s.max || len(s.m) > s.max || len(s.free) != 0 {
-				t.Fatalf("shard %d: %d slots, %d entries, %d free; max %d", i, len(s.slots), len(s.m), len(s.free), s.max)
-			}
-		}
-	})
-
-	t.Run("a token in use survives a flood", func(t *testing.T) {
-		c := newTokenCache(4 * tokenCacheShards) // 4 per shard
-		hot := cacheKey(0)
-		c.add(hot, "kid", live, now)
-		for i := 1; i <= 1000; i++ {
-			if _, _, ok := c.get(hot); !ok {
-				t.Fatalf("hot token evicted after %d new ones", i-1)
-			}
-			c.add(cacheKey(i), "kid", live, now)
-		}
-		for i := 1001; i <= 1004; i++ { // unused now: the hand takes it
-			c.add(cacheKey(i), "kid", live, now)
-		}
-		if _, _, ok := c.get(hot); ok {
-			t.Fatal("unused token: still cached, want evicted")
-		}
-	})
-
-	t.Run("expired entries go first", func(t *testing.T) {
-		c := newTokenCache(4 * tokenCacheShards)
-		expired := live
-		expired.exp = now.Add(-clockSkew)
-		for i := range 4 {
-			tok := live
-			if i == 2 {
-				tok = expired
-			}
-			c.add(cacheKey(i), "kid", tok, now)
-			c.get(cacheKey(i)) // every entry in use
-		}
-		c.add(cacheKey(4), "kid", live, now)
-		for i, want := range []bool{true, true, false, true, true} {
-			if _, _, ok := c.get(cacheKey(i)); ok != want {
-				t.Errorf("entry %d: cached %v, want %v", i, ok, want)
-			}
-		}
-	})
+	c := newTokenCache(64)
+	if _, _, ok := c.get(cacheKey(1)); ok {
+		t.Fatal("empty cache: got a hit")
+	}
+	c.add(cacheKey(1), "kid-1", live, now)
+	kid, tok, ok := c.get(cacheKey(1))
+	if !ok || kid != "kid-1" || tok.jti != "j" || !tok.exp.Equal(live.exp) {
+		t.Fatalf("hit: got %q %+v %v, want kid-1 and the claims", kid, tok, ok)
+	}
+	c.add(cacheKey(1), "kid-2", live, now)
+	if kid, _, _ := c.get(cacheKey(1)); kid != "kid-1" {
+		t.Fatalf("second add: got kid %q, want the first entry kept", kid)
+	}
+	c.remove(cacheKey(1))
+	if _, _, ok := c.get(cacheKey(1)); ok || c.len() != 0 {
+		t.Fatalf("after remove: got hit %v, %d entries", ok, c.len())
+	}
+	// An entry whose exp and skew have passed is swept by later adds.
+	short := live
+	short.exp = now.Add(time.Minute)
+	c.add(cacheKey(2), "kid", short, now)
+	later := now.Add(time.Minute + clockSkew)
+	for i := 100; i < 164; i++ {
+		c.add(cacheKey(i), "kid", live, later)
+	}
+	if _, _, ok := c.get(cacheKey(2)); ok {
+		t.Error("a token past exp and the skew: still cached")
+	}
 }
 
 // countingKeys counts full verifications.
@@ -259,7 +209,7 @@ func TestBearerCache(t *testing.T) {
 	t.Run("bounded under many distinct tokens", func(t *testing.T) {
 		ck := &countingKeys{}
 		h := newHarness(t, withCountingKeys(ck))
-		h.p.tokens = newTokenCache(tokenCacheShards) // one per shard
+		h.p.tokens = newTokenCache(clockcache.Shards) // one per shard
 		var toks []string
 		for range 40 {
 			toks = append(toks, bcTokens(t, h, hPublic, "").AccessToken)
@@ -271,48 +221,13 @@ func TestBearerCache(t *testing.T) {
 				}
 			}
 		}
-		if n := h.p.tokens.len(); n > tokenCacheShards {
-			t.Fatalf("cached: got %d, want at most %d", n, tokenCacheShards)
+		if n := h.p.tokens.len(); n > clockcache.Shards {
+			t.Fatalf("cached: got %d, want at most %d", n, clockcache.Shards)
 		}
 		if n := ck.verifies.Load(); n <= 40 {
 			t.Fatalf("verifications: got %d, want more than 40 (evicted tokens verified again)", n)
 		}
 	})
-}
-
-func TestTokenCacheSweepsExpiredEntries(t *testing.T) {
-	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	c := newTokenCache(8 * tokenCacheShards) // 8 per shard
-	short := accessToken{jti: "j", sid: "s", sub: "u", org: "o", scopes: []string{"openid"}, exp: now.Add(time.Minute)}
-	for i := range 8 {
-		c.add(cacheKey(i), "kid", short, now)
-	}
-	later := now.Add(time.Minute + clockSkew) // every entry has expired
-	long := short
-	long.exp = later.Add(time.Hour)
-	for i := 100; i < 104; i++ { // 4 adds sweep 8 slots: the whole shard
-		c.add(cacheKey(i), "kid", long, later)
-	}
-	if n := c.len(); n != 4 {
-		t.Errorf("entries: got %d, want the 4 live ones", n)
-	}
-	for i := range 8 {
-		if _, _, ok := c.get(cacheKey(i)); ok {
-			t.Errorf("expired entry %d: still cached", i)
-		}
-	}
-	for i := 100; i < 104; i++ {
-		if _, _, ok := c.get(cacheKey(i)); !ok {
-			t.Errorf("live entry %d: not cached", i)
-		}
-	}
-	// Live entries are never swept: the shard fills up.
-	for i := 200; i < 204; i++ {
-		c.add(cacheKey(i), "kid", long, later)
-	}
-	if n := c.len(); n != 8 {
-		t.Errorf("entries: got %d, want 8 (no live entry swept)", n)
-	}
 }
 
 func TestTokenCacheCompactsEntries(t *testing.T) {

@@ -23,6 +23,7 @@ import (
 	gooidc "github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
+	"github.com/oidcd/oidcd/internal/httpx"
 	"github.com/oidcd/oidcd/internal/testkit/htmlform"
 	"github.com/oidcd/oidcd/node"
 	"github.com/oidcd/oidcd/testcluster"
@@ -357,10 +358,14 @@ func (f *flowClient) signIn(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// What answered, should it fail: a page of ours names its reference
+	// (the node's log line has it) and a balancer's own page says so.
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
 	resp.Body.Close()
 	loc := resp.Header.Get("Location")
 	if resp.StatusCode/100 != 3 || !strings.HasPrefix(loc, f.cb) {
-		return fmt.Errorf("sign-in: %d %q", resp.StatusCode, loc)
+		return fmt.Errorf("sign-in: %d %q (correlation id %q): %s", resp.StatusCode, loc,
+			resp.Header.Get(httpx.HeaderCorrelationID), strings.Join(strings.Fields(string(answer)), " "))
 	}
 	q, _ := url.Parse(loc)
 	tok, err := f.rp.Exchange(gooidc.ClientContext(ctx, f.hc), q.Query().Get("code"), oauth2.VerifierOption(pkce))

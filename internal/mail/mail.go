@@ -285,6 +285,10 @@ func (s *SMTP) Send(ctx context.Context, m Message) error {
 		return classifyDial(err, s.cfg.Implicit)
 	}
 	defer c.CloseWithSMTPClient(sc)
+	// go-mail heeds ctx only while dialling: a cancelled send closes the
+	// connection under it.
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
 	if err := c.SendWithSMTPClient(sc, msg); err != nil {
 		return classifySend(err)
 	}

@@ -334,3 +334,16 @@ func TestOutbox(t *testing.T) {
 		}
 	}
 }
+
+func TestCancelledSendIsTemporary(t *testing.T) {
+	srv := smtptest.Start(t, smtptest.Options{})
+	c, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := sender(t, srv.URL(), srv.CAFile).Send(c, reset())
+	if err == nil || !mail.IsTemporary(err) {
+		t.Fatalf("err = %v, want a temporary failure", err)
+	}
+	if srv.Count() != 0 {
+		t.Fatal("a message was delivered")
+	}
+}

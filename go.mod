@@ -33,6 +33,8 @@ require (
 
 require github.com/pires/go-proxyproto v0.15.0
 
+require github.com/wneessen/go-mail v0.8.1
+
 require (
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
 	github.com/basgys/goxml2json v1.1.1-0.20231018121955-e66ee54ceaad // indirect

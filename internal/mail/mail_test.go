@@ -1,0 +1,349 @@
+package mail_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oidcd/oidcd/internal/mail"
+	"github.com/oidcd/oidcd/internal/testkit/smtptest"
+)
+
+const subject = "Réinitialiser votre mot de passe"
+
+func reset() mail.Message {
+	return mail.Message{
+		To:      "Zoé Durand <zoe@example.com>",
+		Subject: subject,
+		Text:    "Suivez ce lien : https://id.example.com/password/reset/abc\n",
+		HTML:    `<p>Suivez <a href="https://id.example.com/password/reset/abc">ce lien</a>.</p>`,
+	}
+}
+
+func sender(t *testing.T, rawURL, caFile string) *mail.SMTP {
+	t.Helper()
+	cfg, err := mail.ParseURL(rawURL, "Identité <id@example.com>", caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := mail.NewSMTP(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func checkReceived(t *testing.T, m smtptest.Message) {
+	t.Helper()
+	if !m.TLS {
+		t.Error("message was received over a plain connection")
+	}
+	if m.Subject != subject {
+		t.Errorf("Subject = %q, want %q", m.Subject, subject)
+	}
+	if raw := m.Header.Get("Subject"); !strings.HasPrefix(raw, "=?UTF-8?") {
+		t.Errorf("raw Subject %q is not an encoded word", raw)
+	}
+	if len(m.Rcpt) != 1 || m.Rcpt[0] != "zoe@example.com" || m.From != "id@example.com" {
+		t.Errorf("envelope from %q to %q", m.From, m.Rcpt)
+	}
+	if !strings.Contains(m.To, "zoe@example.com") {
+		t.Errorf("To = %q", m.To)
+	}
+	if m.Header.Get("Date") == "" || m.Header.Get("Message-ID") == "" {
+		t.Errorf("Date %q, Message-ID %q", m.Header.Get("Date"), m.Header.Get("Message-ID"))
+	}
+	if !strings.HasPrefix(m.Header.Get("Content-Type"), "multipart/alternative") {
+		t.Errorf("Content-Type = %q", m.Header.Get("Content-Type"))
+	}
+	want := reset()
+	if strings.TrimRight(m.Text, "\r\n") != strings.TrimRight(strings.ReplaceAll(want.Text, "\n", "\r\n"), "\r\n") {
+		t.Errorf("text part = %q", m.Text)
+	}
+	if !strings.Contains(m.HTML, want.HTML) {
+		t.Errorf("HTML part = %q", m.HTML)
+	}
+}
+
+func TestSTARTTLSWithAuth(t *testing.T) {
+	srv := smtptest.Start(t, smtptest.Options{Username: "oidcd", Password: "relay secret"})
+	cfg, err := mail.ParseURL("smtp://oidcd:relay%20secret@"+srv.Addr(), "Identité <id@example.com>", srv.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := mail.NewSMTP(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Send(ctx(t), reset()); err != nil {
+		t.Fatal(err)
+	}
+	m := srv.Messages(1, 10*time.Second)[0]
+	checkReceived(t, m)
+	if m.AuthUser != "oidcd" {
+		t.Errorf("authenticated as %q", m.AuthUser)
+	}
+}
+
+func TestSMTPSImplicitTLS(t *testing.T) {
+	srv := smtptest.Start(t, smtptest.Options{Username: "oidcd", Password: "relay-secret"})
+	if err := sender(t, srv.SMTPSURL(), srv.CAFile).Send(ctx(t), reset()); err != nil {
+		t.Fatal(err)
+	}
+	m := srv.Messages(1, 10*time.Second)[0]
+	checkReceived(t, m)
+	if m.AuthUser != "oidcd" {
+		t.Errorf("authenticated as %q", m.AuthUser)
+	}
+}
+
+func TestWrongAuthIsAuthStep(t *testing.T) {
+	srv := smtptest.Start(t, smtptest.Options{Username: "oidcd", Password: "right"})
+	err := sender(t, "smtp://oidcd:wrong@"+srv.Addr(), srv.CAFile).Send(ctx(t), reset())
+	var me *mail.Error
+	if !errors.As(err, &me) || me.Step != mail.StepAuth || me.Temporary {
+		t.Fatalf("err = %v, want a permanent auth failure", err)
+	}
+	if srv.Count() != 0 {
+		t.Fatal("a message was delivered")
+	}
+}
+
+func TestUntrustedCertificateRefused(t *testing.T) {
+	srv := smtptest.Start(t, smtptest.Options{})
+	other := smtptest.Start(t, smtptest.Options{}) // its CA did not sign srv's certificate
+	for _, u := range []string{srv.URL(), srv.SMTPSURL()} {
+		err := sender(t, u, other.CAFile).Send(ctx(t), reset())
+		var me *mail.Error
+		if !errors.As(err, &me) || me.Step != mail.StepTLSVerify || me.Temporary {
+			t.Errorf("%s: err = %v, want a permanent TLS verification failure", u, err)
+		}
+	}
+	if srv.Count() != 0 {
+		t.Fatal("a message was delivered")
+	}
+}
+
+func TestNoSTARTTLSRefusedBeforeAnyMessage(t *testing.T) {
+	srv := smtptest.Start(t, smtptest.Options{NoStartTLS: true})
+	err := sender(t, srv.URL(), srv.CAFile).Send(ctx(t), reset())
+	var me *mail.Error
+	if !errors.As(err, &me) || me.Step != mail.StepStartTLS || me.Temporary {
+		t.Fatalf("err = %v, want a permanent STARTTLS failure", err)
+	}
+	if srv.Count() != 0 {
+		t.Fatal("a message was delivered in the clear")
+	}
+}
+
+// TestNoSTARTTLSNoMailCommand checks on the wire that nothing past EHLO is
+// said to a server that does not offer STARTTLS.
+func TestNoSTARTTLSNoMailCommand(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	seen := make(chan []string, 1)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			seen <- nil
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		var cmds []string
+		r := bufio.NewReader(c)
+		fmt.Fprint(c, "220 plain ESMTP\r\n")
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				break
+			}
+			verb, _, _ := strings.Cut(strings.TrimSpace(line), " ")
+			cmds = append(cmds, strings.ToUpper(verb))
+			switch strings.ToUpper(verb) {
+			case "EHLO":
+				fmt.Fprint(c, "250-plain\r\n250 8BITMIME\r\n")
+			case "QUIT":
+				fmt.Fprint(c, "221 bye\r\n")
+			default:
+				fmt.Fprint(c, "250 ok\r\n")
+			}
+		}
+		seen <- cmds
+	}()
+	err = sender(t, "smtp://"+l.Addr().String(), "").Send(ctx(t), reset())
+	var me *mail.Error
+	if !errors.As(err, &me) || me.Step != mail.StepStartTLS {
+		t.Fatalf("err = %v", err)
+	}
+	for _, c := range <-seen {
+		if c != "EHLO" && c != "HELO" && c != "QUIT" {
+			t.Errorf("client sent %s to a server without STARTTLS", c)
+		}
+	}
+}
+
+func TestRejectedRecipient(t *testing.T) {
+	for _, code := range []int{550, 450} {
+		srv := smtptest.Start(t, smtptest.Options{RejectRcpt: "zoe@example.com", RejectCode: code})
+		err := sender(t, srv.URL(), srv.CAFile).Send(ctx(t), reset())
+		var me *mail.Error
+		if !errors.As(err, &me) || me.Step != mail.StepRecipient || me.Temporary != (code == 450) {
+			t.Errorf("%d: err = %v, want a recipient failure, temporary %v", code, err, code == 450)
+		}
+		if mail.IsTemporary(err) != (code == 450) {
+			t.Errorf("%d: IsTemporary = %v", code, mail.IsTemporary(err))
+		}
+	}
+}
+
+func TestDialFailureIsTemporary(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	err = sender(t, "smtps://"+addr, "").Send(ctx(t), reset())
+	var me *mail.Error
+	if !errors.As(err, &me) || me.Step != mail.StepDial || !me.Temporary {
+		t.Fatalf("err = %v, want a temporary dial failure", err)
+	}
+}
+
+func TestHeaderInjectionRefused(t *testing.T) {
+	dir := t.TempDir()
+	out := mail.NewOutbox(filepath.Join(dir, "outbox"))
+	s := sender(t, "smtps://127.0.0.1:1", "") // never dialled: the message is refused first
+	for _, m := range []mail.Message{
+		{To: "zoe@example.com\r\nBcc: all@example.com", Subject: "x", Text: "x"},
+		{To: "zoe@example.com\nBcc: all@example.com", Subject: "x", Text: "x"},
+		{To: "zoe@example.com", Subject: "x\r\nBcc: all@example.com", Text: "x"},
+		{To: "zoe@example.com", Subject: "x\rBcc: all@example.com", Text: "x"},
+		{To: "not an address", Subject: "x", Text: "x"},
+	} {
+		for name, snd := range map[string]mail.Sender{"smtp": s, "outbox": out} {
+			err := snd.Send(ctx(t), m)
+			var me *mail.Error
+			if !errors.As(err, &me) || me.Step != mail.StepMessage || me.Temporary {
+				t.Errorf("%s %q/%q: err = %v, want a refused message", name, m.To, m.Subject, err)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "outbox")); !os.IsNotExist(err) {
+		t.Errorf("outbox written for a refused message: %v", err)
+	}
+}
+
+func TestParseURL(t *testing.T) {
+	for _, tc := range []struct {
+		url      string
+		host     string
+		port     int
+		implicit bool
+		user     string
+		pass     string
+	}{
+		{"smtp://mail.example.com", "mail.example.com", 587, false, "", ""},
+		{"smtps://mail.example.com", "mail.example.com", 465, true, "", ""},
+		{"smtp://u%40x:p%3Aw@mail.example.com:2525", "mail.example.com", 2525, false, "u@x", "p:w"},
+		{"smtps://[::1]:4650", "::1", 4650, true, "", ""},
+	} {
+		c, err := mail.ParseURL(tc.url, "id@example.com", "")
+		if err != nil {
+			t.Errorf("%s: %v", tc.url, err)
+			continue
+		}
+		if c.Host != tc.host || c.Port != tc.port || c.Implicit != tc.implicit || c.Username != tc.user || c.Password != tc.pass || c.RootCAs != nil {
+			t.Errorf("%s: %+v", tc.url, c)
+		}
+	}
+	for _, bad := range []string{"http://mail.example.com", "smtp://", "smtp://h:0", "smtp://h:99999", "smtp://h/path", "smtp://h?x=1", "mail.example.com"} {
+		if _, err := mail.ParseURL(bad, "id@example.com", ""); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+	for _, from := range []string{"", "not an address", "id@example.com\r\nBcc: x@y", "a@b, c@d"} {
+		if _, err := mail.ParseURL("smtp://h", from, ""); err == nil {
+			t.Errorf("From %q accepted", from)
+		}
+	}
+	dir := t.TempDir()
+	junk := filepath.Join(dir, "junk.pem")
+	os.WriteFile(junk, []byte("not a certificate"), 0o600)
+	for _, ca := range []string{junk, filepath.Join(dir, "missing.pem")} {
+		if _, err := mail.ParseURL("smtp://h", "id@example.com", ca); err == nil {
+			t.Errorf("CA file %s accepted", ca)
+		}
+	}
+}
+
+func TestOutbox(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "outbox.jsonl")
+	o := mail.NewOutbox(path)
+	first, second := reset(), mail.Message{To: "bob@example.com", Subject: "Invitation", Text: "Bienvenue"}
+	for _, m := range []mail.Message{first, second} {
+		if err := o.Send(ctx(t), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600", fi.Mode().Perm())
+	}
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines: %q", len(lines), b)
+	}
+	for i, want := range []mail.Message{first, second} {
+		var got struct {
+			Time                    time.Time
+			To, Subject, Text, HTML string
+		}
+		if err := json.Unmarshal([]byte(lines[i]), &got); err != nil {
+			t.Fatalf("line %d: %v", i, err)
+		}
+		if got.To != want.To || got.Subject != want.Subject || got.Text != want.Text || got.HTML != want.HTML || time.Since(got.Time) > time.Minute {
+			t.Errorf("line %d = %+v", i, got)
+		}
+		for _, key := range []string{`"time":`, `"to":`, `"subject":`, `"text":`, `"html":`} {
+			if !strings.Contains(lines[i], key) {
+				t.Errorf("line %d lacks %s", i, key)
+			}
+		}
+	}
+}
+
+func TestCancelledSendIsTemporary(t *testing.T) {
+	srv := smtptest.Start(t, smtptest.Options{})
+	c, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := sender(t, srv.URL(), srv.CAFile).Send(c, reset())
+	if err == nil || !mail.IsTemporary(err) {
+		t.Fatalf("err = %v, want a temporary failure", err)
+	}
+	if srv.Count() != 0 {
+		t.Fatal("a message was delivered")
+	}
+}

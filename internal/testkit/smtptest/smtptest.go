@@ -105,7 +105,7 @@ func Start(t testing.TB, opts Options) *Server {
 		t.Skipf("exim not found at %s; run scripts/ensure-smtp.sh", Path)
 	}
 	s := &Server{t: t, opts: opts, dir: t.TempDir(), exited: make(chan struct{})}
-	uid, gid, name := s.runAs()
+	uid, gid, name, group := s.runAs()
 	s.makeTLS(s.dir)
 	for _, d := range []string{"spool", "log", "maildir"} {
 		p := filepath.Join(s.dir, d)
@@ -117,7 +117,7 @@ func Start(t testing.TB, opts Options) *Server {
 	s.chown(s.keyFile, uid, gid)
 	s.port, s.smtpsPort = freePort(t), freePort(t)
 	conf := filepath.Join(s.dir, "exim.conf")
-	if err := os.WriteFile(conf, []byte(s.config(name)), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(s.config(name, group)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	s.cmd = exec.Command(Path, "-C", conf, "-bdf")
@@ -151,13 +151,17 @@ func Start(t testing.TB, opts Options) *Server {
 // runAs is the user exim runs as and delivers as: Debian-exim under root
 // (exim never delivers as root), otherwise the caller (exim gives up its
 // privilege for a -C config, so it runs as whoever started it).
-func (s *Server) runAs() (uid, gid int, name string) {
+func (s *Server) runAs() (uid, gid int, name, group string) {
 	if os.Geteuid() != 0 {
 		u, err := user.Current()
 		if err != nil {
 			s.t.Fatal(err)
 		}
-		return -1, -1, u.Username
+		g, err := user.LookupGroupId(u.Gid)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		return -1, -1, u.Username, g.Name
 	}
 	u, err := user.Lookup("Debian-exim")
 	if err != nil {
@@ -175,7 +179,7 @@ func (s *Server) runAs() (uid, gid int, name string) {
 			break
 		}
 	}
-	return uid, gid, u.Username
+	return uid, gid, u.Username, u.Username
 }
 
 func (s *Server) chown(path string, uid, gid int) {
@@ -208,13 +212,13 @@ func quote(s string) string {
 	return b.String()
 }
 
-// config is the exim configuration for s, running as user.
-func (s *Server) config(user string) string {
+// config is the exim configuration for s, running as user and group.
+func (s *Server) config(user, group string) string {
 	var c strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&c, format+"\n", args...) }
 	p("primary_hostname = localhost")
 	p("exim_user = %s", user)
-	p("exim_group = %s", user)
+	p("exim_group = %s", group)
 	p("never_users =")
 	p("keep_environment =")
 	p("spool_directory = %s", filepath.Join(s.dir, "spool"))
@@ -279,7 +283,7 @@ func (s *Server) config(user string) string {
 	p("  use_crlf")
 	p("  batch_max = 1000")
 	p("  user = %s", user)
-	p("  group = %s", user)
+	p("  group = %s", group)
 	p("  mode = 0644")
 	p("")
 	p("begin authenticators")

@@ -49,6 +49,7 @@ test:
 	@sh scripts/ensure-slapd.sh || [ "$${CI:-}" != true ]
 	@sh scripts/ensure-apache-oidc.sh || [ "$${CI:-}" != true ]
 	@sh scripts/ensure-node.sh || [ "$${CI:-}" != true ]
+	@sh scripts/ensure-smtp.sh || [ "$${CI:-}" != true ]
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) test -race -count=1 -timeout 12m ./...

@@ -1,24 +1,29 @@
-// Package smtptest runs a small ESMTP server in the test process on
-// 127.0.0.1 for the mail tests: its own generated CA and a server
-// certificate for 127.0.0.1 and localhost, a submission listener that
-// offers STARTTLS (or, with NoStartTLS, does not) and an implicit-TLS
-// listener, optional AUTH PLAIN (only after TLS), and every recipient
-// accepted. Received messages are parsed with net/mail and mime/multipart
-// so a test reads To, Subject and the text and HTML parts.
+// Package smtptest runs a private Exim (Debian's exim4-daemon-light, the
+// GnuTLS build) per test on 127.0.0.1 for the mail tests: a config
+// generated in the test's temporary directory with its own spool, logs
+// and pid file, its own generated CA and a server certificate for
+// 127.0.0.1 and localhost, a submission port that offers STARTTLS (or,
+// with NoStartTLS, does not) and an implicit-TLS port, optional AUTH PLAIN
+// (offered only once the connection is encrypted, then required before
+// MAIL FROM), and every recipient accepted and delivered to a maildir
+// in the temporary directory, unless refused with RejectRcpt. Delivered
+// messages are parsed with net/mail and mime/multipart so a test reads To,
+// Subject and the text and HTML parts; the envelope, TLS and
+// authentication of the session come from X-Smtptest-* headers exim adds
+// in its DATA ACL.
 //
-// It is in process rather than a system mail daemon because Debian 12's
-// OpenSMTPD (6.8.0p2 against OpenSSL 3) fails every TLS handshake
-// ("missing private key" in its privilege-separated signer), so it cannot
-// stand for a relay that requires STARTTLS.
+// Without exim the test is skipped, or fails when CI is "true"
+// (scripts/ensure-smtp.sh installs it). Exim rather than OpenSMTPD:
+// Debian 12's OpenSMTPD (6.8.0p2 against OpenSSL 3) fails every TLS
+// handshake ("missing private key" in its privilege-separated signer,
+// OpenSMTPD issues 1171 and 1239).
 package smtptest
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
@@ -32,12 +37,19 @@ import (
 	"net"
 	"net/mail"
 	"os"
+	"os/exec"
+	"os/user"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
-	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
+
+// Path is the exim binary the kit runs.
+var Path = "/usr/sbin/exim4"
 
 // Options shape the server.
 type Options struct {
@@ -46,7 +58,8 @@ type Options struct {
 	Username, Password string
 	// NoStartTLS leaves STARTTLS out of the EHLO answer.
 	NoStartTLS bool
-	// RejectRcpt answers RCPT TO for this address with RejectCode.
+	// RejectRcpt answers RCPT TO for this address with RejectCode (550
+	// when zero; a 4xx code defers, a 5xx code denies).
 	RejectRcpt string
 	RejectCode int
 }
@@ -55,7 +68,7 @@ type Options struct {
 type Message struct {
 	From     string   // envelope MAIL FROM
 	Rcpt     []string // envelope RCPT TO
-	Raw      []byte
+	Raw      []byte   // as delivered, with exim's Received and X-Smtptest-* headers
 	Header   mail.Header
 	Subject  string // decoded
 	To       string
@@ -65,50 +78,264 @@ type Message struct {
 	AuthUser string
 }
 
-// Server is a running test server.
+// Server is a running exim.
 type Server struct {
 	t         testing.TB
 	opts      Options
-	tlsConfig *tls.Config
-	plain     net.Listener
-	implicit  net.Listener
+	dir       string
+	port      int // STARTTLS (or plain) submission port
+	smtpsPort int // implicit TLS
+	certFile  string
+	keyFile   string
+	cmd       *exec.Cmd
+	exited    chan struct{}
 	// CAPEM is the PEM of the CA that signed the server's certificate;
 	// CAFile is the same written to a file.
 	CAPEM  string
 	CAFile string
-
-	mu       sync.Mutex
-	received []Message
-	arrived  chan struct{}
-	wg       sync.WaitGroup
 }
 
-// Start starts the server and stops it at the end of the test.
+// Start starts exim and stops it at the end of the test.
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
-	s := &Server{t: t, opts: opts, arrived: make(chan struct{}, 64)}
-	s.makeTLS(t.TempDir())
-	var err error
-	if s.plain, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+	if _, err := os.Stat(Path); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("exim not found at %s (run scripts/ensure-smtp.sh)", Path)
+		}
+		t.Skipf("exim not found at %s; run scripts/ensure-smtp.sh", Path)
+	}
+	s := &Server{t: t, opts: opts, dir: t.TempDir(), exited: make(chan struct{})}
+	uid, gid, name, group := s.runAs()
+	s.makeTLS(s.dir)
+	for _, d := range []string{"spool", "log", "maildir"} {
+		p := filepath.Join(s.dir, d)
+		if err := os.Mkdir(p, 0o750); err != nil {
+			t.Fatal(err)
+		}
+		s.chown(p, uid, gid)
+	}
+	s.chown(s.keyFile, uid, gid)
+	s.port, s.smtpsPort = freePort(t), freePort(t)
+	conf := filepath.Join(s.dir, "exim.conf")
+	if err := os.WriteFile(conf, []byte(s.config(name, group)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if s.implicit, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-		t.Fatal(err)
+	s.cmd = exec.Command(Path, "-C", conf, "-bdf")
+	var out bytes.Buffer
+	s.cmd.Stdout, s.cmd.Stderr = &out, &out
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := s.cmd.Start(); err != nil {
+		t.Fatalf("smtptest: starting exim: %v", err)
 	}
-	s.wg.Add(2)
-	go s.accept(s.plain, false)
-	go s.accept(s.implicit, true)
+	go func() { s.cmd.Wait(); close(s.exited) }()
 	t.Cleanup(func() {
-		s.plain.Close()
-		s.implicit.Close()
-		s.wg.Wait()
+		// The daemon and any delivery it forked share its process group.
+		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-s.exited:
+		case <-time.After(5 * time.Second):
+			syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+			<-s.exited
+		}
+		if t.Failed() {
+			s.dumpLogs()
+		}
 	})
+	if err := s.waitReady(10 * time.Second); err != nil {
+		s.dumpLogs()
+		t.Fatalf("smtptest: exim did not start: %v\n%s", err, out.String())
+	}
 	return s
 }
 
+// runAs is the user exim runs as and delivers as: Debian-exim under root
+// (exim never delivers as root), otherwise the caller (exim gives up its
+// privilege for a -C config, so it runs as whoever started it).
+func (s *Server) runAs() (uid, gid int, name, group string) {
+	if os.Geteuid() != 0 {
+		u, err := user.Current()
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		g, err := user.LookupGroupId(u.Gid)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		return -1, -1, u.Username, g.Name
+	}
+	u, err := user.Lookup("Debian-exim")
+	if err != nil {
+		s.t.Fatalf("smtptest: %v (is exim4 installed?)", err)
+	}
+	uid, _ = strconv.Atoi(u.Uid)
+	gid, _ = strconv.Atoi(u.Gid)
+	// The test's temporary directories are 0700 and root's: let the
+	// exim user reach its spool, logs, maildir and key.
+	for d := s.dir; d != os.TempDir() && d != "/" && d != "."; d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o755); err != nil {
+			s.t.Fatal(err)
+		}
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	return uid, gid, u.Username, u.Username
+}
+
+func (s *Server) chown(path string, uid, gid int) {
+	if uid < 0 {
+		return
+	}
+	if err := os.Chown(path, uid, gid); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func freePort(t testing.TB) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// quote escapes s for use as literal text inside an exim string expansion.
+func quote(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`\${}`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// config is the exim configuration for s, running as user and group.
+func (s *Server) config(user, group string) string {
+	var c strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&c, format+"\n", args...) }
+	p("primary_hostname = localhost")
+	p("exim_user = %s", user)
+	p("exim_group = %s", group)
+	p("never_users =")
+	p("keep_environment =")
+	p("spool_directory = %s", filepath.Join(s.dir, "spool"))
+	p("log_file_path = %s", filepath.Join(s.dir, "log", "%slog"))
+	p("pid_file_path = %s", filepath.Join(s.dir, "exim.pid"))
+	p("local_interfaces = 127.0.0.1")
+	p("daemon_smtp_ports = %d : %d", s.port, s.smtpsPort)
+	p("tls_on_connect_ports = %d", s.smtpsPort)
+	p("tls_certificate = %s", s.certFile)
+	p("tls_privatekey = %s", s.keyFile)
+	if s.opts.NoStartTLS {
+		p("tls_advertise_hosts =")
+	} else {
+		p("tls_advertise_hosts = *")
+	}
+	p("host_lookup =")
+	p("rfc1413_hosts =")
+	p("rfc1413_query_timeout = 0s")
+	p("log_selector = +smtp_protocol_error +smtp_syntax_error +tls_peerdn")
+	p("acl_smtp_mail = acl_mail")
+	p("acl_smtp_rcpt = acl_rcpt")
+	p("acl_smtp_data = acl_data")
+	p("")
+	p("begin acl")
+	p("acl_mail:")
+	if s.opts.Username != "" {
+		p("  deny !authenticated = *")
+		p("       message = 530 5.7.0 authentication required")
+	}
+	p("  accept")
+	p("acl_rcpt:")
+	if s.opts.RejectRcpt != "" {
+		code := s.opts.RejectCode
+		if code == 0 {
+			code = 550
+		}
+		verb := "deny"
+		if code/100 == 4 {
+			verb = "defer"
+		}
+		p("  %s recipients = %s", verb, quote(s.opts.RejectRcpt))
+		p("       message = %d %d.1.1 recipient refused", code, code/100)
+	}
+	p("  accept")
+	p("acl_data:")
+	p("  warn add_header = X-Smtptest-From: <$sender_address>\\n\\")
+	p("                    X-Smtptest-Rcpt: $recipients\\n\\")
+	p("                    X-Smtptest-TLS: $tls_in_cipher\\n\\")
+	p("                    X-Smtptest-Auth: $authenticated_id")
+	p("  accept")
+	p("")
+	p("begin routers")
+	p("all:")
+	p("  driver = accept")
+	p("  transport = maildir")
+	p("")
+	p("begin transports")
+	p("maildir:")
+	p("  driver = appendfile")
+	p("  directory = %s", filepath.Join(s.dir, "maildir"))
+	p("  maildir_format")
+	p("  use_crlf")
+	p("  batch_max = 1000")
+	p("  user = %s", user)
+	p("  group = %s", group)
+	p("  mode = 0644")
+	p("")
+	p("begin authenticators")
+	if s.opts.Username != "" {
+		p("plain:")
+		p("  driver = plaintext")
+		p("  public_name = PLAIN")
+		p("  server_prompts = :")
+		p("  server_condition = ${if and {{eq{$auth2}{%s}}{eq{$auth3}{%s}}}}", quote(s.opts.Username), quote(s.opts.Password))
+		p("  server_set_id = $auth2")
+		p("  server_advertise_condition = ${if def:tls_in_cipher}")
+	}
+	return c.String()
+}
+
+// waitReady waits until both ports accept connections.
+func (s *Server) waitReady(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for _, port := range []int{s.port, s.smtpsPort} {
+		for {
+			select {
+			case <-s.exited:
+				return fmt.Errorf("exim exited: %v", s.cmd.ProcessState)
+			default:
+			}
+			c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second)
+			if err == nil {
+				c.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				return err
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// dumpLogs logs exim's main, reject and panic logs.
+func (s *Server) dumpLogs() {
+	for _, name := range []string{"mainlog", "rejectlog", "paniclog"} {
+		b, err := os.ReadFile(filepath.Join(s.dir, "log", name))
+		if err == nil && len(b) > 0 {
+			s.t.Logf("smtptest: exim %s:\n%s", name, b)
+		}
+	}
+}
+
 // Addr is the STARTTLS listener's host:port, SMTPSAddr the implicit one.
-func (s *Server) Addr() string      { return s.plain.Addr().String() }
-func (s *Server) SMTPSAddr() string { return s.implicit.Addr().String() }
+func (s *Server) Addr() string      { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+func (s *Server) SMTPSAddr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.smtpsPort)) }
 
 // URL is smtp://[user:pass@]127.0.0.1:port; SMTPSURL the smtps:// one.
 func (s *Server) URL() string      { return "smtp://" + s.userinfo() + s.Addr() }
@@ -121,204 +348,56 @@ func (s *Server) userinfo() string {
 	return s.opts.Username + ":" + s.opts.Password + "@"
 }
 
-// Messages waits until at least n messages have arrived (failing the
-// test after timeout) and returns all of them.
+// delivered lists the delivered message files, oldest first.
+func (s *Server) delivered() []string {
+	files, err := os.ReadDir(filepath.Join(s.dir, "maildir", "new"))
+	if err != nil && !os.IsNotExist(err) {
+		s.t.Fatal(err)
+	}
+	var names []string
+	for _, f := range files {
+		if !f.IsDir() {
+			names = append(names, f.Name())
+		}
+	}
+	// Exim's maildir names begin with the delivery time in seconds, so
+	// the order of the names is the order of delivery (to the second).
+	sort.Strings(names)
+	return names
+}
+
+// Messages waits until at least n messages have been delivered (failing
+// the test after timeout) and returns all of them.
 func (s *Server) Messages(n int, timeout time.Duration) []Message {
 	s.t.Helper()
-	deadline := time.After(timeout)
+	deadline := time.Now().Add(timeout)
 	for {
-		s.mu.Lock()
-		if len(s.received) >= n {
-			out := append([]Message(nil), s.received...)
-			s.mu.Unlock()
+		names := s.delivered()
+		if len(names) >= n {
+			out := make([]Message, 0, len(names))
+			for _, name := range names {
+				raw, err := os.ReadFile(filepath.Join(s.dir, "maildir", "new", name))
+				if err != nil {
+					s.t.Fatal(err)
+				}
+				m := Message{Raw: raw}
+				if err := parse(&m); err != nil {
+					s.t.Errorf("smtptest: delivered message does not parse: %v\n%s", err, raw)
+				}
+				out = append(out, m)
+			}
 			return out
 		}
-		s.mu.Unlock()
-		select {
-		case <-s.arrived:
-		case <-deadline:
-			s.t.Fatalf("smtptest: %d messages after %v, want %d", s.Count(), timeout, n)
+		if time.Now().After(deadline) {
+			s.dumpLogs()
+			s.t.Fatalf("smtptest: %d messages after %v, want %d", len(names), timeout, n)
 		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
-// Count is how many messages have arrived.
-func (s *Server) Count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.received)
-}
-
-func (s *Server) accept(l net.Listener, implicit bool) {
-	defer s.wg.Done()
-	for {
-		c, err := l.Accept()
-		if err != nil {
-			return
-		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			defer c.Close()
-			c.SetDeadline(time.Now().Add(30 * time.Second))
-			if implicit {
-				tc := tls.Server(c, s.tlsConfig)
-				if err := tc.Handshake(); err != nil {
-					return
-				}
-				s.session(tc, true)
-				return
-			}
-			s.session(c, false)
-		}()
-	}
-}
-
-// session speaks just enough ESMTP (RFC 5321, 3207, 4954) for a client.
-func (s *Server) session(c net.Conn, encrypted bool) {
-	r, w := bufio.NewReader(c), bufio.NewWriter(c)
-	reply := func(format string, args ...any) {
-		fmt.Fprintf(w, format+"\r\n", args...)
-		w.Flush()
-	}
-	reply("220 localhost ESMTP smtptest")
-	var (
-		from, authUser string
-		rcpt           []string
-	)
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return
-		}
-		line = strings.TrimRight(line, "\r\n")
-		verb, arg, _ := strings.Cut(line, " ")
-		switch strings.ToUpper(verb) {
-		case "EHLO", "HELO":
-			from, rcpt = "", nil
-			ext := []string{"250-localhost", "250-8BITMIME", "250-SIZE 10485760"}
-			if !encrypted && !s.opts.NoStartTLS {
-				ext = append(ext, "250-STARTTLS")
-			}
-			if encrypted && s.opts.Username != "" {
-				ext = append(ext, "250-AUTH PLAIN")
-			}
-			ext = append(ext, "250 ENHANCEDSTATUSCODES")
-			for _, e := range ext {
-				fmt.Fprintf(w, "%s\r\n", e)
-			}
-			w.Flush()
-		case "STARTTLS":
-			if encrypted || s.opts.NoStartTLS {
-				reply("502 5.5.1 not here")
-				continue
-			}
-			reply("220 2.0.0 ready to start TLS")
-			tc := tls.Server(c, s.tlsConfig)
-			if err := tc.Handshake(); err != nil {
-				return
-			}
-			c, encrypted = tc, true
-			r, w = bufio.NewReader(tc), bufio.NewWriter(tc)
-			from, rcpt, authUser = "", nil, ""
-		case "AUTH":
-			mech, resp, _ := strings.Cut(arg, " ")
-			if !encrypted || s.opts.Username == "" || !strings.EqualFold(mech, "PLAIN") {
-				reply("504 5.5.4 mechanism not available")
-				continue
-			}
-			if resp == "" {
-				reply("334 ")
-				l, err := r.ReadString('\n')
-				if err != nil {
-					return
-				}
-				resp = strings.TrimSpace(l)
-			}
-			dec, err := base64.StdEncoding.DecodeString(resp)
-			parts := strings.Split(string(dec), "\x00")
-			if err != nil || len(parts) != 3 || parts[1] != s.opts.Username || parts[2] != s.opts.Password {
-				reply("535 5.7.8 authentication failed")
-				continue
-			}
-			authUser = parts[1]
-			reply("235 2.7.0 authenticated")
-		case "MAIL":
-			if s.opts.Username != "" && authUser == "" {
-				reply("530 5.7.0 authentication required")
-				continue
-			}
-			from, rcpt = addrArg(arg), nil
-			reply("250 2.1.0 ok")
-		case "RCPT":
-			if from == "" {
-				reply("503 5.5.1 MAIL first")
-				continue
-			}
-			to := addrArg(arg)
-			if s.opts.RejectRcpt != "" && strings.EqualFold(to, s.opts.RejectRcpt) {
-				code := s.opts.RejectCode
-				if code == 0 {
-					code = 550
-				}
-				reply("%d %d.1.1 recipient refused", code, code/100)
-				continue
-			}
-			rcpt = append(rcpt, to)
-			reply("250 2.1.5 ok")
-		case "DATA":
-			if len(rcpt) == 0 {
-				reply("503 5.5.1 RCPT first")
-				continue
-			}
-			reply("354 end with <CRLF>.<CRLF>")
-			var raw bytes.Buffer
-			for {
-				l, err := r.ReadString('\n')
-				if err != nil {
-					return
-				}
-				if l == ".\r\n" || l == ".\n" {
-					break
-				}
-				raw.WriteString(strings.TrimPrefix(l, "."))
-			}
-			m := Message{From: from, Rcpt: rcpt, Raw: raw.Bytes(), TLS: encrypted, AuthUser: authUser}
-			if err := parse(&m); err != nil {
-				s.t.Errorf("smtptest: received message does not parse: %v\n%s", err, raw.Bytes())
-			}
-			s.mu.Lock()
-			s.received = append(s.received, m)
-			s.mu.Unlock()
-			select {
-			case s.arrived <- struct{}{}:
-			default:
-			}
-			from, rcpt = "", nil
-			reply("250 2.0.0 queued")
-		case "RSET":
-			from, rcpt = "", nil
-			reply("250 2.0.0 ok")
-		case "NOOP":
-			reply("250 2.0.0 ok")
-		case "QUIT":
-			reply("221 2.0.0 bye")
-			return
-		default:
-			reply("500 5.5.2 unknown command")
-		}
-	}
-}
-
-// addrArg takes the address out of "FROM:<a@b> SIZE=..." or "TO:<a@b>".
-func addrArg(arg string) string {
-	if i := strings.IndexByte(arg, '<'); i >= 0 {
-		if j := strings.IndexByte(arg[i:], '>'); j > 0 {
-			return arg[i+1 : i+j]
-		}
-	}
-	return ""
-}
+// Count is how many messages have been delivered.
+func (s *Server) Count() int { return len(s.delivered()) }
 
 // parse reads the headers and the text and HTML parts of m.Raw.
 func parse(m *Message) error {
@@ -332,6 +411,14 @@ func parse(m *Message) error {
 		return fmt.Errorf("subject: %w", err)
 	}
 	m.To = msg.Header.Get("To")
+	m.From = strings.Trim(msg.Header.Get("X-Smtptest-From"), "<>")
+	for _, r := range strings.Split(msg.Header.Get("X-Smtptest-Rcpt"), ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			m.Rcpt = append(m.Rcpt, r)
+		}
+	}
+	m.TLS = msg.Header.Get("X-Smtptest-TLS") != ""
+	m.AuthUser = msg.Header.Get("X-Smtptest-Auth")
 	return part(m, msg.Header.Get("Content-Type"), msg.Header.Get("Content-Transfer-Encoding"), msg.Body)
 }
 
@@ -397,11 +484,21 @@ func (s *Server) makeTLS(dir string) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	s.tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12,
-		Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.certFile = filepath.Join(dir, "cert.pem")
+	s.keyFile = filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(s.certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		s.t.Fatal(err)
+	}
+	if err := os.WriteFile(s.keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		s.t.Fatal(err)
+	}
 	s.CAPEM = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}))
 	s.CAFile = filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(s.CAFile, []byte(s.CAPEM), 0o600); err != nil {
+	if err := os.WriteFile(s.CAFile, []byte(s.CAPEM), 0o644); err != nil {
 		s.t.Fatal(err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/testkit/htmlform"
 )
 
 // Test PKCE verifier and the request defaults.
@@ -158,46 +159,10 @@ func parseForms(t testing.TB, body string) []htmlForm {
 		t.Fatal(err)
 	}
 	var out []htmlForm
-	var walk func(n *html.Node, f *htmlForm)
-	walk = func(n *html.Node, f *htmlForm) {
-		if n.Type == html.ElementNode {
-			switch n.Data {
-			case "form":
-				out = append(out, htmlForm{action: attr(n, "action"), method: attr(n, "method"), hidden: url.Values{}})
-				f = &out[len(out)-1]
-				for c := n.FirstChild; c != nil; c = c.NextSibling {
-					walk(c, f)
-				}
-				return // forms do not nest, so f stays valid
-			case "input":
-				if f != nil {
-					if attr(n, "type") == "hidden" {
-						f.hidden.Add(attr(n, "name"), attr(n, "value"))
-					} else {
-						f.inputs = append(f.inputs, attr(n, "name"))
-					}
-				}
-			case "button":
-				if f != nil && attr(n, "name") != "" {
-					f.buttons = append(f.buttons, [2]string{attr(n, "name"), attr(n, "value")})
-				}
-			}
-		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			walk(c, f)
-		}
+	for _, f := range htmlform.Forms(doc) {
+		out = append(out, htmlForm{action: f.Action, method: f.Method, hidden: f.Hidden, inputs: f.Inputs, buttons: f.Buttons})
 	}
-	walk(doc, nil)
 	return out
-}
-
-func attr(n *html.Node, key string) string {
-	for _, a := range n.Attr {
-		if a.Key == key {
-			return a.Val
-		}
-	}
-	return ""
 }
 
 // postForm finds the post form of p that has the named button.

@@ -85,3 +85,36 @@ func each(n *html.Node, visit func(*html.Node)) {
 		each(c, visit)
 	}
 }
+
+// Form is one <form> of a page as a test reads it: its action and method,
+// its hidden inputs with their values, the names of its other inputs, and
+// its named buttons as name, value pairs.
+type Form struct {
+	Action, Method string
+	Hidden         url.Values
+	Inputs         []string
+	Buttons        [][2]string
+}
+
+// Forms returns every form of doc in document order.
+func Forms(doc *html.Node) []Form {
+	var out []Form
+	each(doc, func(n *html.Node) {
+		if !isElement(n, "form") {
+			return
+		}
+		f := Form{Action: Attr(n, "action"), Method: Attr(n, "method"), Hidden: url.Values{}}
+		each(n, func(c *html.Node) {
+			switch {
+			case isElement(c, "input") && Attr(c, "type") == "hidden":
+				f.Hidden.Add(Attr(c, "name"), Attr(c, "value"))
+			case isElement(c, "input"):
+				f.Inputs = append(f.Inputs, Attr(c, "name"))
+			case isElement(c, "button") && Attr(c, "name") != "":
+				f.Buttons = append(f.Buttons, [2]string{Attr(c, "name"), Attr(c, "value")})
+			}
+		})
+		out = append(out, f)
+	})
+	return out
+}

@@ -2,8 +2,11 @@ package htmlform
 
 import (
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
+
+	"golang.org/x/net/html"
 )
 
 const page = `<!DOCTYPE html><html><body>
@@ -42,5 +45,24 @@ func TestFindIn(t *testing.T) {
 		if err == nil && (action != tc.action || values.Encode() != tc.values.Encode()) {
 			t.Fatalf("%s=%s: %q %v, want %q %v", tc.name, tc.value, action, values, tc.action, tc.values)
 		}
+	}
+}
+
+// TestForms: every form with its action, method, hidden values, other
+// inputs and named buttons, in document order.
+func TestForms(t *testing.T) {
+	doc, err := html.Parse(strings.NewReader(`<form action="/a" method="post"><input type="hidden" name="csrf" value="c1">
+<input name="email"><button name="method" value="password">Go</button><button>plain</button></form>
+<form action="/b" method="get"><input type="hidden" name="step" value="s"><input type="hidden" name="step" value="t"></form>`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := Forms(doc)
+	want := []Form{
+		{Action: "/a", Method: "post", Hidden: url.Values{"csrf": {"c1"}}, Inputs: []string{"email"}, Buttons: [][2]string{{"method", "password"}}},
+		{Action: "/b", Method: "get", Hidden: url.Values{"step": {"s", "t"}}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v\nwant %+v", got, want)
 	}
 }

@@ -21,16 +21,9 @@ package smtptest
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"mime"
 	"mime/multipart"
 	"mime/quotedprintable"
@@ -46,6 +39,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/oidcd/oidcd/internal/testkit/testca"
 )
 
 // Path is the exim binary the kit runs.
@@ -462,43 +457,20 @@ func part(m *Message, contentType, encoding string, body io.Reader) error {
 }
 
 // makeTLS generates a CA and a server certificate for 127.0.0.1 and
-// localhost, and writes the CA to dir/ca.pem.
+// localhost (testca), writes the pair for exim and the CA to dir/ca.pem.
 func (s *Server) makeTLS(dir string) {
 	s.t.Helper()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	now := time.Now()
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "smtptest CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "localhost"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		s.t.Fatal(err)
-	}
+	ca := testca.New(s.t, "smtptest CA")
 	s.certFile = filepath.Join(dir, "cert.pem")
 	s.keyFile = filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(s.certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
-		s.t.Fatal(err)
-	}
-	if err := os.WriteFile(s.keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		s.t.Fatal(err)
-	}
-	s.CAPEM = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}))
+	s.CAPEM = string(ca.CAPEM)
 	s.CAFile = filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(s.CAFile, []byte(s.CAPEM), 0o644); err != nil {
-		s.t.Fatal(err)
+	for name, file := range map[string]struct {
+		body []byte
+		mode os.FileMode
+	}{s.certFile: {ca.CertPEM, 0o644}, s.keyFile: {ca.KeyPEM, 0o600}, s.CAFile: {ca.CAPEM, 0o644}} {
+		if err := os.WriteFile(name, file.body, file.mode); err != nil {
+			s.t.Fatal(err)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/oidcd/oidcd/internal/testkit/fsmtest"
+	"github.com/oidcd/oidcd/internal/testkit/promtest"
 )
 
 // TestCollectorsReadTheKeySet: the gauges follow the key set at each
@@ -19,24 +20,6 @@ func TestCollectorsReadTheKeySet(t *testing.T) {
 	m := newManager(t, a, c, func(cfg *Config) { cfg.RotateEvery = 48 * time.Hour })
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(m.Collectors()...)
-	read := func() map[string]float64 {
-		t.Helper()
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]float64{}
-		for _, mf := range mfs {
-			for _, mt := range mf.GetMetric() {
-				name := mf.GetName()
-				for _, l := range mt.GetLabel() {
-					name += "/" + l.GetValue()
-				}
-				out[name] = mt.GetGauge().GetValue()
-			}
-		}
-		return out
-	}
 	for _, step := range []struct {
 		name             string
 		do               func() error
@@ -53,13 +36,13 @@ func TestCollectorsReadTheKeySet(t *testing.T) {
 		if err := step.do(); err != nil {
 			t.Fatalf("%s: %v", step.name, err)
 		}
-		got := read()
+		got := promtest.Gather(t, reg)
 		want := map[string]float64{
 			"oidcd_signing_key_active_age_seconds":      step.age,
 			"oidcd_signing_key_rotation_period_seconds": 48 * 3600,
-			"oidcd_signing_keys/active":                 step.active,
-			"oidcd_signing_keys/next":                   step.nxt,
-			"oidcd_signing_keys/retired":                0,
+			`oidcd_signing_keys{state="active"}`:        step.active,
+			`oidcd_signing_keys{state="next"}`:          step.nxt,
+			`oidcd_signing_keys{state="retired"}`:       0,
 		}
 		if len(got) != len(want) {
 			t.Errorf("%s: gauges %v, want %v", step.name, got, want)

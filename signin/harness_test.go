@@ -10,14 +10,12 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"golang.org/x/net/html"
 
 	"github.com/oidcd/oidcd/fsm"
@@ -25,6 +23,7 @@ import (
 	"github.com/oidcd/oidcd/internal/password"
 	"github.com/oidcd/oidcd/internal/testkit/fsmtest"
 	"github.com/oidcd/oidcd/internal/testkit/htmlform"
+	"github.com/oidcd/oidcd/internal/testkit/promtest"
 	"github.com/oidcd/oidcd/webui"
 )
 
@@ -473,39 +472,7 @@ func (b *browser) fullSignInWith(q url.Values, email, password string) signedIn 
 
 // bcGather flattens reg into name{labels} -> value (histograms as _count).
 func bcGather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			name := mf.GetName()
-			var v float64
-			switch {
-			case m.Counter != nil:
-				v = m.GetCounter().GetValue()
-			case m.Histogram != nil:
-				name += "_count"
-				v = float64(m.GetHistogram().GetSampleCount())
-			}
-			out[name+bcLabels(m.GetLabel())] = v
-		}
-	}
-	return out
-}
-
-func bcLabels(ls []*dto.LabelPair) string {
-	if len(ls) == 0 {
-		return ""
-	}
-	var parts []string
-	for _, l := range ls {
-		parts = append(parts, l.GetName()+`="`+l.GetValue()+`"`)
-	}
-	sort.Strings(parts)
-	return "{" + strings.Join(parts, ",") + "}"
+	return promtest.Gather(t, reg)
 }
 
 // formWith finds the post form of p that has the button name=value.

@@ -48,6 +48,12 @@ const (
 	// EventAccount: a person changed their own account on /account
 	// (detail.action: password-change, totp-remove, session-end, ...).
 	EventAccount = "account"
+	// The people's own way in (docs/operators/email.md): detail.action
+	// says which step (sent, accepted, requested, completed, ...).
+	EventInvitation    = "invitation"
+	EventPasswordReset = "password_reset"
+	EventVerifyEmail   = "verify_email"
+	EventRegistration  = "registration"
 
 	OutcomeSuccess = "success"
 	OutcomeFailure = "failure"
@@ -366,6 +372,8 @@ func recordID(v any) string {
 		return r.ID
 	case APIKey:
 		return r.ID
+	case Invitation:
+		return r.ID
 	}
 	return ""
 }
@@ -436,6 +444,9 @@ func auditApply(tx *bolt.Tx, cmd Command, res Result) []string {
 		events = d(tx, cmd.Payload, res, stamp, se)
 	} else if se != nil {
 		events = append(events, *se)
+	}
+	if used, ok := res.Value.(LinkUsed); ok {
+		res.Value = used.Ended
 	}
 	if ended, ok := res.Value.(EndedApps); ok {
 		for _, a := range ended.Apps {

@@ -64,6 +64,13 @@ const (
 	TypeDeleteAdminGrant
 	TypeCreateAPIKey
 	TypeDeleteAPIKey
+	TypeEnqueueEmail
+	TypeEmailOutcome
+	TypeUpdateOrg
+	TypeIssueLink
+	TypeCreateInvitation
+	TypeDeleteInvitation
+	TypeUseLink
 )
 
 var typeNames = map[Type]string{
@@ -117,6 +124,13 @@ var typeNames = map[Type]string{
 	TypeDeleteAdminGrant:   "delete_admin_grant",
 	TypeCreateAPIKey:       "create_api_key",
 	TypeDeleteAPIKey:       "delete_api_key",
+	TypeEnqueueEmail:       "enqueue_email",
+	TypeEmailOutcome:       "email_outcome",
+	TypeUpdateOrg:          "update_org",
+	TypeIssueLink:          "issue_link",
+	TypeCreateInvitation:   "create_invitation",
+	TypeDeleteInvitation:   "delete_invitation",
+	TypeUseLink:            "use_link",
 }
 
 func (t Type) String() string {

@@ -20,6 +20,9 @@ type Org struct {
 	Status    string    `json:"status" cbor:"4,keyasint"`
 	CreatedAt time.Time `json:"created_at" cbor:"5,keyasint"`
 	DeletedAt time.Time `json:"deleted_at,omitzero" cbor:"6,keyasint,omitzero"`
+	// Registration: who may register themselves into the organization
+	// (nil: nobody).
+	Registration *Registration `json:"registration,omitempty" cbor:"7,keyasint,omitempty"`
 }
 
 // CreateOrg creates an organization; the slug is unique for ever (a deleted

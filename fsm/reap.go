@@ -39,7 +39,7 @@ const AuditPruneBatch = 10000
 type ReapStats struct {
 	Codes, Revocations, SSOSessions, AppSessions, Deliveries int
 	Challenges, SMSCodes, Throttles, AuditEvents             int
-	APIKeys                                                  int
+	APIKeys, Emails, Links, Invitations                      int
 	// More: with a Limit, some bucket has records this reap did not reach.
 	More bool
 }

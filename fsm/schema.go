@@ -19,41 +19,46 @@ import (
 const SchemaVersion = 2
 
 var (
-	bucketMeta        = []byte("meta")
-	bucketOrgs        = []byte("orgs")
-	bucketOrgSlugs    = []byte("org_slugs")
-	bucketUsers       = []byte("users")
-	bucketUserEmails  = []byte("user_emails")
-	bucketUserPhones  = []byte("user_phones")
-	bucketMembers     = []byte("memberships")
-	bucketMemberByU   = []byte("memberships_by_user") // user_id/membership_id
-	bucketMemberByO   = []byte("memberships_by_org")  // org_id/membership_id
-	bucketMemberPair  = []byte("membership_pairs")    // user_id/org_id -> membership_id
-	bucketClients     = []byte("clients")
-	bucketKeys        = []byte("keys")
-	bucketSSO         = []byte("sso_sessions")
-	bucketSSOToken    = []byte("sso_by_token") // token hash -> sso id
-	bucketApp         = []byte("app_sessions")
-	bucketAppKey      = []byte("app_by_key")           // sso/client/org -> sid
-	bucketAppBySSO    = []byte("app_by_sso")           // sso/sid
-	bucketAppByUser   = []byte("app_by_user")          // user/sid
-	bucketAppByOrg    = []byte("app_by_org")           // org/sid
-	bucketSSOByUser   = []byte("sso_by_user")          // user/sso id
-	bucketDeliveries  = []byte("deliveries")           // delivery id -> Delivery
-	bucketPending     = []byte("deliveries_pending")   // delivery id -> pendingEntry{client, URI} (pending only)
-	bucketCodes       = []byte("codes")                // code hash -> Code
-	bucketRevoked     = []byte("revoked")              // jti -> expiry (RFC 3339)
-	bucketConsents    = []byte("consents")             // user/client -> Consent
-	bucketFactors     = []byte("factors")              // user id -> Factors
-	bucketPasskeyIDs  = []byte("passkey_ids")          // credential id (base64url) -> user id
-	bucketChallenges  = []byte("challenges")           // challenge id -> Challenge
-	bucketSMSCodes    = []byte("sms_codes")            // handle -> SMSCode
-	bucketThrottle    = []byte("throttle")             // key -> Throttle
-	bucketDirectories = []byte("directories")          // directory id -> Directory
-	bucketDirUsers    = []byte("directory_users")      // directory id/uid -> user id
-	bucketGrants      = []byte("admin_grants")         // grant id -> AdminGrant
-	bucketGrantByU    = []byte("admin_grants_by_user") // user id/grant id
-	bucketAPIKeys     = []byte("api_keys")             // key id -> APIKey
+	bucketMeta          = []byte("meta")
+	bucketOrgs          = []byte("orgs")
+	bucketOrgSlugs      = []byte("org_slugs")
+	bucketUsers         = []byte("users")
+	bucketUserEmails    = []byte("user_emails")
+	bucketUserPhones    = []byte("user_phones")
+	bucketMembers       = []byte("memberships")
+	bucketMemberByU     = []byte("memberships_by_user") // user_id/membership_id
+	bucketMemberByO     = []byte("memberships_by_org")  // org_id/membership_id
+	bucketMemberPair    = []byte("membership_pairs")    // user_id/org_id -> membership_id
+	bucketClients       = []byte("clients")
+	bucketKeys          = []byte("keys")
+	bucketSSO           = []byte("sso_sessions")
+	bucketSSOToken      = []byte("sso_by_token") // token hash -> sso id
+	bucketApp           = []byte("app_sessions")
+	bucketAppKey        = []byte("app_by_key")           // sso/client/org -> sid
+	bucketAppBySSO      = []byte("app_by_sso")           // sso/sid
+	bucketAppByUser     = []byte("app_by_user")          // user/sid
+	bucketAppByOrg      = []byte("app_by_org")           // org/sid
+	bucketSSOByUser     = []byte("sso_by_user")          // user/sso id
+	bucketDeliveries    = []byte("deliveries")           // delivery id -> Delivery
+	bucketPending       = []byte("deliveries_pending")   // delivery id -> pendingEntry{client, URI} (pending only)
+	bucketCodes         = []byte("codes")                // code hash -> Code
+	bucketRevoked       = []byte("revoked")              // jti -> expiry (RFC 3339)
+	bucketConsents      = []byte("consents")             // user/client -> Consent
+	bucketFactors       = []byte("factors")              // user id -> Factors
+	bucketPasskeyIDs    = []byte("passkey_ids")          // credential id (base64url) -> user id
+	bucketChallenges    = []byte("challenges")           // challenge id -> Challenge
+	bucketSMSCodes      = []byte("sms_codes")            // handle -> SMSCode
+	bucketThrottle      = []byte("throttle")             // key -> Throttle
+	bucketDirectories   = []byte("directories")          // directory id -> Directory
+	bucketDirUsers      = []byte("directory_users")      // directory id/uid -> user id
+	bucketGrants        = []byte("admin_grants")         // grant id -> AdminGrant
+	bucketGrantByU      = []byte("admin_grants_by_user") // user id/grant id
+	bucketAPIKeys       = []byte("api_keys")             // key id -> APIKey
+	bucketEmails        = []byte("emails")               // email id -> Email
+	bucketEmailsPending = []byte("emails_pending")       // email id -> "" (pending only)
+	bucketLinks         = []byte("links")                // token hash -> Link
+	bucketLinkByU       = []byte("links_by_user")        // user id/purpose/hash -> ""
+	bucketInvitations   = []byte("invitations")          // invitation id -> Invitation
 
 	keySchema     = []byte("schema_version")
 	keyApplied    = []byte("applied_index")
@@ -74,6 +79,7 @@ var allBuckets = [][]byte{
 	bucketDeliveries, bucketPending, bucketFactors, bucketPasskeyIDs,
 	bucketChallenges, bucketSMSCodes, bucketThrottle, bucketAudit, bucketAuditIdx,
 	bucketDirectories, bucketDirUsers, bucketGrants, bucketGrantByU, bucketAPIKeys,
+	bucketEmails, bucketEmailsPending, bucketLinks, bucketLinkByU, bucketInvitations,
 }
 
 func initSchema(tx *bolt.Tx) error {
@@ -136,6 +142,9 @@ func recordBuckets() []recordBucket {
 		{bucketDirectories, func() any { return new(Directory) }},
 		{bucketGrants, func() any { return new(AdminGrant) }},
 		{bucketAPIKeys, func() any { return new(APIKey) }},
+		{bucketEmails, func() any { return new(Email) }},
+		{bucketLinks, func() any { return new(Link) }},
+		{bucketInvitations, func() any { return new(Invitation) }},
 	}
 }
 

@@ -111,6 +111,7 @@ func applyUpdateUser(tx *bolt.Tx, index uint64, p []byte) Result {
 	}
 	if c.PasswordHash != nil {
 		u.PasswordHash = *c.PasswordHash
+		voidLinks(tx, u.ID, LinkPasswordReset) // a reset link dies with the password it was for
 	}
 	u.UpdatedAt = c.At
 	put(tx, bucketUsers, u.ID, u)
@@ -137,6 +138,7 @@ func applyDeleteUser(tx *bolt.Tx, index uint64, p []byte) Result {
 	}
 	deleteFactors(tx, u.ID)
 	deleteGrantsOf(tx, u.ID)
+	voidLinks(tx, u.ID, "")
 	del(tx, bucketUsers, u.ID)
 	if u.DirectoryID != "" {
 		del(tx, bucketDirUsers, dirUserKey(u.DirectoryID, u.DirectoryUID))

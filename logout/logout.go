@@ -200,13 +200,13 @@ func (s *Service) OnApply(types []fsm.Type) {
 // Wakes reports whether an applied command of type t may create a
 // back-channel delivery or finish one: whatever ends sessions (a logout,
 // a deleted person or organization, a changed password or factor, a
-// revoked consent, a directory sync), a sign-in (which may end the
+// revoked consent, a directory sync, a password reset link followed), a sign-in (which may end the
 // sessions it replaces), and a delivery's outcome (front-channel waiters).
 func Wakes(t fsm.Type) bool {
 	switch t {
 	case fsm.TypeEndSSOSession, fsm.TypeStartSSOSession, fsm.TypeDeleteUser, fsm.TypeDeleteOrg, fsm.TypeDeliveryOutcome,
 		fsm.TypeUpdateUser, fsm.TypeSetTOTP, fsm.TypeSetRecoveryCodes, fsm.TypeAddPasskey, fsm.TypeRemovePasskey, fsm.TypeRevokeConsent,
-		fsm.TypeDirectorySyncBatch:
+		fsm.TypeDirectorySyncBatch, fsm.TypeUseLink:
 		return true
 	}
 	return false

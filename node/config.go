@@ -74,11 +74,21 @@ type Config struct {
 	AdminListener net.Listener
 	SMSOutbox     string
 	SMSWebhook    string
-	KEKFile       string
-	KeyRotation   time.Duration
-	SessionIdle   time.Duration // SSO session idle lifetime (default 2h)
-	SessionMax    time.Duration // SSO session absolute lifetime (default 12h)
-	ReapEvery     time.Duration // how often the leader deletes expired records (default 1m)
+	// Mail to people (docs/operators/email.md): the site's relay
+	// (--smtp-url, smtp:// with STARTTLS or smtps://), the From address,
+	// the CA that signs the relay's certificate, and an outbox file that
+	// gets every message as a JSON line. With neither a relay nor an
+	// outbox, invitations, resets, address checks and registration are
+	// off (MailEnabled).
+	SMTPURL     string
+	SMTPFrom    string
+	SMTPCAFile  string
+	EmailOutbox string
+	KEKFile     string
+	KeyRotation time.Duration
+	SessionIdle time.Duration // SSO session idle lifetime (default 2h)
+	SessionMax  time.Duration // SSO session absolute lifetime (default 12h)
+	ReapEvery   time.Duration // how often the leader deletes expired records (default 1m)
 	// ReapGrace is how long after it stopped mattering a record is deleted
 	// (default 5m), so that a node whose clock runs a little behind never
 	// sees a live record vanish. Soak runs shorten it to reach their
@@ -344,3 +354,7 @@ func (c *Config) clusterKey() ([]byte, error) {
 	}
 	return k, nil
 }
+
+// MailEnabled reports whether the provider sends mail to people: through
+// a relay, to an outbox file, or both.
+func (c Config) MailEnabled() bool { return c.SMTPURL != "" || c.EmailOutbox != "" }

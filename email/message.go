@@ -2,17 +2,21 @@ package email
 
 import (
 	"bytes"
+	"crypto/rand"
 	"embed"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	htmltemplate "html/template"
+	"net/url"
 	"strings"
 	"text/template"
 	"time"
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/kek"
+	"github.com/oidcd/oidcd/internal/password"
 )
 
 // Message is what a person receives: the subject, a plain text body, an
@@ -150,4 +154,38 @@ func Open(k *kek.KEK, e fsm.Email) (Message, error) {
 		return Message{}, fmt.Errorf("email: body of %s: %w", e.ID, err)
 	}
 	return m, nil
+}
+
+// TokenBytes is the size of a link's token: 256 random bits.
+const TokenBytes = 32
+
+// NewToken returns a link's token (base64url, no padding, 43 characters)
+// and the hash the state keeps (fsm.Link.Hash; HashToken of the token).
+func NewToken() (token, hash string, err error) {
+	b := make([]byte, TokenBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", "", err
+	}
+	token = base64.RawURLEncoding.EncodeToString(b)
+	return token, HashToken(token), nil
+}
+
+// HashToken is the hash under which a link's token is stored: hex
+// SHA-256. The token is 256 random bits, so no salt or stretching is
+// needed. A string that cannot be a token ("" or longer than a token)
+// hashes to "".
+func HashToken(token string) string {
+	if token == "" || len(token) > 64 {
+		return ""
+	}
+	return password.HashSecret(token)
+}
+
+// Site is the name messages go out under until branding names the site:
+// the issuer's host.
+func Site(issuer string) string {
+	if u, err := url.Parse(issuer); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return issuer
 }

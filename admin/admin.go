@@ -3,11 +3,13 @@ package admin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -383,6 +385,10 @@ func (a *api) commit(w http.ResponseWriter, r *http.Request, cmd fsm.Command) (f
 			httpx.Detail{Field: ce.Field, Message: "already in use", Code: "conflict"})
 	case errors.Is(res.Err, fsm.ErrConflict):
 		httpx.WriteError(w, r, http.StatusConflict, httpx.CodeConflict, "conflict")
+	case errors.Is(res.Err, fsm.ErrLocked):
+		w.Header().Set("Retry-After", strconv.Itoa(int(AdminMailWindow/time.Second)))
+		httpx.WriteError(w, r, http.StatusTooManyRequests, httpx.CodeRateLimited,
+			fmt.Sprintf("this address has been sent %d messages by administrators within an hour; try again later", AdminMailLimit))
 	default:
 		a.Logger.Error("admin: unexpected apply outcome", "type", cmd.Type.String(), "err", res.Err,
 			"correlation_id", httpx.CorrelationID(r.Context()))

@@ -6,11 +6,13 @@ import (
 	"math"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/oidcd/oidcd/email"
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/httpx"
+	"github.com/oidcd/oidcd/internal/password"
 )
 
 // Invitations (docs/operators/invitations.md). POST /invitations asks an
@@ -131,7 +133,7 @@ func (a *api) createInvitation(w http.ResponseWriter, r *http.Request) {
 	in := fsm.Invitation{ID: a.NewID(), Email: b.Email, OrgID: orgID, LinkHash: hash, CreatedAt: now, ExpiresAt: now.Add(life)}
 	r = withTouch(r, orgID, in.ID)
 	ev := mailEvent(r, fsm.EventInvitation, "sent", map[string]string{"email": b.Email})
-	res, ok := a.applyAs(w, r, fsm.MustCommand(fsm.TypeCreateInvitation, fsm.CreateInvitation{Invitation: in, Email: out, At: now}), ev)
+	res, ok := a.applyAs(w, r, fsm.MustCommand(fsm.TypeCreateInvitation, fsm.CreateInvitation{Invitation: in, Email: out, At: now, Rules: adminMailRules(b.Email)}), ev)
 	if !ok {
 		return
 	}
@@ -271,8 +273,23 @@ func (a *api) verifyEmail(w http.ResponseWriter, r *http.Request) {
 	link := fsm.Link{Hash: hash, Purpose: fsm.LinkVerifyEmail, UserID: u.ID, Email: u.Email, CreatedAt: now, ExpiresAt: now.Add(VerifyEmailLifetime)}
 	ev := mailEvent(r, fsm.EventVerifyEmail, "sent", nil)
 	ev.Subject = u.ID
-	if _, ok := a.applyAs(w, r, fsm.MustCommand(fsm.TypeIssueLink, fsm.IssueLink{Link: &link, Email: []fsm.OutgoingEmail{out}, At: now}), ev); !ok {
+	if _, ok := a.applyAs(w, r, fsm.MustCommand(fsm.TypeIssueLink, fsm.IssueLink{Rules: adminMailRules(u.Email), Link: &link, Email: []fsm.OutgoingEmail{out}, At: now}), ev); !ok {
 		return
 	}
 	httpx.WriteJSON(w, http.StatusAccepted, VerifyEmailSent{UserID: u.ID, Email: u.Email, ExpiresAt: link.ExpiresAt})
+}
+
+// Administrators' messages to one address (invitations and address
+// checks together) are limited, so that no administrator, an org_admin
+// least of all, can flood a mailbox: AdminMailLimit an AdminMailWindow,
+// counted in the write that would send the next (429 RATE_LIMITED).
+const (
+	AdminMailLimit  = 5
+	AdminMailWindow = time.Hour
+)
+
+// adminMailRules is the throttle of administrators' messages to addr: a
+// key made of the address's hash, so the throttle table holds no address.
+func adminMailRules(addr string) []fsm.ThrottleRule {
+	return []fsm.ThrottleRule{{Key: "admin-mail:" + password.HashSecret(strings.ToLower(addr))[:32], Limit: AdminMailLimit, Window: AdminMailWindow, Lockout: AdminMailWindow}}
 }

@@ -576,3 +576,39 @@ func TestOrgAdminInvites(t *testing.T) {
 		t.Error("an auditor's write was proposed")
 	}
 }
+
+// TestAdminMailToOneAddressIsLimited: invitations and address checks to one
+// address count together, AdminMailLimit an hour; the next is refused with
+// 429 and nothing is stored or sent, and another address is not held up.
+// The window's end lets the address be written to again.
+func TestAdminMailToOneAddressIsLimited(t *testing.T) {
+	e := newEnv(t, withMail)
+	o := e.createOrg("acme")
+	u := e.createUser(`{"email":"ann@example.com"}`)
+	for i := range AdminMailLimit {
+		if i%2 == 0 {
+			e.must(202, "POST", "/admin/v1/users/"+u.ID+"/verify-email", "")
+		} else {
+			e.must(201, "POST", "/admin/v1/invitations", `{"email":"ANN@example.com","organization_id":"`+o.ID+`"}`)
+		}
+	}
+	before, _ := e.state.PendingEmails(1000)
+	env := checkEnvelope(t, e.do("POST", "/admin/v1/invitations", `{"email":"ann@example.com","organization_id":"`+o.ID+`"}`), 429, httpx.CodeRateLimited)
+	if !strings.Contains(env.Message, "try again later") {
+		t.Errorf("message %q", env.Message)
+	}
+	checkEnvelope(t, e.do("POST", "/admin/v1/users/"+u.ID+"/verify-email", ""), 429, httpx.CodeRateLimited)
+	after, _ := e.state.PendingEmails(1000)
+	if len(after) != len(before) || len(before) != AdminMailLimit {
+		t.Errorf("messages: %d before the refusals, %d after; want %d and no more", len(before), len(after), AdminMailLimit)
+	}
+	if list, _, _ := e.state.Invitations(fsm.Page{Page: 1, PageSize: 100}); len(list) != AdminMailLimit/2 {
+		t.Errorf("invitations stored: %d, want %d (the refused one is not)", len(list), AdminMailLimit/2)
+	}
+	e.must(201, "POST", "/admin/v1/invitations", `{"email":"bob@example.com","organization_id":"`+o.ID+`"}`)
+
+	e.clock.mu.Lock()
+	e.clock.t = e.clock.t.Add(AdminMailWindow + time.Second)
+	e.clock.mu.Unlock()
+	e.must(201, "POST", "/admin/v1/invitations", `{"email":"ann@example.com","organization_id":"`+o.ID+`"}`)
+}

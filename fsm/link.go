@@ -127,10 +127,14 @@ type IssuedLink struct {
 // CreateInvitation stores an invitation, its link and the message that
 // carries the link. NotFoundError{organization_id}: no such live
 // organization; ConflictError{id}. Value: the Invitation.
+//
+// Rules, when set, are counted first as IssueLink counts them (ErrLocked:
+// nothing stored or sent), so administrators cannot flood an address.
 type CreateInvitation struct {
-	Invitation Invitation    `json:"invitation"`
-	Email      OutgoingEmail `json:"email"`
-	At         time.Time     `json:"at"`
+	Invitation Invitation     `json:"invitation"`
+	Email      OutgoingEmail  `json:"email"`
+	At         time.Time      `json:"at"`
+	Rules      []ThrottleRule `json:"rules,omitempty"`
 }
 
 // MarshalJSON is the wire form of the command: the invitation's LinkHash,
@@ -372,13 +376,9 @@ func applyIssueLink(tx *bolt.Tx, index uint64, p []byte) Result {
 		return invalid
 	}
 	if len(c.Rules) > 0 {
-		for _, r := range c.Rules {
-			t := Throttle{Key: r.Key}
-			if get(tx, bucketThrottle, r.Key, &t) && t.Locked(c.At) {
-				return Result{Err: ErrLocked}
-			}
+		if reserveRules(tx, c.Rules, c.At) != nil {
+			return Result{Err: ErrLocked}
 		}
-		countThrottles(tx, c.Rules, c.At)
 	}
 	var out IssuedLink
 	if l := c.Link; l != nil {
@@ -411,6 +411,9 @@ func applyCreateInvitation(tx *bolt.Tx, index uint64, p []byte) Result {
 	if !validID(in.ID, in.OrgID, in.LinkHash) || len(in.LinkHash) < 32 || !validKey(in.Email) || !in.ExpiresAt.After(in.CreatedAt) || !validOutgoing([]OutgoingEmail{c.Email}) {
 		return invalid
 	}
+	if len(c.Rules) > 0 && !validRules(c.Rules) {
+		return invalid
+	}
 	if exists(tx, bucketInvitations, in.ID) {
 		return Result{Err: &ConflictError{Field: "id"}}
 	}
@@ -419,6 +422,11 @@ func applyCreateInvitation(tx *bolt.Tx, index uint64, p []byte) Result {
 	}
 	if exists(tx, bucketLinks, in.LinkHash) {
 		return Result{Err: &ConflictError{Field: "hash"}}
+	}
+	if len(c.Rules) > 0 {
+		if reserveRules(tx, c.Rules, c.At) != nil {
+			return Result{Err: ErrLocked}
+		}
 	}
 	in.AcceptedAt, in.AcceptedBy = time.Time{}, ""
 	put(tx, bucketInvitations, in.ID, in)
@@ -617,4 +625,18 @@ func (s *State) Invitation(id string) (Invitation, error) {
 // Invitations lists invitations in id order.
 func (s *State) Invitations(p Page) ([]Invitation, int, error) {
 	return listBucket[Invitation](s, bucketInvitations, p)
+}
+
+// reserveRules counts one event against every rule's key at at, as
+// ThrottleReserve does: when a key is locked nothing is counted and the
+// result is ErrLocked.
+func reserveRules(tx *bolt.Tx, rules []ThrottleRule, at time.Time) error {
+	for _, r := range rules {
+		t := Throttle{Key: r.Key}
+		if get(tx, bucketThrottle, r.Key, &t) && t.Locked(at) {
+			return ErrLocked
+		}
+	}
+	countThrottles(tx, rules, at)
+	return nil
 }

@@ -174,9 +174,10 @@ type run struct {
 // until its outcome is recorded (EmailOutcome, several outcomes a
 // command), so a slow write never causes a second send. A temporary
 // failure is retried after 30 s, then 1, 2, 4 ... minutes up to an hour
-// apart, until the message is a day old; a permanent failure (a 5xx
-// answer, an address refused, a body that does not open) or the day
-// reached records it failed, with the error's text, never the body.
+// apart, until the message is a day old; a failure of the message itself
+// (a 5xx answer to it, an address refused, a body that does not open) or
+// the day reached records it failed, with the error's text, never the
+// body (see final).
 //
 // What is pending when leadership moves is sent by the next leader, and
 // an attempt cut short by the move is not recorded: delivery is at least
@@ -321,7 +322,7 @@ func (s *Sender) attempt(ctx context.Context, e fsm.Email, accepted uint64) (att
 		}
 		if err != nil {
 			errs = append(errs, err)
-			permanent = permanent || !temporary(err)
+			permanent = permanent || final(err)
 			continue
 		}
 		a.accepted |= bit
@@ -330,15 +331,24 @@ func (s *Sender) attempt(ctx context.Context, e fsm.Email, accepted uint64) (att
 	return a, true
 }
 
-// temporary reports whether a destination's error is worth another try:
-// what package mail says of its own errors; anything else (an error of a
-// destination that does not classify its errors) is.
-func temporary(err error) bool {
+// final reports whether a destination's error means the message can never
+// be delivered there: package mail's permanent refusal of the message
+// itself (an address that is not one, a 5xx answer to its recipient or
+// its content). A permanent fault of the relay as a whole (no STARTTLS,
+// an untrusted certificate, a refused login or From address) is not final
+// for the message: it is retried for the day, while an operator fixes the
+// relay; so is every error of a destination that does not classify its
+// errors.
+func final(err error) bool {
 	var me *mail.Error
-	if errors.As(err, &me) {
-		return me.Temporary
+	if !errors.As(err, &me) || me.Temporary {
+		return false
 	}
-	return true
+	switch me.Step {
+	case mail.StepMessage, mail.StepRecipient, mail.StepData:
+		return true
+	}
+	return false
 }
 
 // outcome decides what an attempt of e that ended with errs means.

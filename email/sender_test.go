@@ -480,9 +480,10 @@ func TestRetryScheduleAndGiveUp(t *testing.T) {
 	})
 }
 
-// TestPermanentAndTemporaryErrors: a permanent error fails the message at
-// once; a temporary one is retried and then sent. The recorded error
-// never holds the message.
+// TestPermanentAndTemporaryErrors: a permanent refusal of the message
+// fails it at once; a temporary error, or a fault of the relay as a whole
+// an operator can fix, is retried and then sent. The recorded error never
+// holds the message.
 func TestPermanentAndTemporaryErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -501,6 +502,21 @@ func TestPermanentAndTemporaryErrors(t *testing.T) {
 			}
 			return nil
 		}, fsm.EmailSent, 2, "451 greylisted"},
+		{"untrusted certificate, then fixed", func(call int, _ mail.Message) error {
+			if call == 1 {
+				return &mail.Error{Step: mail.StepTLSVerify, Err: errors.New("x509: certificate signed by unknown authority")}
+			}
+			return nil
+		}, fsm.EmailSent, 2, "unknown authority"},
+		{"login refused, then fixed", func(call int, _ mail.Message) error {
+			if call == 1 {
+				return &mail.Error{Step: mail.StepAuth, Err: errors.New("535 authentication failed")}
+			}
+			return nil
+		}, fsm.EmailSent, 2, "535"},
+		{"content refused", func(int, mail.Message) error {
+			return &mail.Error{Step: mail.StepData, Err: errors.New("554 rejected as spam")}
+		}, fsm.EmailFailed, 1, "554"},
 		{"unclassified error then sent", func(call int, _ mail.Message) error {
 			if call == 1 {
 				return errors.New("connection reset")

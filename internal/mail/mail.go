@@ -281,14 +281,25 @@ func (s *SMTP) Send(ctx context.Context, m Message) error {
 	// For smtps:// it speaks TLS from the first byte; go-mail then sees a
 	// TLS connection, which counts as encrypted for AUTH, and asks for no
 	// STARTTLS on it. For smtp:// STARTTLS is mandatory.
+	//
+	// go-mail heeds ctx only while it dials: the greeting, STARTTLS, AUTH
+	// and the transaction read with its own timeout. So a cancelled send
+	// closes the connection under it from the moment it exists, and
+	// returns at once instead of waiting on a relay that hangs.
 	var conn net.Conn
-	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+	stop := func() bool { return false }
+	defer func() { stop() }()
+	dial := func(dctx context.Context, network, addr string) (net.Conn, error) {
 		d := &net.Dialer{}
 		var err error
 		if s.cfg.Implicit {
-			conn, err = (&tls.Dialer{NetDialer: d, Config: tlsConfig}).DialContext(ctx, network, addr)
+			conn, err = (&tls.Dialer{NetDialer: d, Config: tlsConfig}).DialContext(dctx, network, addr)
 		} else {
-			conn, err = d.DialContext(ctx, network, addr)
+			conn, err = d.DialContext(dctx, network, addr)
+		}
+		if err == nil {
+			c := conn
+			stop = context.AfterFunc(ctx, func() { c.Close() })
 		}
 		return conn, err
 	}
@@ -316,14 +327,16 @@ func (s *SMTP) Send(ctx context.Context, m Message) error {
 		if conn != nil {
 			conn.Close()
 		}
+		if ctx.Err() != nil {
+			return &Error{Step: StepConnect, Temporary: true, Err: fmt.Errorf("%w: %w", ctx.Err(), err)}
+		}
 		return classifyDial(err, s.cfg.Implicit)
 	}
 	defer c.CloseWithSMTPClient(sc)
-	// go-mail heeds ctx only while dialling: a cancelled send closes the
-	// connection under it.
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	defer stop()
 	if err := c.SendWithSMTPClient(sc, msg); err != nil {
+		if ctx.Err() != nil {
+			return &Error{Step: StepData, Temporary: true, Err: fmt.Errorf("%w: %w", ctx.Err(), err)}
+		}
 		return classifySend(err)
 	}
 	return nil

@@ -408,3 +408,35 @@ func TestCancelledSendIsTemporary(t *testing.T) {
 		t.Fatal("a message was delivered")
 	}
 }
+
+// TestCancelWhileTheRelayHangs: a relay that accepts the connection and
+// never greets does not hold a cancelled send (a leader stepping down)
+// for the 30 s time-out: the send returns at once, temporary.
+func TestCancelWhileTheRelayHangs(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, silent, until the test ends
+		}
+	}()
+	for _, u := range []string{"smtp://" + l.Addr().String(), "smtps://" + l.Addr().String()} {
+		c, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(200*time.Millisecond, cancel)
+		start := time.Now()
+		err := sender(t, u, "").Send(c, reset())
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("%s: the cancelled send took %v", u, took)
+		}
+		if !mail.IsTemporary(err) || !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: err = %v, want a temporary failure from the cancel", u, err)
+		}
+	}
+}

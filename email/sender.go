@@ -36,8 +36,9 @@ const (
 	DefaultSendTimeout = time.Minute
 )
 
-// How the Sender reads the outbox: the oldest scanLimit pending messages
-// each time it looks, and at most batchLimit outcomes in one command.
+// How the Sender reads the outbox: at most the oldest scanLimit pending
+// messages each time it looks (dispatch), and at most batchLimit outcomes
+// in one command.
 const (
 	scanLimit  = 1000
 	batchLimit = 64
@@ -162,6 +163,7 @@ type run struct {
 	complete bool
 	more     bool
 	nextDue  time.Time
+	waiting  int // messages seen waiting for a retry
 }
 
 // Run delivers the outbox while ctx lives; the node runs it only on the
@@ -251,27 +253,42 @@ func (s *Sender) due(r *run) bool {
 
 // dispatch starts an attempt for each due message that is not in flight,
 // oldest first, while a slot is free.
+//
+// It reads no more of the outbox than it needs: the messages in flight
+// and those waiting for a retry (which sit at the head, being the
+// oldest), the free slots and a margin; and reads further, up to
+// scanLimit, only while slots stay free and more may follow. A look
+// during a burst of thousands of messages reads a few dozen.
 func (s *Sender) dispatch(ctx context.Context, r *run) {
-	pending, err := s.cfg.State.PendingEmails(s.scanLimit)
-	if err != nil {
-		s.log.Warn("mail: read pending messages", "error", err)
-		r.complete = false
-		return
-	}
 	now := s.cfg.Now()
-	r.complete, r.more, r.nextDue = len(pending) < s.scanLimit, false, time.Time{}
-	for _, e := range pending {
-		switch {
-		case r.inflight[e.ID]:
-		case e.NextAttemptAt.After(now):
-			if r.nextDue.IsZero() || e.NextAttemptAt.Before(r.nextDue) {
-				r.nextDue = e.NextAttemptAt
-			}
-		case r.busy >= s.concurrency:
-			r.more = true
-		default:
-			s.start(ctx, r, e)
+	limit := min(s.scanLimit, len(r.inflight)+r.waiting+s.concurrency+16)
+	for {
+		pending, err := s.cfg.State.PendingEmails(limit)
+		if err != nil {
+			s.log.Warn("mail: read pending messages", "error", err)
+			r.complete = false
+			return
 		}
+		full := len(pending) >= limit
+		r.complete, r.more, r.nextDue, r.waiting = !full, false, time.Time{}, 0
+		for _, e := range pending {
+			switch {
+			case r.inflight[e.ID]:
+			case e.NextAttemptAt.After(now):
+				r.waiting++
+				if r.nextDue.IsZero() || e.NextAttemptAt.Before(r.nextDue) {
+					r.nextDue = e.NextAttemptAt
+				}
+			case r.busy >= s.concurrency:
+				r.more = true
+			default:
+				s.start(ctx, r, e)
+			}
+		}
+		if !full || r.busy >= s.concurrency || limit >= s.scanLimit {
+			return
+		}
+		limit = min(limit*4, s.scanLimit)
 	}
 }
 

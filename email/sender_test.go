@@ -694,3 +694,29 @@ func TestTruncateKeepsRunes(t *testing.T) {
 		t.Fatalf("truncate: %d bytes, valid %v", len(got), strings.ToValidUTF8(got, "?") == got)
 	}
 }
+
+// TestDueMessageBehindManyWaiting: a new message behind a hundred older
+// ones waiting for their retry is found and sent at once by a leader that
+// has not seen them before: the look reads further while slots stay free.
+func TestDueMessageBehindManyWaiting(t *testing.T) {
+	// No ticks: only commits and outcomes wake the sender, so the look
+	// that follows the commit must find the message.
+	h := newHarness(t, 1, func(s *Sender) { s.tick = time.Hour })
+	h.dests[0].fail = func(_ int, m mail.Message) error {
+		if strings.HasPrefix(m.To, "person") {
+			return tempErr("451 later")
+		}
+		return nil
+	}
+	ids := h.enqueue(h.kek, addrs(100)...)
+	for _, id := range ids {
+		h.waitState(id, fsm.EmailPending, 1)
+	}
+	h.stop() // a new leader: it has not seen them yet
+	h.start()
+	id := h.enqueue(h.kek, "zoe@example.com")[0]
+	h.waitState(id, fsm.EmailSent, 1)
+	if e := h.email(ids[99]); e.Attempts != 1 {
+		t.Fatalf("a waiting message was tried again early: %+v", e)
+	}
+}

@@ -101,7 +101,7 @@ func (r *heldRelay) serve(done chan struct{}) {
 
 // writeKEKFile writes a fresh key-encryption key (base64 of 32 bytes,
 // mode 0600) for every node of a cluster to share.
-func writeKEKFile(t *testing.T) string {
+func writeKEKFile(t testing.TB) string {
 	t.Helper()
 	b := make([]byte, 32)
 	rand.Read(b)

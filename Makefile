@@ -22,11 +22,13 @@ build:
 
 ## run: a single-node provider on http://127.0.0.1:8080 with data in ./data
 ## and a demo organization, person and client, and beside it the demo
-## relying party on http://127.0.0.1:9090 (bin/oidcd-demo-rp). Ctrl-C stops both.
+## relying party on http://127.0.0.1:9090 (bin/oidcd-demo-rp). Mail to
+## people (password resets, invitations) goes to ./data/outbox.jsonl, one
+## JSON line a message; the node says so as it starts. Ctrl-C stops both.
 run: build
 	@./$(DEMO_RP) --issuer http://127.0.0.1:8080 --addr 127.0.0.1:9090 & rp=$$!; \
 	trap 'kill $$rp 2>/dev/null' INT TERM EXIT; \
-	./$(BIN) serve --demo --data-dir $(DATA_DIR); \
+	./$(BIN) serve --demo --data-dir $(DATA_DIR) --email-outbox $(DATA_DIR)/outbox.jsonl; \
 	status=$$?; kill $$rp 2>/dev/null; wait $$rp; exit $$status
 
 ## package: the Debian package dist/oidcd_<version>_<arch>.deb, built in Go

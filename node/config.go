@@ -322,6 +322,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("--admin-addr %q: the same as --http-addr; leave it empty to serve both there", c.AdminAddr))
 		}
 	}
+	errs = append(errs, c.mailProblems()...) // email.go
 	return errors.Join(errs...)
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/oidcd/oidcd/cluster"
 	"github.com/oidcd/oidcd/directory"
 	"github.com/oidcd/oidcd/docs"
+	"github.com/oidcd/oidcd/email"
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/httpx"
 	"github.com/oidcd/oidcd/internal/kek"
@@ -77,6 +78,8 @@ type Node struct {
 	// adminTok remembers the admin token hash this node last checked its
 	// --admin-token and token file against (bootstrap.go).
 	adminTok adminTokenNote
+	// mail is the leader's delivery of the outbox (email.go).
+	mail *email.Sender
 
 	serveErr  chan error
 	closeOnce sync.Once
@@ -102,6 +105,9 @@ func New(cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	if err := n.buildServices(); err != nil {
+		return nil, err
+	}
+	if err := n.buildMail(); err != nil {
 		return nil, err
 	}
 	n.wireHooks()
@@ -340,6 +346,7 @@ func (n *Node) onLeadership() {
 		Logger: n.log,
 	}.Run))
 	n.cluster.OnLeader(system(n.logout.RunSender))
+	n.cluster.OnLeader(system(n.mail.Run))
 	n.cluster.OnLeader(system(n.dirSync.Run))
 }
 
@@ -454,6 +461,7 @@ func (n *Node) onApply(types []fsm.Type) {
 	n.keys.OnApply(types)
 	n.adminTokenApplied(types)
 	n.logout.OnApply(types)
+	n.mail.OnApply(types)
 }
 
 // Bounds of the cluster calls a request waits for: a node cut off from the

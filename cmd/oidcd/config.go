@@ -65,8 +65,23 @@ secret in a file other users can read.
 // itself takes a comma-separated list).
 var listKeys = map[string]bool{"join": true}
 
-// secretKeys are better kept out of a world-readable file.
-var secretKeys = map[string]bool{"cluster-key": true, "admin-token": true}
+// secretKeys are better kept out of a world-readable file and off the
+// command line; smtp-url only when it holds a password (secretValue).
+var secretKeys = map[string]bool{"cluster-key": true, "admin-token": true, "smtp-url": true}
+
+// secretValue reports whether value, given for the secret key name, holds
+// a secret: always, but for an smtp-url without a password.
+func secretValue(name, value string) bool {
+	if name != "smtp-url" {
+		return true
+	}
+	u, err := url.Parse(value)
+	if err != nil {
+		return true // cannot tell
+	}
+	_, has := u.User.Password()
+	return has
+}
 
 // keyOrder is the order of `oidcd config example`; flags not named here
 // follow, sorted.
@@ -76,6 +91,7 @@ var keyOrder = []string{
 	"admin-token", "kek-file",
 	"key-rotation", "session-idle", "session-max", "audit-retention", "rate-limit",
 	"sms-outbox", "sms-webhook",
+	"smtp-url", "smtp-from", "smtp-ca-file", "email-outbox",
 	"log-level", "demo",
 }
 
@@ -683,7 +699,7 @@ func secretWarning(path string) string {
 		return ""
 	}
 	for name := range secretKeys {
-		if _, ok := cf.values[name]; ok {
+		if v, ok := cf.values[name]; ok && secretValue(name, v) {
 			return fmt.Sprintf("%s: warning: %s is in a file other users can read (mode %04o); prefer OIDCD_%s in a root-only environment file",
 				path, name, st.Mode().Perm(), envName(name))
 		}
@@ -724,7 +740,10 @@ func configExample(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "\n# %s.\n", strings.TrimSuffix(usage, "."))
 		fmt.Fprintf(stdout, "# Environment: OIDCD_%s.", envName(name))
-		if secretKeys[name] {
+		switch {
+		case name == "smtp-url":
+			fmt.Fprint(stdout, " Its password is a secret: prefer the environment (a root-only EnvironmentFile) to this file.")
+		case secretKeys[name]:
 			fmt.Fprint(stdout, " A secret: prefer the environment (a root-only EnvironmentFile) to this file.")
 		}
 		fmt.Fprintln(stdout)

@@ -39,6 +39,10 @@ func serveFlags(fs *flag.FlagSet, cfg *node.Config, logLevel *string, join *stri
 	fs.StringVar(&cfg.ProxyHeader, "proxy-header", "x-forwarded-for", "how a trusted proxy names the client: x-forwarded-for (the right-most address not in --trusted-proxies), forwarded (RFC 7239 for=, the same rule) or proxy-protocol (a PROXY v1 or v2 header on each connection to --http-addr); every other way is ignored")
 	fs.StringVar(&cfg.SMSOutbox, "sms-outbox", "", "file to which text messages are appended, one JSON object per line")
 	fs.StringVar(&cfg.SMSWebhook, "sms-webhook", "", "URL to which text messages are POSTed")
+	fs.StringVar(&cfg.SMTPURL, "smtp-url", "", "the site's mail relay for invitations, password resets and address checks: smtp://[user:password@]host[:port] (STARTTLS required, port 587) or smtps://... (TLS from the first byte, port 465); give a password through OIDCD_SMTP_URL")
+	fs.StringVar(&cfg.SMTPFrom, "smtp-from", "", "the From address of mail to people, such as \"Example ID <id@example.com>\" (required with --smtp-url)")
+	fs.StringVar(&cfg.SMTPCAFile, "smtp-ca-file", "", "PEM file of the CA that signs the relay's certificate (default: the system's)")
+	fs.StringVar(&cfg.EmailOutbox, "email-outbox", "", "file to which every message to people is appended, one JSON object per line; with neither it nor --smtp-url, invitations, password resets, address checks and registration are off")
 	fs.StringVar(&cfg.KEKFile, "kek-file", "", "file holding the key-encryption key for secrets at rest")
 	fs.DurationVar(&cfg.KeyRotation, "key-rotation", node.DefaultKeyRotation, "how often the signing key rotates")
 	fs.DurationVar(&cfg.SessionIdle, "session-idle", node.DefaultSessionIdle, "an SSO session ends after this long without a sign-in")
@@ -195,7 +199,7 @@ func startLine(version, issuer, addr, dataDir string) string {
 // every local user can read it in the process list.
 func warnSecretFlags(fs *flag.FlagSet, stderr io.Writer) {
 	fs.Visit(func(f *flag.Flag) {
-		if secretKeys[f.Name] {
+		if secretKeys[f.Name] && secretValue(f.Name, f.Value.String()) {
 			fmt.Fprintf(stderr, "oidcd serve: warning: --%s on the command line is visible to every local user in the process list; use OIDCD_%s (a root-only EnvironmentFile) or the config file instead\n",
 				f.Name, envName(f.Name))
 		}

@@ -54,12 +54,41 @@ type Config struct {
 	RootCAs *x509.CertPool
 }
 
+// ConfigError is a setting ParseURL refuses; Field names which one. Its
+// text never holds the URL's password.
+type ConfigError struct {
+	Field string // FieldURL, FieldFrom or FieldCAFile
+	Err   error
+}
+
+// The settings ParseURL reads.
+const (
+	FieldURL    = "url"
+	FieldFrom   = "from"
+	FieldCAFile = "ca-file"
+)
+
+func (e *ConfigError) Error() string {
+	what := map[string]string{FieldURL: "SMTP URL", FieldFrom: "From address", FieldCAFile: "SMTP CA file"}[e.Field]
+	return fmt.Sprintf("mail: %s: %v", what, e.Err)
+}
+
+func (e *ConfigError) Unwrap() error { return e.Err }
+
 // ParseURL reads smtp://[user:pass@]host[:port] or smtps://... with the
-// From address and an optional PEM CA file.
+// From address and an optional PEM CA file. There is no way to send in
+// the clear: smtp:// always requires STARTTLS. An error never repeats the
+// URL, which may hold a password.
 func ParseURL(rawURL, from, caFile string) (Config, error) {
+	bad := func(field string, err error) (Config, error) { return Config{}, &ConfigError{Field: field, Err: err} }
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return Config{}, fmt.Errorf("mail: SMTP URL: %w", err)
+		// url.Error repeats the URL, password and all: keep only why.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return bad(FieldURL, err)
 	}
 	var c Config
 	switch u.Scheme {
@@ -68,19 +97,19 @@ func ParseURL(rawURL, from, caFile string) (Config, error) {
 	case "smtps":
 		c.Implicit, c.Port = true, DefaultSMTPSPort
 	default:
-		return Config{}, fmt.Errorf("mail: SMTP URL scheme %q: want smtp:// (STARTTLS) or smtps:// (implicit TLS)", u.Scheme)
+		return bad(FieldURL, fmt.Errorf("scheme %q: want smtp:// (STARTTLS, always required) or smtps:// (TLS from the first byte)", u.Scheme))
 	}
 	if u.Opaque != "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-		return Config{}, errors.New("mail: SMTP URL: only scheme, user, password, host and port are allowed")
+		return bad(FieldURL, errors.New("only scheme, user, password, host and port are allowed (no path or options: STARTTLS cannot be turned off)"))
 	}
 	c.Host = u.Hostname()
 	if c.Host == "" {
-		return Config{}, errors.New("mail: SMTP URL has no host")
+		return bad(FieldURL, errors.New("no host"))
 	}
 	if p := u.Port(); p != "" {
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 1 || n > 65535 {
-			return Config{}, fmt.Errorf("mail: SMTP URL port %q", p)
+			return bad(FieldURL, fmt.Errorf("port %q", p))
 		}
 		c.Port = n
 	}
@@ -89,16 +118,16 @@ func ParseURL(rawURL, from, caFile string) (Config, error) {
 		c.Password, _ = u.User.Password()
 	}
 	if c.From, err = ParseAddress(from); err != nil {
-		return Config{}, fmt.Errorf("mail: From address: %w", err)
+		return bad(FieldFrom, err)
 	}
 	if caFile != "" {
 		pemBytes, err := os.ReadFile(caFile)
 		if err != nil {
-			return Config{}, fmt.Errorf("mail: SMTP CA file: %w", err)
+			return bad(FieldCAFile, err)
 		}
 		c.RootCAs = x509.NewCertPool()
 		if !c.RootCAs.AppendCertsFromPEM(pemBytes) {
-			return Config{}, fmt.Errorf("mail: SMTP CA file %s holds no PEM certificate", caFile)
+			return bad(FieldCAFile, fmt.Errorf("%s holds no PEM certificate", caFile))
 		}
 	}
 	return c, nil
@@ -118,12 +147,16 @@ func ParseAddress(s string) (string, error) {
 }
 
 // Message is one message to one person: a plain text part and, when HTML
-// is set, an HTML alternative.
+// is set, an HTML alternative. Kind, Link and Locale describe it for the
+// outbox file; they never become headers.
 type Message struct {
 	To      string
 	Subject string
 	Text    string
 	HTML    string
+	Kind    string // why it is sent (invitation, password_reset, ...)
+	Link    string // the link it carries, "" for a notice
+	Locale  string // the language it is written in
 }
 
 // check refuses what would let a caller write headers of its own.
@@ -184,6 +217,7 @@ const (
 	StepRecipient Step = "recipient"  // RCPT TO refused
 	StepData      Step = "data"       // the message body refused
 	StepConnect   Step = "connect"    // the greeting or EHLO failed
+	StepOutbox    Step = "outbox"     // the outbox file could not be written
 )
 
 // Error is a failed send.
@@ -247,14 +281,25 @@ func (s *SMTP) Send(ctx context.Context, m Message) error {
 	// For smtps:// it speaks TLS from the first byte; go-mail then sees a
 	// TLS connection, which counts as encrypted for AUTH, and asks for no
 	// STARTTLS on it. For smtp:// STARTTLS is mandatory.
+	//
+	// go-mail heeds ctx only while it dials: the greeting, STARTTLS, AUTH
+	// and the transaction read with its own timeout. So a cancelled send
+	// closes the connection under it from the moment it exists, and
+	// returns at once instead of waiting on a relay that hangs.
 	var conn net.Conn
-	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+	stop := func() bool { return false }
+	defer func() { stop() }()
+	dial := func(dctx context.Context, network, addr string) (net.Conn, error) {
 		d := &net.Dialer{}
 		var err error
 		if s.cfg.Implicit {
-			conn, err = (&tls.Dialer{NetDialer: d, Config: tlsConfig}).DialContext(ctx, network, addr)
+			conn, err = (&tls.Dialer{NetDialer: d, Config: tlsConfig}).DialContext(dctx, network, addr)
 		} else {
-			conn, err = d.DialContext(ctx, network, addr)
+			conn, err = d.DialContext(dctx, network, addr)
+		}
+		if err == nil {
+			c := conn
+			stop = context.AfterFunc(ctx, func() { c.Close() })
 		}
 		return conn, err
 	}
@@ -282,14 +327,16 @@ func (s *SMTP) Send(ctx context.Context, m Message) error {
 		if conn != nil {
 			conn.Close()
 		}
+		if ctx.Err() != nil {
+			return &Error{Step: StepConnect, Temporary: true, Err: fmt.Errorf("%w: %w", ctx.Err(), err)}
+		}
 		return classifyDial(err, s.cfg.Implicit)
 	}
 	defer c.CloseWithSMTPClient(sc)
-	// go-mail heeds ctx only while dialling: a cancelled send closes the
-	// connection under it.
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	defer stop()
 	if err := c.SendWithSMTPClient(sc, msg); err != nil {
+		if ctx.Err() != nil {
+			return &Error{Step: StepData, Temporary: true, Err: fmt.Errorf("%w: %w", ctx.Err(), err)}
+		}
 		return classifySend(err)
 	}
 	return nil
@@ -373,7 +420,12 @@ func replyTemporary(err error) bool {
 }
 
 // Outbox appends each message to a file, one JSON object a line, for
-// tests and dry runs.
+// tests, dry runs and `make run`:
+//
+//	{"to":"…","kind":"password_reset","subject":"…","text":"…","html":"…","link":"https://…","locale":"en","sent_at":"2026-…Z"}
+//
+// "html" is left out when the message has no HTML part; the other keys
+// are always there ("link" is "" for a notice).
 type Outbox struct {
 	path string
 	mu   sync.Mutex
@@ -383,40 +435,57 @@ type Outbox struct {
 // NewOutbox returns the outbox at path (created 0600 on the first send).
 func NewOutbox(path string) *Outbox { return &Outbox{path: path, now: time.Now} }
 
-type outboxLine struct {
-	Time    time.Time `json:"time"`
+// Path is the file the outbox appends to.
+func (o *Outbox) Path() string { return o.path }
+
+// OutboxLine is one line of the outbox file.
+type OutboxLine struct {
 	To      string    `json:"to"`
+	Kind    string    `json:"kind"`
 	Subject string    `json:"subject"`
 	Text    string    `json:"text"`
-	HTML    string    `json:"html"`
+	HTML    string    `json:"html,omitempty"`
+	Link    string    `json:"link"`
+	Locale  string    `json:"locale"`
+	SentAt  time.Time `json:"sent_at"`
 }
 
-// Send appends m and syncs the file before it returns.
+// Send appends m and syncs the file before it returns. A file that cannot
+// be written is a temporary failure (a full disk, a missing directory an
+// operator may yet create).
 func (o *Outbox) Send(_ context.Context, m Message) error {
 	if err := m.check(); err != nil {
 		return &Error{Step: StepMessage, Err: err}
 	}
-	line, err := json.Marshal(outboxLine{Time: o.now().UTC(), To: m.To, Subject: m.Subject, Text: m.Text, HTML: m.HTML})
+	line, err := json.Marshal(OutboxLine{To: m.To, Kind: m.Kind, Subject: m.Subject, Text: m.Text, HTML: m.HTML,
+		Link: m.Link, Locale: m.Locale, SentAt: o.now().UTC()})
 	if err != nil {
-		return err
+		return &Error{Step: StepMessage, Err: err}
 	}
 	line = append(line, '\n')
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	f, err := os.OpenFile(o.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err := appendSync(o.path, line); err != nil {
+		return &Error{Step: StepOutbox, Temporary: true, Err: err}
+	}
+	return nil
+}
+
+// appendSync appends line to path in one write (O_APPEND: several
+// processes appending to one file do not interleave their lines) and
+// syncs it.
+func appendSync(path string, line []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
-		return fmt.Errorf("mail: outbox: %w", err)
+		return err
 	}
 	if _, err := f.Write(line); err != nil {
 		f.Close()
-		return fmt.Errorf("mail: outbox: %w", err)
+		return err
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return fmt.Errorf("mail: outbox: %w", err)
+		return err
 	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("mail: outbox: %w", err)
-	}
-	return nil
+	return f.Close()
 }

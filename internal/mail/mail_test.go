@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -275,22 +276,38 @@ func TestParseURL(t *testing.T) {
 			t.Errorf("%s: %+v", tc.url, c)
 		}
 	}
-	for _, bad := range []string{"http://mail.example.com", "smtp://", "smtp://h:0", "smtp://h:99999", "smtp://h/path", "smtp://h?x=1", "mail.example.com"} {
-		if _, err := mail.ParseURL(bad, "id@example.com", ""); err == nil {
-			t.Errorf("%s accepted", bad)
+	const password = "s3cr3t-Pa55"
+	for _, bad := range []string{
+		"http://mail.example.com", "smtp://", "smtp://h:0", "smtp://h:99999", "smtp://h/path", "smtp://h?x=1", "mail.example.com",
+		"smtp://h?starttls=false", "smtp+plain://h", "smtp://u:" + password + "@h:port", "smtp://u:" + password + "@[::1",
+		"http://u:" + password + "@h", "smtp://u:" + password + "@h/x", "smtp://u:" + password + "@h:99999", "smtp://u:" + password + "@",
+		"smtp://u:" + password + "@h\x7f",
+	} {
+		_, err := mail.ParseURL(bad, "id@example.com", "")
+		var ce *mail.ConfigError
+		if !errors.As(err, &ce) || ce.Field != mail.FieldURL {
+			t.Errorf("%s: err = %v, want a refused URL", bad, err)
+			continue
+		}
+		if strings.Contains(err.Error(), password) {
+			t.Errorf("%s: the error shows the password: %v", bad, err)
 		}
 	}
 	for _, from := range []string{"", "not an address", "id@example.com\r\nBcc: x@y", "a@b, c@d"} {
-		if _, err := mail.ParseURL("smtp://h", from, ""); err == nil {
-			t.Errorf("From %q accepted", from)
+		_, err := mail.ParseURL("smtp://h", from, "")
+		var ce *mail.ConfigError
+		if !errors.As(err, &ce) || ce.Field != mail.FieldFrom {
+			t.Errorf("From %q: err = %v, want a refused From", from, err)
 		}
 	}
 	dir := t.TempDir()
 	junk := filepath.Join(dir, "junk.pem")
 	os.WriteFile(junk, []byte("not a certificate"), 0o600)
 	for _, ca := range []string{junk, filepath.Join(dir, "missing.pem")} {
-		if _, err := mail.ParseURL("smtp://h", "id@example.com", ca); err == nil {
-			t.Errorf("CA file %s accepted", ca)
+		_, err := mail.ParseURL("smtp://h", "id@example.com", ca)
+		var ce *mail.ConfigError
+		if !errors.As(err, &ce) || ce.Field != mail.FieldCAFile {
+			t.Errorf("CA file %s: err = %v, want a refused CA file", ca, err)
 		}
 	}
 }
@@ -298,7 +315,9 @@ func TestParseURL(t *testing.T) {
 func TestOutbox(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "outbox.jsonl")
 	o := mail.NewOutbox(path)
-	first, second := reset(), mail.Message{To: "bob@example.com", Subject: "Invitation", Text: "Bienvenue"}
+	first := reset()
+	first.Kind, first.Link, first.Locale = "password_reset", "https://id.example.com/password/reset/abc", "fr"
+	second := mail.Message{To: "bob@example.com", Subject: "Invitation", Text: "Bienvenue", Kind: "email_changed", Locale: "en"}
 	for _, m := range []mail.Message{first, second} {
 		if err := o.Send(ctx(t), m); err != nil {
 			t.Fatal(err)
@@ -316,21 +335,63 @@ func TestOutbox(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("%d lines: %q", len(lines), b)
 	}
-	for i, want := range []mail.Message{first, second} {
-		var got struct {
-			Time                    time.Time
-			To, Subject, Text, HTML string
+	for i, tc := range []struct {
+		want mail.Message
+		keys []string // exactly the keys of the line
+	}{
+		{first, []string{"html", "kind", "link", "locale", "sent_at", "subject", "text", "to"}},
+		{second, []string{"kind", "link", "locale", "sent_at", "subject", "text", "to"}},
+	} {
+		var raw map[string]any
+		if err := json.Unmarshal([]byte(lines[i]), &raw); err != nil {
+			t.Fatalf("line %d: %v", i, err)
 		}
+		var keys []string
+		for k := range raw {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		if !slices.Equal(keys, tc.keys) {
+			t.Errorf("line %d: keys %q, want %q", i, keys, tc.keys)
+		}
+		var got mail.OutboxLine
 		if err := json.Unmarshal([]byte(lines[i]), &got); err != nil {
 			t.Fatalf("line %d: %v", i, err)
 		}
-		if got.To != want.To || got.Subject != want.Subject || got.Text != want.Text || got.HTML != want.HTML || time.Since(got.Time) > time.Minute {
-			t.Errorf("line %d = %+v", i, got)
+		w := tc.want
+		if got.To != w.To || got.Subject != w.Subject || got.Text != w.Text || got.HTML != w.HTML || got.Kind != w.Kind ||
+			got.Link != w.Link || got.Locale != w.Locale || time.Since(got.SentAt) > time.Minute || got.SentAt.Location() != time.UTC {
+			t.Errorf("line %d = %+v, want %+v", i, got, w)
 		}
-		for _, key := range []string{`"time":`, `"to":`, `"subject":`, `"text":`, `"html":`} {
-			if !strings.Contains(lines[i], key) {
-				t.Errorf("line %d lacks %s", i, key)
-			}
+	}
+}
+
+// TestOutboxUnwritableIsTemporary: a file that cannot be written (its
+// directory is missing) is worth trying again later.
+func TestOutboxUnwritableIsTemporary(t *testing.T) {
+	o := mail.NewOutbox(filepath.Join(t.TempDir(), "missing", "outbox.jsonl"))
+	err := o.Send(ctx(t), reset())
+	var me *mail.Error
+	if !errors.As(err, &me) || me.Step != mail.StepOutbox || !me.Temporary {
+		t.Fatalf("err = %v, want a temporary outbox failure", err)
+	}
+}
+
+// TestKindLinkLocaleAreNoHeaders: what describes a message for the
+// outbox file never becomes a header of the mail itself.
+func TestKindLinkLocaleAreNoHeaders(t *testing.T) {
+	srv := smtptest.Start(t, smtptest.Options{})
+	m := reset()
+	m.Kind, m.Link, m.Locale = "password_reset", "https://id.example.com/password/reset/abc", "fr"
+	if err := sender(t, srv.URL(), srv.CAFile).Send(ctx(t), m); err != nil {
+		t.Fatal(err)
+	}
+	got := srv.Messages(1, 10*time.Second)[0]
+	checkReceived(t, got)
+	head, _, _ := strings.Cut(string(got.Raw), "\r\n\r\n")
+	for _, s := range []string{"password_reset", "Kind", "Locale"} {
+		if strings.Contains(head, s) {
+			t.Errorf("the headers hold %q:\n%s", s, head)
 		}
 	}
 }
@@ -345,5 +406,37 @@ func TestCancelledSendIsTemporary(t *testing.T) {
 	}
 	if srv.Count() != 0 {
 		t.Fatal("a message was delivered")
+	}
+}
+
+// TestCancelWhileTheRelayHangs: a relay that accepts the connection and
+// never greets does not hold a cancelled send (a leader stepping down)
+// for the 30 s time-out: the send returns at once, temporary.
+func TestCancelWhileTheRelayHangs(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, silent, until the test ends
+		}
+	}()
+	for _, u := range []string{"smtp://" + l.Addr().String(), "smtps://" + l.Addr().String()} {
+		c, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(200*time.Millisecond, cancel)
+		start := time.Now()
+		err := sender(t, u, "").Send(c, reset())
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("%s: the cancelled send took %v", u, took)
+		}
+		if !mail.IsTemporary(err) || !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: err = %v, want a temporary failure from the cancel", u, err)
+		}
 	}
 }

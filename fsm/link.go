@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"encoding/json"
 	"strings"
 	"time"
 
@@ -123,6 +124,32 @@ type CreateInvitation struct {
 	Invitation Invitation    `json:"invitation"`
 	Email      OutgoingEmail `json:"email"`
 	At         time.Time     `json:"at"`
+}
+
+// MarshalJSON is the wire form of the command: the invitation's LinkHash,
+// which an Invitation never shows as JSON (the admin API lists
+// invitations), travels beside it as "link_hash".
+func (c CreateInvitation) MarshalJSON() ([]byte, error) {
+	type plain CreateInvitation
+	return json.Marshal(struct {
+		plain
+		LinkHash string `json:"link_hash"`
+	}{plain(c), c.Invitation.LinkHash})
+}
+
+// UnmarshalJSON reads the wire form MarshalJSON writes.
+func (c *CreateInvitation) UnmarshalJSON(b []byte) error {
+	type plain CreateInvitation
+	var w struct {
+		plain
+		LinkHash string `json:"link_hash"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*c = CreateInvitation(w.plain)
+	c.Invitation.LinkHash = w.LinkHash
+	return nil
 }
 
 // DeleteInvitation withdraws an invitation: its link stops working

@@ -64,6 +64,11 @@ const (
 	// sign-in page (signinContext).
 	contextPurpose = "signin-context"
 	contextTTL     = 2 * time.Hour
+	// maxResume bounds the request a context carries: a form's step that
+	// holds the context sealed stays under seal.MaxSealed. Only a request
+	// with a state and nonce of nearly their largest, in escapes, is
+	// longer.
+	maxResume = 4 << 10
 	// mailLocale is the language of the messages: English until the
 	// pages have others.
 	mailLocale = "en"
@@ -334,6 +339,12 @@ func (p *Signin) selfServiceLinks(page *webui.SignInPage, st *authn.Step, now ti
 	}
 	page.ForgotURL = PathForgot
 	ctx := signinContext{ClientID: st.ClientID, Resume: st.Resume, OrgID: p.registrationOrg(st.ClientID, st.OrgHint)}
+	if len(ctx.Resume) > maxResume {
+		// Sealed again inside a form's step it would not open: the pages
+		// work without the way back (a registration ends on a page of
+		// its own instead of the application's).
+		ctx.Resume = ""
+	}
 	if ctx == (signinContext{}) {
 		return
 	}

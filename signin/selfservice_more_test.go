@@ -2,6 +2,7 @@ package signin
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/factor"
+	"github.com/oidcd/oidcd/webui"
 )
 
 // TestAddressChange: /account asks for a new address after a recent
@@ -512,5 +514,34 @@ func TestInvitationRefused(t *testing.T) {
 		Hash: email.HashToken(tokenOf(path)), Purpose: fsm.LinkInvitation, At: h.clock.Now(), UserID: hUser, Membership: "m1"}))
 	if err != nil || res.Err != fsm.ErrMismatch {
 		t.Errorf("accept as another person: %v %v", err, res.Err)
+	}
+}
+
+// TestLongRequestContext: the longest request a sign-in page carries to
+// the registration page still opens there and in the form's step after
+// it; a longer one is dropped, and registration works without the way
+// back.
+func TestLongRequestContext(t *testing.T) {
+	h := newMailHarness(t)
+	h.openRegistration("example.com")
+	for _, tc := range []struct {
+		n    int
+		back bool
+	}{{maxResume, true}, {maxResume + 1, false}} {
+		resume := "client_id=" + hPublic + "&state=" + strings.Repeat("s", tc.n-len("client_id="+hPublic+"&state="))
+		var page webui.SignInPage
+		h.p.selfServiceLinks(&page, &authn.Step{ClientID: hPublic, Resume: resume}, h.clock.Now())
+		b := h.browser()
+		rp := b.get(page.RegisterURL)
+		wantPage(t, "register page", rp, http.StatusOK, "Create an account")
+		if got := len(hrefs(t, rp, "Back to sign in")) == 1; got != tc.back {
+			t.Errorf("resume of %d: back link %v, want %v", tc.n, got, tc.back)
+		}
+		addr := fmt.Sprintf("long%d@example.com", tc.n)
+		wantPage(t, "registration", b.fill(onlyPostForm(t, rp), map[string]string{"email": addr}), http.StatusOK, titleCheckEmail)
+		l, err := h.applier.State().Link(email.HashToken(tokenOf(h.lastLink(addr, fsm.EmailRegistration))))
+		if err != nil || (l.Continue == resume) != tc.back {
+			t.Errorf("resume of %d: link continues with %d bytes (%v)", tc.n, len(l.Continue), err)
+		}
 	}
 }

@@ -3,11 +3,13 @@ package admin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -111,10 +113,11 @@ type Config struct {
 	// TokenHash returns HashToken of the admin token; default reads the
 	// replicated hash from State. An empty hash lets no request in.
 	TokenHash func() string
-	// KEK seals TOTP secrets before they are replicated (nil: the clear
-	// marker, see internal/kek).
+	// KEK seals TOTP secrets and messages to people before they are
+	// replicated (nil: the clear marker, see internal/kek).
 	KEK *kek.KEK
-	// Issuer names the provider in authenticator apps (its host).
+	// Issuer names the provider in authenticator apps (its host) and in
+	// messages, and is the base of the links they carry.
 	Issuer string
 	// MaxSnapshotBytes caps the body of POST /snapshot; default
 	// DefaultMaxSnapshotBytes.
@@ -140,6 +143,12 @@ type Config struct {
 	// AdminACR is the least acr a person's access token must carry to
 	// administer (--admin-acr; default the second-factor acr).
 	AdminACR string
+	// Mail: the provider sends mail to people (node.Config.MailEnabled:
+	// --smtp-url or --email-outbox). Without it the routes that send mail
+	// (POST /invitations, POST /users/{id}/verify-email) answer 409
+	// CONFLICT and send nothing (mail.go). Issuer is then the base of the
+	// links they send, and KEK seals the messages.
+	Mail bool
 }
 
 type api struct {
@@ -237,7 +246,7 @@ func (a *api) routes(mux *http.ServeMux) {
 func (a *api) table() []route {
 	return []route{
 		{"/organizations", map[string]http.HandlerFunc{"GET": a.listOrgs, "POST": a.createOrg}},
-		{"/organizations/{id}", map[string]http.HandlerFunc{"GET": a.getOrg, "DELETE": a.deleteOrg}},
+		{"/organizations/{id}", map[string]http.HandlerFunc{"GET": a.getOrg, "PATCH": a.updateOrg, "DELETE": a.deleteOrg}},
 		{"/users", map[string]http.HandlerFunc{"GET": a.listUsers, "POST": a.createUser}},
 		{"/users/import", map[string]http.HandlerFunc{"POST": a.importUsers}},
 		{"/users/{id}", map[string]http.HandlerFunc{"GET": a.getUser, "PATCH": a.updateUser, "DELETE": a.deleteUser}},
@@ -245,6 +254,9 @@ func (a *api) table() []route {
 		{"/users/{id}/recovery-codes", map[string]http.HandlerFunc{"POST": a.newRecoveryCodes}},
 		{"/users/{id}/factors", map[string]http.HandlerFunc{"GET": a.getFactors}},
 		{"/users/{id}/lockouts", map[string]http.HandlerFunc{"DELETE": a.clearUserLockouts}},
+		{"/users/{id}/verify-email", map[string]http.HandlerFunc{"POST": a.verifyEmail}},
+		{"/invitations", map[string]http.HandlerFunc{"GET": a.listInvitations, "POST": a.createInvitation}},
+		{"/invitations/{id}", map[string]http.HandlerFunc{"GET": a.getInvitation, "DELETE": a.deleteInvitation}},
 		{"/lockouts", map[string]http.HandlerFunc{"GET": a.listLockouts}},
 		{"/lockouts/{key}", map[string]http.HandlerFunc{"DELETE": a.clearLockout}},
 		{"/memberships", map[string]http.HandlerFunc{"GET": a.listMemberships, "POST": a.createMembership}},
@@ -340,7 +352,19 @@ func (a *api) now() time.Time { return a.Now().UTC() }
 // the field, while the path's own record (DELETE /memberships/{id} of a
 // missing one) is a bare fsm.ErrNotFound answered 404. Conflicts are 409.
 func (a *api) apply(w http.ResponseWriter, r *http.Request, cmd fsm.Command) (fsm.Result, bool) {
-	res, err := a.Applier.Apply(r.Context(), a.stamp(r, cmd))
+	return a.commit(w, r, a.stamp(r, cmd))
+}
+
+// applyAs is apply with the audit event ev instead of r's admin event
+// (mailEvent: an invitation sent, an address check).
+func (a *api) applyAs(w http.ResponseWriter, r *http.Request, cmd fsm.Command, ev fsm.Audit) (fsm.Result, bool) {
+	return a.commit(w, r, fsm.StampIn(r.Context(), cmd, a.now(), ev))
+}
+
+// commit proposes the stamped cmd and answers the failure cases as apply
+// says.
+func (a *api) commit(w http.ResponseWriter, r *http.Request, cmd fsm.Command) (fsm.Result, bool) {
+	res, err := a.Applier.Apply(r.Context(), cmd)
 	if err != nil {
 		a.unavailable(w, r, "apply "+cmd.Type.String(), err)
 		return res, false
@@ -361,6 +385,10 @@ func (a *api) apply(w http.ResponseWriter, r *http.Request, cmd fsm.Command) (fs
 			httpx.Detail{Field: ce.Field, Message: "already in use", Code: "conflict"})
 	case errors.Is(res.Err, fsm.ErrConflict):
 		httpx.WriteError(w, r, http.StatusConflict, httpx.CodeConflict, "conflict")
+	case errors.Is(res.Err, fsm.ErrLocked):
+		w.Header().Set("Retry-After", strconv.Itoa(int(AdminMailWindow/time.Second)))
+		httpx.WriteError(w, r, http.StatusTooManyRequests, httpx.CodeRateLimited,
+			fmt.Sprintf("this address has been sent %d messages by administrators within an hour; try again later", AdminMailLimit))
 	default:
 		a.Logger.Error("admin: unexpected apply outcome", "type", cmd.Type.String(), "err", res.Err,
 			"correlation_id", httpx.CorrelationID(r.Context()))

@@ -111,7 +111,8 @@ func TestRouting(t *testing.T) {
 		{name: "unknown nested route", method: "GET", path: "/admin/v1/users/x/y/z", status: 404, code: httpx.CodeNotFound},
 		{name: "PUT organizations", method: "PUT", path: "/admin/v1/organizations", body: `{}`, status: 405, code: httpx.CodeBadRequest},
 		{name: "DELETE organizations list", method: "DELETE", path: "/admin/v1/organizations", status: 405, code: httpx.CodeBadRequest},
-		{name: "PATCH organization", method: "PATCH", path: "/admin/v1/organizations/00000000-0000-4000-8000-000000000000", body: `{}`, status: 405, code: httpx.CodeBadRequest},
+		{name: "PUT organization", method: "PUT", path: "/admin/v1/organizations/00000000-0000-4000-8000-000000000000", body: `{}`, status: 405, code: httpx.CodeBadRequest},
+		{name: "PATCH invitation", method: "PATCH", path: "/admin/v1/invitations/00000000-0000-4000-8000-000000000000", body: `{}`, status: 405, code: httpx.CodeBadRequest},
 		{name: "GET rotate", method: "GET", path: "/admin/v1/keys/rotate", status: 405, code: httpx.CodeBadRequest},
 		{name: "POST cluster", method: "POST", path: "/admin/v1/cluster", body: `{}`, status: 405, code: httpx.CodeBadRequest},
 	})

@@ -110,7 +110,8 @@ func (a *api) listAudit(w http.ResponseWriter, r *http.Request) {
 
 // auditTypes are the event types a filter may name.
 var auditTypes = map[string]bool{fsm.EventSignin: true, fsm.EventToken: true, fsm.EventRevocation: true,
-	fsm.EventLogout: true, fsm.EventAdmin: true, fsm.EventKey: true, fsm.EventAccount: true}
+	fsm.EventLogout: true, fsm.EventAdmin: true, fsm.EventKey: true, fsm.EventAccount: true,
+	fsm.EventInvitation: true, fsm.EventPasswordReset: true, fsm.EventVerifyEmail: true, fsm.EventRegistration: true}
 
 // parseAuditQuery reads the query of GET /audit; every problem is a detail.
 //
@@ -166,7 +167,7 @@ func parseAuditQuery(v map[string][]string) (fsm.AuditQuery, time.Duration, []ht
 	}
 	q.Type, q.Subject, q.ClientID, q.OrgID = get("type"), get("subject"), get("client_id"), get("organization_id")
 	if q.Type != "" && !auditTypes[q.Type] {
-		details = append(details, httpx.Detail{Field: "type", Message: "must be one of signin, token, revocation, logout, admin, key, account", Code: "invalid"})
+		details = append(details, httpx.Detail{Field: "type", Message: "must be one of signin, token, revocation, logout, admin, key, account, invitation, password_reset, verify_email, registration", Code: "invalid"})
 	}
 	for field, val := range map[string]string{"subject": q.Subject, "client_id": q.ClientID, "organization_id": q.OrgID} {
 		if len(val) > 256 || strings.ContainsRune(val, 0) {

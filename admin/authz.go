@@ -24,11 +24,13 @@ import (
 //   - auditor may read (every GET, the audit trail included) but not take
 //     a backup (GET /snapshot is the whole state, secrets' hashes
 //     included: backups are an admin's), and may write nothing.
-//   - org_admin of O reads and changes O and what is in it: its
-//     memberships; its clients (a client is O's to change when every
+//   - org_admin of O reads and changes O and what is in it: O's name and
+//     registration settings; its memberships and invitations; its
+//     clients (a client is O's to change when every
 //     organization it belongs to, its owner and those it serves, is O);
 //     the people who belong to O alone (every membership they hold is in
-//     O). It creates people, who are made members of O in the same write,
+//     O), whose address it may also ask them to prove. It creates people,
+//     who are made members of O in the same write, invitations to O,
 //     and org_admin API keys for O. It may not delete O (that ends every
 //     session of O and cannot be undone: the site's decision, not the
 //     organization's), nor create organizations, import people, or reach
@@ -69,6 +71,7 @@ const (
 	thingGrant
 	thingAPIKey
 	thingAdminToken
+	thingInvitation
 )
 
 // op is what a route does to what it touches.
@@ -98,6 +101,7 @@ var declarations = map[string]declaration{
 	"GET /organizations":         {thingOrg, opList, nil},
 	"POST /organizations":        {thingOrg, opCreate, nil},
 	"GET /organizations/{id}":    {thingOrg, opRead, findOrgPath},
+	"PATCH /organizations/{id}":  {thingOrg, opChange, findOrgPath}, // its name, its registration
 	"DELETE /organizations/{id}": {thingOrg, opErase, findOrgPath},
 
 	"GET /users":                         {thingPerson, opList, nil},
@@ -111,6 +115,7 @@ var declarations = map[string]declaration{
 	"POST /users/{id}/recovery-codes":    {thingPerson, opChange, findPersonPath},
 	"GET /users/{id}/factors":            {thingPerson, opRead, findPersonPath},
 	"DELETE /users/{id}/lockouts":        {thingPerson, opChange, findPersonPath},
+	"POST /users/{id}/verify-email":      {thingPerson, opChange, findPersonPath},
 	"GET /lockouts":                      {thingLockout, opList, nil},
 	"DELETE /lockouts/{key}":             {thingLockout, opErase, nil},
 	"GET /memberships":                   {thingMembership, opList, nil},
@@ -137,7 +142,7 @@ var declarations = map[string]declaration{
 	"GET /snapshot":                      {thingSnapshot, opRead, nil},
 	"POST /snapshot":                     {thingSnapshot, opChange, nil},
 	"GET /status":                        {thingStatus, opRead, nil},
-	"GET /audit":                         {thingAudit, opList, findAuditQuery},
+	"GET /audit":                         {thingAudit, opList, findOrgQuery},
 	"GET /audit/verify":                  {thingAudit, opRead, nil},
 
 	// Grants, API keys and the break-glass token (the routes of people
@@ -149,6 +154,12 @@ var declarations = map[string]declaration{
 	"GET /api-keys":         {thingAPIKey, opList, nil},
 	"DELETE /api-keys/{id}": {thingAPIKey, opErase, nil},
 	"POST /admin-token":     {thingAdminToken, opChange, nil},
+
+	// Invitations: an organization's, like its memberships.
+	"GET /invitations":         {thingInvitation, opList, findOrgQuery},
+	"POST /invitations":        {thingInvitation, opCreate, findInvitationBody},
+	"GET /invitations/{id}":    {thingInvitation, opRead, findInvitationPath},
+	"DELETE /invitations/{id}": {thingInvitation, opErase, findInvitationPath},
 }
 
 // scope is where a touched record is: the organizations it belongs to
@@ -229,10 +240,21 @@ func decide(c Credential, d declaration, s *scope) (v verdict, why string) {
 	const outside = "an org_admin administers its own organization only"
 	switch d.touches {
 	case thingOrg:
-		if d.op != opRead && d.op != opList {
+		if d.op == opCreate || d.op == opErase {
 			return forbid, "only an admin creates or deletes organizations"
 		}
 	case thingPerson, thingMembership, thingClient:
+	case thingInvitation:
+		if d.op == opList {
+			// ?organization_id= names no other organization.
+			if s == nil {
+				return needScope, ""
+			}
+			if len(s.orgs) > 0 && !s.only(c.OrgID) {
+				return forbid, "an org_admin lists the invitations of its own organization only"
+			}
+			return allow, ""
+		}
 	case thingAudit:
 		if d.op != opList {
 			return forbid, "only an admin or auditor verifies the whole audit trail"
@@ -589,8 +611,9 @@ func findClientBody(a *api, r *http.Request) (scope, error) {
 	return clientScope(c), nil
 }
 
-// findAuditQuery is the organization GET /audit asks about, if any.
-func findAuditQuery(_ *api, r *http.Request) (scope, error) {
+// findOrgQuery is the organization a list asks about (GET /audit, GET
+// /invitations: ?organization_id=), if any.
+func findOrgQuery(_ *api, r *http.Request) (scope, error) {
 	if q := r.URL.Query(); q.Has("organization_id") {
 		return scope{orgs: []string{q.Get("organization_id")}}, nil
 	}
@@ -621,4 +644,36 @@ func findAPIKeyBody(_ *api, r *http.Request) (scope, error) {
 		s.orgs = []string{lowerUUID(b.OrganizationID)}
 	}
 	return s, nil
+}
+
+// findInvitationPath is where the invitation the path names is: its
+// organization; nowhere when there is none.
+func findInvitationPath(a *api, r *http.Request) (scope, error) {
+	id := lowerUUID(r.PathValue("id"))
+	if !isUUID(id) {
+		return scope{}, nil
+	}
+	in, err := a.State.Invitation(id)
+	switch {
+	case errors.Is(err, fsm.ErrNotFound):
+		return scope{}, nil
+	case err != nil:
+		return scope{}, err
+	}
+	return scope{orgs: []string{in.OrgID}}, nil
+}
+
+// findInvitationBody is the organization POST /invitations invites to;
+// a body without a usable one is the handler's validation error.
+func findInvitationBody(_ *api, r *http.Request) (scope, error) {
+	var b invitationBody
+	if err := peekJSON(r, &b); err != nil {
+		return scope{}, err
+	}
+	var p problems
+	org := p.uuid("organization_id", b.OrgID)
+	if len(p) > 0 {
+		return scope{}, problemsError{p}
+	}
+	return scope{orgs: []string{org}}, nil
 }

@@ -37,10 +37,11 @@ type scene struct {
 	alice, bob, carol, dave        User
 	aliceO, bobO, bobP, carolP     Membership
 	appO, appP, shared, onlyO, all Client
+	invO, invP                     fsm.Invitation // pending invitations to O and to P
 }
 
-func newScene(t testing.TB) *scene {
-	e := newEnv(t)
+func newScene(t testing.TB, opts ...func(*Config)) *scene {
+	e := newEnv(t, opts...)
 	s := &scene{env: e}
 	s.o, s.p = e.createOrg("acme"), e.createOrg("globex")
 	s.alice = e.createUser(`{"email":"alice@example.com","phone":"+15550100001"}`)
@@ -58,6 +59,8 @@ func newScene(t testing.TB) *scene {
 	s.onlyO = e.createClient(clientJSON(s.o.ID, map[string]any{"client_id": "app-only-o", "multi_organization": true,
 		"organizations": []string{s.o.ID}}))
 	s.all = e.createClient(clientJSON(s.o.ID, map[string]any{"client_id": "app-all", "multi_organization": true}))
+	s.invO = e.invite("erin@example.com", s.o.ID)
+	s.invP = e.invite("frank@example.com", s.p.ID)
 	return s
 }
 
@@ -66,7 +69,8 @@ func newScene(t testing.TB) *scene {
 func (e *env) bareAPI() *api {
 	return &api{Config: Config{State: e.state, Applier: e.hook, Keys: e.keys, Cluster: e.cluster, Hasher: e.hasher,
 		Now: e.clock.now, Logger: slog.New(slog.DiscardHandler), NewID: uuid.NewString,
-		MaxSnapshotBytes: DefaultMaxSnapshotBytes, Guard: NewGuard(e.clock.now)}}
+		MaxSnapshotBytes: DefaultMaxSnapshotBytes, Guard: NewGuard(e.clock.now),
+		Mail: e.cfg.Mail, Issuer: e.cfg.Issuer, KEK: e.cfg.KEK}}
 }
 
 // as sends a request made with c to the API's routes, authorized, but
@@ -190,6 +194,12 @@ var expect = map[string]string{
 	"GET /api-keys":                      "aaff",
 	"DELETE /api-keys/{id}":              "afff",
 	"POST /admin-token":                  "afff",
+	"PATCH /organizations/{id}":          "afah",
+	"POST /users/{id}/verify-email":      "afah",
+	"GET /invitations":                   "aaaa",
+	"POST /invitations":                  "afaf",
+	"GET /invitations/{id}":              "aaah",
+	"DELETE /invitations/{id}":           "afah",
 }
 
 // TestAuthorizeEveryRouteEveryRole walks every route, served or
@@ -206,12 +216,15 @@ func TestAuthorizeEveryRouteEveryRole(t *testing.T) {
 	ids := map[string]string{ // the {id} of each path prefix: O's records
 		"/organizations/": s.o.ID, "/users/": s.alice.ID, "/memberships/": s.aliceO.ID, "/clients/": s.appO.ClientID,
 		"/directories/": uuid.NewString(), "/cluster/": "node-2", "/admins/": uuid.NewString(), "/api-keys/": uuid.NewString(),
+		"/invitations/": s.invO.ID,
 	}
 	bodies := map[string]string{
-		"POST /memberships":   `{"user_id":"` + s.carol.ID + `","org_id":"` + s.o.ID + `"}`,
-		"POST /clients":       clientJSON(s.o.ID, nil),
-		"PATCH /clients/{id}": `{"name":"Renamed"}`,
-		"POST /api-keys":      `{"name":"ci","role":"org_admin","organization_id":"` + s.o.ID + `","expires_in":3600}`,
+		"POST /memberships":         `{"user_id":"` + s.carol.ID + `","org_id":"` + s.o.ID + `"}`,
+		"POST /clients":             clientJSON(s.o.ID, nil),
+		"PATCH /clients/{id}":       `{"name":"Renamed"}`,
+		"POST /api-keys":            `{"name":"ci","role":"org_admin","organization_id":"` + s.o.ID + `","expires_in":3600}`,
+		"POST /invitations":         `{"email":"new@example.com","organization_id":"` + s.o.ID + `"}`,
+		"PATCH /organizations/{id}": `{"name":"Renamed"}`,
 	}
 	keys := slices.Sorted(func(yield func(string) bool) {
 		for k := range declarations {
@@ -364,6 +377,24 @@ func TestOrgAdminAttacks(t *testing.T) {
 		{"list every lockout", "GET", "/admin/v1/lockouts", "", 403},
 		{"clear a lockout by key", "DELETE", "/admin/v1/lockouts/ip%3A203.0.113.9", "", 403},
 		{"read the node's status", "GET", "/admin/v1/status", "", 403},
+		// Another organization's settings, invitations and people's
+		// addresses.
+		{"rename another organization", "PATCH", "/admin/v1/organizations/" + s.p.ID, `{"name":"Mine"}`, 404},
+		{"open another organization's registration", "PATCH", "/admin/v1/organizations/" + s.p.ID,
+			`{"registration":{"enabled":true,"email_domains":["evil.example"]}}`, 404},
+		{"rename another organization with a bad body", "PATCH", "/admin/v1/organizations/" + s.p.ID, `{"name":`, 404},
+		{"invite to another organization", "POST", "/admin/v1/invitations", `{"email":"mallory@example.com","organization_id":"` + s.p.ID + `"}`, 403},
+		{"invite to another organization, in capitals", "POST", "/admin/v1/invitations",
+			`{"email":"mallory@example.com","organization_id":"` + strings.ToUpper(s.p.ID) + `"}`, 403},
+		{"invite to no organization", "POST", "/admin/v1/invitations", `{"email":"mallory@example.com","organization_id":"` + unknownID + `"}`, 403},
+		{"invite with the organization repeated", "POST", "/admin/v1/invitations",
+			`{"email":"mallory@example.com","organization_id":"` + s.o.ID + `","organization_id":"` + s.p.ID + `"}`, 403},
+		{"list another organization's invitations", "GET", "/admin/v1/invitations?organization_id=" + s.p.ID, "", 403},
+		{"read another organization's invitation", "GET", "/admin/v1/invitations/" + s.invP.ID, "", 404},
+		{"withdraw another organization's invitation", "DELETE", "/admin/v1/invitations/" + s.invP.ID, "", 404},
+		{"verify a shared person's address", "POST", u + s.bob.ID + "/verify-email", "", 403},
+		{"verify another org's person's address", "POST", u + s.carol.ID + "/verify-email", "", 404},
+		{"verify the address of a person of no organization", "POST", u + s.dave.ID + "/verify-email", "", 404},
 	} {
 		t.Run(at.name, func(t *testing.T) {
 			before := s.app.FSM.Applied()

@@ -1,8 +1,10 @@
 // Package admin is the operator API (docs/openapi/admin.json), served under
-// /admin/v1 as one http.Handler: organizations, users, memberships, clients,
-// signing keys, the cluster view, backup and restore of the whole state
-// (GET and POST /snapshot), and GET /status (leader, members, applied
-// index, key states and pending back-channel deliveries at a glance).
+// /admin/v1 as one http.Handler: organizations (and who may register
+// into them), users, memberships, invitations and address checks by email
+// (docs/operators/invitations.md), clients, signing keys, the cluster
+// view, backup and restore of the whole state (GET and POST /snapshot),
+// and GET /status (leader, members, applied index, key states and pending
+// back-channel deliveries at a glance).
 //
 // Invariants:
 //   - Every request is authenticated first, so an unauthenticated caller
@@ -30,6 +32,10 @@
 //     reads the node's own copy instead. GET /status, GET /cluster and
 //     GET /audit/verify describe the answering node and never wait; GET
 //     /snapshot takes its own read index.
+//   - A route that sends mail commits the message, sealed under the KEK,
+//     in the same command as the link it carries (only the link's hash is
+//     replicated), or answers 409 when the provider sends no mail
+//     (mail.go); the token never leaves the sealed message.
 //   - Answers never include a password or secret hash; a confidential
 //     client's secret, an API key and a new admin token are shown once, in
 //     the 201 of their creation. The audit trail names who acted

@@ -153,6 +153,7 @@ type env struct {
 	hasher  *password.Hasher
 	token   string
 	h       http.Handler
+	cfg     Config // as newEnv's options left it
 }
 
 func newEnv(t testing.TB, opts ...func(*Config)) *env {
@@ -184,6 +185,7 @@ func newEnv(t testing.TB, opts ...func(*Config)) *env {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	e.cfg = cfg
 	e.h = httpx.Correlation(New(cfg))
 	return e
 }

@@ -10,13 +10,30 @@ import (
 
 // Org is an organization as the API shows it.
 type Org struct {
-	ID     string `json:"id"`
-	Slug   string `json:"slug"`
-	Name   string `json:"name"`
-	Status string `json:"status"`
+	ID           string       `json:"id"`
+	Slug         string       `json:"slug"`
+	Name         string       `json:"name"`
+	Status       string       `json:"status"`
+	Registration Registration `json:"registration"`
 }
 
-func orgOut(o fsm.Org) Org { return Org{ID: o.ID, Slug: o.Slug, Name: o.Name, Status: o.Status} }
+// Registration is an organization's self-registration: people whose
+// address is in one of EmailDomains (lower case, internationalized names
+// in punycode) may register themselves into it while Enabled (and the
+// provider sends mail).
+type Registration struct {
+	Enabled      bool     `json:"enabled"`
+	EmailDomains []string `json:"email_domains"`
+}
+
+func orgOut(o fsm.Org) Org {
+	out := Org{ID: o.ID, Slug: o.Slug, Name: o.Name, Status: o.Status, Registration: Registration{EmailDomains: []string{}}}
+	if reg := o.Registration; reg != nil {
+		out.Registration.Enabled = reg.Enabled
+		out.Registration.EmailDomains = append(out.Registration.EmailDomains, reg.EmailDomains...)
+	}
+	return out
+}
 
 type orgBody struct {
 	Slug string `json:"slug"`
@@ -39,7 +56,7 @@ func (a *api) createOrg(w http.ResponseWriter, r *http.Request) {
 	if _, ok := a.apply(w, r, fsm.MustCommand(fsm.TypeCreateOrg, c)); !ok {
 		return
 	}
-	httpx.WriteJSON(w, http.StatusCreated, Org{ID: c.ID, Slug: c.Slug, Name: c.Name, Status: fsm.OrgActive})
+	httpx.WriteJSON(w, http.StatusCreated, orgOut(fsm.Org{ID: c.ID, Slug: c.Slug, Name: c.Name, Status: fsm.OrgActive}))
 }
 
 // listOrgs lists the organizations; an org_admin's, its own.
@@ -88,4 +105,84 @@ func (a *api) deleteOrg(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// orgPatch is the body of PATCH /organizations/{id}; absent fields keep
+// their values, and so do the absent fields of registration.
+type orgPatch struct {
+	Name         *string            `json:"name"`
+	Registration *registrationPatch `json:"registration"`
+}
+
+type registrationPatch struct {
+	Enabled      *bool     `json:"enabled"`
+	EmailDomains *[]string `json:"email_domains"`
+}
+
+// updateOrg is PATCH /organizations/{id}: its name, and who may register
+// themselves into it. The registration settings are merged with the
+// stored ones and the whole is checked (registration): domains
+// normalized, at most 100, each once, at least one while enabled.
+func (a *api) updateOrg(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathUUID(w, r)
+	if !ok {
+		return
+	}
+	var b orgPatch
+	if !decode(w, r, &b) {
+		return
+	}
+	var p problems
+	if b.Name == nil && b.Registration == nil {
+		p.add("body", codeRequired, "give name or registration")
+	}
+	if b.Name != nil {
+		p.name("name", *b.Name)
+	}
+	if b.Registration != nil && b.Registration.Enabled == nil && b.Registration.EmailDomains == nil {
+		p.add("registration", codeRequired, "give enabled or email_domains")
+	}
+	if len(p) > 0 {
+		writeInvalid(w, r, p)
+		return
+	}
+	c := fsm.UpdateOrg{ID: id, Name: b.Name}
+	if rp := b.Registration; rp != nil {
+		cur, err := a.State.Org(id)
+		if err != nil {
+			a.readFailed(w, r, err)
+			return
+		}
+		if cur.Status == fsm.OrgDeleted {
+			notFound(w, r)
+			return
+		}
+		reg := fsm.Registration{EmailDomains: []string{}}
+		if cur.Registration != nil {
+			reg.Enabled = cur.Registration.Enabled
+			reg.EmailDomains = append(reg.EmailDomains, cur.Registration.EmailDomains...)
+		}
+		if rp.Enabled != nil {
+			reg.Enabled = *rp.Enabled
+		}
+		if rp.EmailDomains != nil {
+			reg.EmailDomains = append([]string{}, *rp.EmailDomains...)
+		}
+		p.registration(&reg)
+		if len(p) > 0 {
+			writeInvalid(w, r, p)
+			return
+		}
+		c.Registration = &reg
+	}
+	res, ok := a.apply(w, r, fsm.MustCommand(fsm.TypeUpdateOrg, c))
+	if !ok {
+		return
+	}
+	o, err := valueOr(res, func() (fsm.Org, error) { return a.State.Org(id) })
+	if err != nil {
+		a.readFailed(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, orgOut(o))
 }

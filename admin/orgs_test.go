@@ -2,6 +2,7 @@ package admin
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -75,7 +76,7 @@ func TestGetOrg(t *testing.T) {
 		{name: "urn uuid", method: "GET", path: "/admin/v1/organizations/urn:uuid:" + o.ID, status: 400, code: httpx.CodeValidation, field: "id", dcode: codeInvalidUUID},
 	})
 	got := decodeAs[Org](t, e.must(200, "GET", "/admin/v1/organizations/"+o.ID, ""))
-	if got != o {
+	if !reflect.DeepEqual(got, o) {
 		t.Errorf("got %+v, want %+v", got, o)
 	}
 }

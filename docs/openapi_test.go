@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -96,7 +97,11 @@ func (a api) call(method, path string, body any, want int) map[string]any {
 // operation of the documents was seen, and that the node serves both
 // documents as the repository has them.
 func TestOpenAPIDocumentsMatchTheNode(t *testing.T) {
-	c := testcluster.New(t, testcluster.Options{Configure: func(_ int, cfg *node.Config) { cfg.RateLimit = "off" }})
+	outbox := filepath.Join(t.TempDir(), "outbox.jsonl")
+	c := testcluster.New(t, testcluster.Options{Configure: func(_ int, cfg *node.Config) {
+		cfg.RateLimit = "off"
+		cfg.EmailOutbox = outbox // mail on: invitations and address checks are sent
+	}})
 	rec := &recorder{next: c.Client().Transport}
 	if rec.next == nil {
 		rec.next = http.DefaultTransport
@@ -135,6 +140,21 @@ func TestOpenAPIDocumentsMatchTheNode(t *testing.T) {
 	a.call("PATCH", "/memberships/"+m["id"].(string), map[string]any{"status": "active"}, 200)
 	m2 := a.call("POST", "/memberships", map[string]any{"user_id": uid, "org_id": org2["id"]}, 201)
 	a.call("DELETE", "/memberships/"+m2["id"].(string), nil, 204)
+	inv := a.call("POST", "/invitations", map[string]any{"email": "inv@example.com", "organization_id": org["id"], "expires_in": 86400}, 201)
+	a.call("POST", "/invitations", map[string]any{"email": "Inv <inv@example.com>", "organization_id": org["id"]}, 400)
+	a.call("POST", "/invitations", map[string]any{"email": "ann@example.com", "organization_id": org["id"]}, 409)
+	a.call("POST", "/invitations", map[string]any{"email": "inv@example.com", "organization_id": "00000000-0000-4000-8000-000000000000"}, 422)
+	a.call("GET", "/invitations", nil, 200)
+	a.call("GET", "/invitations?organization_id="+org["id"].(string)+"&status=pending&page_size=5", nil, 200)
+	a.call("GET", "/invitations/"+inv["id"].(string), nil, 200)
+	a.call("DELETE", "/invitations/"+inv["id"].(string), nil, 204)
+	a.call("DELETE", "/invitations/"+inv["id"].(string), nil, 404)
+	a.call("POST", "/users/"+uid+"/verify-email", nil, 202)
+	a.call("POST", "/users/00000000-0000-4000-8000-000000000000/verify-email", nil, 404)
+	a.call("PATCH", "/organizations/"+org["id"].(string), map[string]any{"name": "Alpha Inc.",
+		"registration": map[string]any{"enabled": true, "email_domains": []string{"alpha.example", "Bücher.example."}}}, 200)
+	a.call("PATCH", "/organizations/"+org["id"].(string), map[string]any{"registration": map[string]any{"enabled": true, "email_domains": []string{}}}, 400)
+	a.call("PATCH", "/organizations/00000000-0000-4000-8000-000000000000", map[string]any{"name": "Nobody"}, 404)
 	const cb = "http://127.0.0.1:9/callback"
 	cl := a.call("POST", "/clients", map[string]any{"name": "App", "redirect_uris": []string{cb}, "scopes": []string{"openid", "email"}, "organization_id": org["id"]}, 201)
 	cid, secret := cl["client_id"].(string), cl["client_secret"].(string)

@@ -38,6 +38,15 @@ func sampleRecords() []any {
 		&Challenge{ID: "ch", UserID: userA, Purpose: "assert", Data: json.RawMessage(`{"challenge":"abc","allow":[1,2]}`), ExpiresAt: later},
 		&SMSCode{ID: "s1", UserID: userA, Phone: "+15550001", Hash: "hh", Attempts: 4, ExpiresAt: later},
 		&Throttle{Key: "pw/" + userA, Count: 9, WindowStart: t0, LockedUntil: west, ExpiresAt: later},
+		&Org{ID: orgB, Slug: "beta", Name: "Beta", Status: OrgActive, CreatedAt: t0,
+			Registration: &Registration{Enabled: true, EmailDomains: []string{"example.org", "xn--bcher-kva.example"}}},
+		&Org{ID: orgB, Slug: "beta", Name: "Beta", Status: OrgActive, CreatedAt: t0, Registration: &Registration{EmailDomains: []string{}}},
+		&Email{ID: "00000000000000000100-0001", To: "ännä+<x>@example.com", Kind: EmailVerify, Locale: "de-CH", UserID: userA, Body: []byte{0, 1, 0xff},
+			CreatedAt: t0, State: EmailFailed, Attempts: 7, NextAttemptAt: later, LastError: "550 5.1.1 unbekannt", DoneAt: west},
+		&Link{Hash: strings.Repeat("ab", 32), Purpose: LinkRegistration, UserID: userA, Email: "zed@example.org", OrgID: orgA, InvitationID: "inv",
+			Continue: "sealed.request", CreatedAt: t0, ExpiresAt: later},
+		&Invitation{ID: "inv", Email: "new@example.com", OrgID: orgA, LinkHash: strings.Repeat("cd", 32), CreatedAt: t0, ExpiresAt: later,
+			AcceptedAt: west, AcceptedBy: userA},
 	}
 }
 

@@ -2,7 +2,9 @@ package fsm
 
 import (
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -48,6 +50,10 @@ const (
 
 // MaxEmailBody bounds an OutgoingEmail's Body.
 const MaxEmailBody = 64 << 10
+
+// MaxEmailError bounds an Email's LastError, in bytes: a longer error is
+// cut at the last whole character before it.
+const MaxEmailError = 512
 
 // OutgoingEmail is a message a command asks to send.
 type OutgoingEmail struct {
@@ -156,10 +162,7 @@ func applyEmailOutcome(tx *bolt.Tx, _ uint64, p []byte) Result {
 			continue // reaped, or already final (a new leader retried)
 		}
 		e.Attempts++
-		e.LastError = o.Error
-		if len(e.LastError) > 512 {
-			e.LastError = e.LastError[:512]
-		}
+		e.LastError = truncateUTF8(o.Error, MaxEmailError)
 		switch o.State {
 		case EmailPending:
 			e.NextAttemptAt = o.NextAttemptAt
@@ -172,6 +175,21 @@ func applyEmailOutcome(tx *bolt.Tx, _ uint64, p []byte) Result {
 		put(tx, bucketEmails, e.ID, e)
 	}
 	return Result{}
+}
+
+// truncateUTF8 is s cut to at most n bytes at a character boundary. A
+// cut inside a character would store invalid UTF-8, which the record
+// codec refuses to read back: the record, and every read and reap that
+// meets it, would fail on every node.
+func truncateUTF8(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // PendingEmails lists messages still to send, oldest first, at most max.

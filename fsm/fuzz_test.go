@@ -22,6 +22,11 @@ const (
 	fzSSO   = "f0000000-0000-4000-8000-0000000000e1"
 	fzGrant = "f0000000-0000-4000-8000-0000000000c1"
 	fzKey   = "f0000000-0000-4000-8000-0000000000d1"
+	fzInv   = "f0000000-0000-4000-8000-0000000000b1"
+	fzNew   = "f0000000-0000-4000-8000-0000000000a2"
+	fzReg   = "f0000000-0000-4000-8000-0000000000a3"
+	fzMem2  = "f0000000-0000-4000-8000-0000000000f2"
+	fzMem3  = "f0000000-0000-4000-8000-0000000000f3"
 )
 
 // fuzzSeeds are wire-form commands that build, use and tear down a small
@@ -29,6 +34,10 @@ const (
 func fuzzSeeds() [][]byte {
 	t := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	email := "ann2@example.com"
+	hash := func(n int) string { return fmt.Sprintf("%064x", 0xf0+n) }
+	msg := func(to, kind string) OutgoingEmail {
+		return OutgoingEmail{To: to, Kind: kind, Locale: "en", UserID: fzUser, Body: []byte("sealed")}
+	}
 	cmds := []Command{
 		MustCommand(TypeCreateOrg, CreateOrg{ID: fzOrg, Slug: "alpha", Name: "Alpha", CreatedAt: t}),
 		MustCommand(TypeCreateUser, CreateUser{User: User{ID: fzUser, Email: "Ann@example.com", Phone: "+15550001", CreatedAt: t}}),
@@ -48,6 +57,32 @@ func fuzzSeeds() [][]byte {
 		MustCommand(TypeRevokeToken, RevokeToken{JTI: "jti1", ExpiresAt: t.Add(10 * time.Minute)}),
 		MustCommand(TypeUpdateUser, UpdateUser{ID: fzUser, Email: &email, At: t}),
 		MustCommand(TypeUpdateMembership, UpdateMembership{ID: fzMem, Status: MembershipSuspended, At: t}),
+		MustCommand(TypeUpdateOrg, UpdateOrg{ID: fzOrg, Registration: &Registration{Enabled: true, EmailDomains: []string{"example.org"}}}),
+		MustCommand(TypeIssueLink, IssueLink{Rules: []ThrottleRule{{Key: "reset/ann2@example.com", Limit: 3, Window: time.Hour, Lockout: time.Hour}},
+			Link:  &Link{Hash: hash(1), Purpose: LinkPasswordReset, UserID: fzUser, CreatedAt: t, ExpiresAt: t.Add(30 * time.Minute)},
+			Email: []OutgoingEmail{msg(email, EmailPasswordReset)}, At: t}),
+		// The reset ends the live session, with a back-channel delivery.
+		MustCommand(TypeUseLink, UseLink{Hash: hash(1), Purpose: LinkPasswordReset, At: t, PasswordHash: "$argon2id$new"}),
+		MustCommand(TypeIssueLink, IssueLink{Link: &Link{Hash: hash(2), Purpose: LinkVerifyEmail, UserID: fzUser, Email: "ann3@example.com",
+			CreatedAt: t, ExpiresAt: t.Add(24 * time.Hour)}, Email: []OutgoingEmail{msg("ann3@example.com", EmailVerify)}, At: t}),
+		MustCommand(TypeUseLink, UseLink{Hash: hash(2), Purpose: LinkVerifyEmail, At: t, Email: []OutgoingEmail{msg(email, EmailChanged)}}),
+		MustCommand(TypeCreateInvitation, CreateInvitation{Invitation: Invitation{ID: fzInv, Email: "new@example.com", OrgID: fzOrg, LinkHash: hash(3),
+			CreatedAt: t, ExpiresAt: t.Add(7 * 24 * time.Hour)}, Email: msg("new@example.com", EmailInvitation), At: t}),
+		MustCommand(TypeUseLink, UseLink{Hash: hash(3), Purpose: LinkInvitation, At: t, Membership: fzMem2,
+			NewUser: &User{ID: fzNew, Email: "new@example.com", PasswordHash: "$argon2id$x"}}),
+		MustCommand(TypeIssueLink, IssueLink{Link: &Link{Hash: hash(4), Purpose: LinkRegistration, OrgID: fzOrg, Email: "zed@example.org",
+			Continue: "sealed", CreatedAt: t, ExpiresAt: t.Add(time.Hour)}, Email: []OutgoingEmail{msg("zed@example.org", EmailRegistration)}, At: t}),
+		MustCommand(TypeUseLink, UseLink{Hash: hash(4), Purpose: LinkRegistration, At: t, Membership: fzMem3,
+			NewUser: &User{ID: fzReg, Email: "zed@example.org", PasswordHash: "$argon2id$z"}}),
+		MustCommand(TypeEnqueueEmail, EnqueueEmail{Emails: []OutgoingEmail{msg(email, EmailChanged), msg("new@example.com", EmailVerify)}, At: t}),
+		// Seeds apply at indexes 1, 2, ... in order: the messages of the
+		// reset (16), the address link (18) and the second just above (24).
+		MustCommand(TypeEmailOutcome, EmailOutcome{Outcomes: []Outcome{
+			{ID: "00000000000000000016-0000", State: EmailSent, At: t},
+			{ID: "00000000000000000024-0001", State: EmailPending, NextAttemptAt: t.Add(time.Minute), Error: "451 4.7.1 später"},
+			{ID: "00000000000000000018-0000", State: EmailFailed, At: t, Error: "550"},
+		}}),
+		MustCommand(TypeDeleteInvitation, DeleteInvitation{ID: fzInv}),
 		MustCommand(TypeEndSSOSession, EndSSOSession{ID: fzSSO, At: t, Reason: EndLogout}),
 		MustCommand(TypeDeliveryOutcome, DeliveryOutcome{Outcomes: []Outcome{{ID: "d1", State: DeliverySent, At: t}}}),
 		MustCommand(TypeCreateAdminGrant, CreateAdminGrant{Grant: AdminGrant{ID: fzGrant, UserID: fzUser, Role: RoleOrgAdmin, OrgID: fzOrg, CreatedAt: t}}),
@@ -209,6 +244,61 @@ func checkState(t *testing.T, f *FSM) {
 	}
 	_, err = st.PendingDeliveries(1 << 20)
 	mustRead(t, "deliveries", err)
+	readBack(t, "email", st.Emails, st.Email, func(e Email) string { return e.ID })
+	pending, err := st.PendingEmails(1 << 20)
+	mustRead(t, "pending emails", err)
+	for _, e := range pending {
+		if e.State != EmailPending {
+			t.Fatalf("pending email %s is %s", e.ID, e.State)
+		}
+	}
+	stats, err := st.EmailStats()
+	mustRead(t, "email stats", err)
+	if stats.Pending != len(pending) {
+		t.Fatalf("email stats count %d pending, the pending index %d", stats.Pending, len(pending))
+	}
+	readBack(t, "invitation", st.Invitations, st.Invitation, func(in Invitation) string { return in.ID })
+	checkLinkIndex(t, f)
+}
+
+// checkLinkIndex: every link of a person has its links_by_user entry and
+// every entry its link, of that person and purpose.
+func checkLinkIndex(t *testing.T, f *FSM) {
+	t.Helper()
+	if err := f.view(func(tx *bolt.Tx) error {
+		links := 0
+		if err := tx.Bucket(bucketLinks).ForEach(func(k, v []byte) error {
+			var l Link
+			if err := decodeRecord(v, &l); err != nil {
+				return fmt.Errorf("link %x: %w", k, err)
+			}
+			if l.UserID != "" {
+				links++
+				if !exists(tx, bucketLinkByU, linkByUserKey(&l)) {
+					return fmt.Errorf("link %s of %s has no links_by_user entry", l.Hash, l.UserID)
+				}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		entries := 0
+		err := tx.Bucket(bucketLinkByU).ForEach(func(k, _ []byte) error {
+			entries++
+			parts := strings.Split(string(k), "/")
+			var l Link
+			if len(parts) != 3 || !get(tx, bucketLinks, parts[2], &l) || l.UserID != parts[0] || l.Purpose != parts[1] {
+				return fmt.Errorf("links_by_user entry %q: no such link", k)
+			}
+			return nil
+		})
+		if err == nil && entries != links {
+			err = fmt.Errorf("%d links of people, %d links_by_user entries", links, entries)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // readBack lists every record of a kind and reads each back by its id.

@@ -14,8 +14,8 @@ import (
 // is stored, as the key of the Link. A link is single use (UseLink deletes
 // it in the apply that does what it is for), bound to its purpose and its
 // person, and dies at ExpiresAt. A newer password reset or address link
-// of a person voids the older ones, and so does any change of the
-// person's password for reset links.
+// of a person voids the older ones, and any change of the person's
+// password or address voids their reset links.
 
 // Purposes of a link.
 const (
@@ -68,8 +68,10 @@ type Registration struct {
 }
 
 // Allows reports whether an address may register: its domain, after the
-// last '@', is one of EmailDomains exactly (the proposer normalizes the
-// address first and refuses what does not parse).
+// last '@', is one of EmailDomains exactly (a subdomain is not), and its
+// local part is not empty. It compares bytes: the proposer lower-cases
+// the address first, and refuses what does not parse as one address
+// before asking ("a@b@example.com" would be read as of example.com).
 func (r *Registration) Allows(email string) bool {
 	if r == nil || !r.Enabled {
 		return false
@@ -99,10 +101,15 @@ type UpdateOrg struct {
 // directory told to use it), or, with neither, a request that only counts
 // its Rules (an address nobody has: it costs the same write as one that
 // is known). Rules are counted first, as ThrottleReserve does: when a key
-// is locked nothing is stored or sent and the result is ErrLocked. A
-// password_reset or verify_email link voids the person's older links of
-// its purpose. NotFoundError{user_id}: the person is gone. Value: the
-// IssuedLink.
+// is locked nothing is stored or sent and the result is ErrLocked; once
+// counted, the count stays whatever the answer (a deliberate write with a
+// domain error, as a throttle's must be). A password_reset or
+// verify_email link voids the person's older links of its purpose.
+// NotFoundError{user_id}: the person is gone; NotFoundError{organization_id}:
+// the organization is gone or deleted; ConflictError{hash}: a link has
+// this hash; ErrMismatch: a password_reset link for a person of a
+// directory (they get a message without a link). An invitation link is
+// CreateInvitation's (ErrInvalid here). Value: the IssuedLink.
 type IssueLink struct {
 	Rules []ThrottleRule  `json:"rules,omitempty"`
 	Link  *Link           `json:"link,omitempty"`
@@ -120,10 +127,14 @@ type IssuedLink struct {
 // CreateInvitation stores an invitation, its link and the message that
 // carries the link. NotFoundError{organization_id}: no such live
 // organization; ConflictError{id}. Value: the Invitation.
+//
+// Rules, when set, are counted first as IssueLink counts them (ErrLocked:
+// nothing stored or sent), so administrators cannot flood an address.
 type CreateInvitation struct {
-	Invitation Invitation    `json:"invitation"`
-	Email      OutgoingEmail `json:"email"`
-	At         time.Time     `json:"at"`
+	Invitation Invitation     `json:"invitation"`
+	Email      OutgoingEmail  `json:"email"`
+	At         time.Time      `json:"at"`
+	Rules      []ThrottleRule `json:"rules,omitempty"`
 }
 
 // MarshalJSON is the wire form of the command: the invitation's LinkHash,
@@ -164,10 +175,13 @@ type DeleteInvitation struct {
 //
 //   - password_reset: PasswordHash becomes the person's password and
 //     every session of theirs ends (EndSessions, each app session with
-//     its back-channel logout); the person's other reset links die.
+//     its back-channel logout); the person's other reset links die
+//     (ErrMismatch: a person of a directory, which keeps their password).
 //   - verify_email: the person's address becomes the link's, verified
-//     (ConflictError{email}: another person has it by now). Email lists
-//     messages to commit with it (email_changed to the old address).
+//     (ConflictError{email}: another person has it by now); when it
+//     changed, the person's reset links (sent to the old address) die.
+//     Email lists messages to commit with it (email_changed to the old
+//     address).
 //   - invitation: NewUser is created (its address must be the link's;
 //     ConflictError{email} when taken) with an active membership, or the
 //     signed-in person UserID, whose address must be the link's
@@ -204,9 +218,11 @@ func init() {
 	register(TypeCreateInvitation, applyCreateInvitation)
 	register(TypeDeleteInvitation, applyDeleteInvitation)
 	register(TypeUseLink, applyUseLink)
-	reaps(expiring(bucketLinks, func(st *ReapStats) *int { return &st.Links }, func(l *Link, before time.Time) bool {
+	links := expiring(bucketLinks, func(st *ReapStats) *int { return &st.Links }, func(l *Link, before time.Time) bool {
 		return !l.ExpiresAt.After(before)
-	}))
+	})
+	links.cleanup = reapLinks
+	reaps(links)
 	// An invitation is listed until it is reaped: a grace after it was
 	// accepted or expired.
 	reaps(expiring(bucketInvitations, func(st *ReapStats) *int { return &st.Invitations }, func(in *Invitation, before time.Time) bool {
@@ -215,6 +231,17 @@ func init() {
 		}
 		return !in.ExpiresAt.After(before)
 	}))
+}
+
+// reapLinks deletes the links_by_user entries of reaped links.
+func reapLinks(tx *bolt.Tx, dead [][]byte, _ *ReapStats) {
+	for _, v := range dead {
+		var l Link
+		mustUnmarshal(v, &l)
+		if l.UserID != "" {
+			del(tx, bucketLinkByU, linkByUserKey(&l))
+		}
+	}
 }
 
 func validPurpose(p string) bool {
@@ -253,8 +280,29 @@ func validRegistration(r *Registration) bool {
 		return false
 	}
 	for _, d := range r.EmailDomains {
-		if d == "" || len(d) > 253 || d != strings.ToLower(d) || strings.HasSuffix(d, ".") || strings.ContainsAny(d, "@/ ") {
+		if !validDomain(d) {
 			return false
+		}
+	}
+	return true
+}
+
+// validDomain reports whether d is a domain as Registration keeps them:
+// lower-case letters, digits and hyphens (punycode for the others), in
+// labels of 1 to 63 that neither start nor end with a hyphen, 253 at
+// most, no trailing dot.
+func validDomain(d string) bool {
+	if d == "" || len(d) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(d, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(label); i++ {
+			if c := label[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+				return false
+			}
 		}
 	}
 	return true
@@ -328,18 +376,18 @@ func applyIssueLink(tx *bolt.Tx, index uint64, p []byte) Result {
 		return invalid
 	}
 	if len(c.Rules) > 0 {
-		for _, r := range c.Rules {
-			t := Throttle{Key: r.Key}
-			if get(tx, bucketThrottle, r.Key, &t) && t.Locked(c.At) {
-				return Result{Err: ErrLocked}
-			}
+		if reserveRules(tx, c.Rules, c.At) != nil {
+			return Result{Err: ErrLocked}
 		}
-		countThrottles(tx, c.Rules, c.At)
 	}
 	var out IssuedLink
 	if l := c.Link; l != nil {
-		if l.UserID != "" && !exists(tx, bucketUsers, l.UserID) {
+		var u User
+		if l.UserID != "" && !get(tx, bucketUsers, l.UserID, &u) {
 			return Result{Err: &NotFoundError{Field: "user_id"}}
+		}
+		if l.Purpose == LinkPasswordReset && u.DirectoryID != "" {
+			return Result{Err: ErrMismatch} // told to use the directory: a message without a link
 		}
 		if l.OrgID != "" && !liveOrg(tx, l.OrgID) {
 			return Result{Err: &NotFoundError{Field: "organization_id"}}
@@ -363,6 +411,9 @@ func applyCreateInvitation(tx *bolt.Tx, index uint64, p []byte) Result {
 	if !validID(in.ID, in.OrgID, in.LinkHash) || len(in.LinkHash) < 32 || !validKey(in.Email) || !in.ExpiresAt.After(in.CreatedAt) || !validOutgoing([]OutgoingEmail{c.Email}) {
 		return invalid
 	}
+	if len(c.Rules) > 0 && !validRules(c.Rules) {
+		return invalid
+	}
 	if exists(tx, bucketInvitations, in.ID) {
 		return Result{Err: &ConflictError{Field: "id"}}
 	}
@@ -371,6 +422,11 @@ func applyCreateInvitation(tx *bolt.Tx, index uint64, p []byte) Result {
 	}
 	if exists(tx, bucketLinks, in.LinkHash) {
 		return Result{Err: &ConflictError{Field: "hash"}}
+	}
+	if len(c.Rules) > 0 {
+		if reserveRules(tx, c.Rules, c.At) != nil {
+			return Result{Err: ErrLocked}
+		}
 	}
 	in.AcceptedAt, in.AcceptedBy = time.Time{}, ""
 	put(tx, bucketInvitations, in.ID, in)
@@ -434,6 +490,9 @@ func useResetLink(tx *bolt.Tx, index uint64, l *Link, c *UseLink) Result {
 	if !get(tx, bucketUsers, l.UserID, &u) {
 		return Result{Err: ErrNotFound}
 	}
+	if u.DirectoryID != "" {
+		return Result{Err: ErrMismatch} // the directory keeps this person's password
+	}
 	u.PasswordHash, u.UpdatedAt = c.PasswordHash, c.At
 	put(tx, bucketUsers, u.ID, u)
 	voidLinks(tx, u.ID, LinkPasswordReset)
@@ -457,6 +516,9 @@ func useVerifyLink(tx *bolt.Tx, l *Link, c *UseLink) Result {
 		del(tx, bucketUserEmails, emailKey(u.Email))
 		used.OldEmail = u.Email
 		putIndex(tx, bucketUserEmails, emailKey(l.Email), u.ID)
+		// A reset link went to the old address, which may no longer be
+		// the person's to read.
+		voidLinks(tx, u.ID, LinkPasswordReset)
 	}
 	u.Email, u.EmailVerified, u.UpdatedAt = l.Email, true, c.At
 	put(tx, bucketUsers, u.ID, u)
@@ -468,7 +530,8 @@ func useVerifyLink(tx *bolt.Tx, l *Link, c *UseLink) Result {
 // useJoinLink follows an invitation or a registration: a new person, or
 // (an invitation only) a signed-in one, joins the link's organization.
 func useJoinLink(tx *bolt.Tx, l *Link, c *UseLink) Result {
-	if c.PasswordHash != "" || (c.NewUser == nil) == (c.UserID == "") || (c.UserID != "" && l.Purpose != LinkInvitation) || !validID(c.Membership) {
+	if c.PasswordHash != "" || (c.NewUser == nil) == (c.UserID == "") || (c.UserID != "" && (l.Purpose != LinkInvitation || !validID(c.UserID))) ||
+		!validID(c.Membership) {
 		return invalid
 	}
 	var o Org
@@ -482,9 +545,12 @@ func useJoinLink(tx *bolt.Tx, l *Link, c *UseLink) Result {
 	if l.Purpose == LinkRegistration && !o.Registration.Allows(emailKey(l.Email)) {
 		return Result{Err: ErrMismatch} // registration closed, or the domain taken off, since
 	}
+	// Every check comes before the first write: a domain error writes
+	// nothing (DESIGN.md).
 	var u User
 	used := LinkUsed{Link: *l}
-	if nu := c.NewUser; nu != nil {
+	nu := c.NewUser
+	if nu != nil {
 		if !validID(nu.ID) || emailKey(nu.Email) != emailKey(l.Email) || nu.DirectoryID != "" || nu.PasswordHash == "" {
 			return invalid
 		}
@@ -497,8 +563,6 @@ func useJoinLink(tx *bolt.Tx, l *Link, c *UseLink) Result {
 		u = *nu
 		u.Email, u.EmailVerified, u.Phone, u.DirectoryUID = l.Email, true, "", ""
 		u.CreatedAt, u.UpdatedAt = c.At, c.At
-		put(tx, bucketUsers, u.ID, u)
-		putIndex(tx, bucketUserEmails, emailKey(u.Email), u.ID)
 	} else {
 		if !get(tx, bucketUsers, c.UserID, &u) {
 			return Result{Err: ErrNotFound}
@@ -507,18 +571,25 @@ func useJoinLink(tx *bolt.Tx, l *Link, c *UseLink) Result {
 			return Result{Err: ErrMismatch}
 		}
 	}
+	var m *Membership
 	if mid := tx.Bucket(bucketMemberPair).Get([]byte(pairKey(u.ID, l.OrgID))); mid != nil {
-		var m Membership
-		if get(tx, bucketMembers, string(mid), &m) && m.Status != MembershipActive {
+		var have Membership
+		if get(tx, bucketMembers, string(mid), &have) && have.Status != MembershipActive {
 			return Result{Err: &ConflictError{Field: "membership"}}
 		}
 	} else {
 		if exists(tx, bucketMembers, c.Membership) {
 			return Result{Err: &ConflictError{Field: "membership_id"}}
 		}
-		m := Membership{ID: c.Membership, UserID: u.ID, OrgID: l.OrgID, Status: MembershipActive, CreatedAt: c.At, UpdatedAt: c.At}
-		putMembership(tx, m)
-		used.Membership = &m
+		m = &Membership{ID: c.Membership, UserID: u.ID, OrgID: l.OrgID, Status: MembershipActive, CreatedAt: c.At, UpdatedAt: c.At}
+	}
+	if nu != nil {
+		put(tx, bucketUsers, u.ID, u)
+		putIndex(tx, bucketUserEmails, emailKey(u.Email), u.ID)
+	}
+	if m != nil {
+		putMembership(tx, *m)
+		used.Membership = m
 	}
 	if l.Purpose == LinkInvitation {
 		in.AcceptedAt, in.AcceptedBy = c.At, u.ID
@@ -554,4 +625,18 @@ func (s *State) Invitation(id string) (Invitation, error) {
 // Invitations lists invitations in id order.
 func (s *State) Invitations(p Page) ([]Invitation, int, error) {
 	return listBucket[Invitation](s, bucketInvitations, p)
+}
+
+// reserveRules counts one event against every rule's key at at, as
+// ThrottleReserve does: when a key is locked nothing is counted and the
+// result is ErrLocked.
+func reserveRules(tx *bolt.Tx, rules []ThrottleRule, at time.Time) error {
+	for _, r := range rules {
+		t := Throttle{Key: r.Key}
+		if get(tx, bucketThrottle, r.Key, &t) && t.Locked(at) {
+			return ErrLocked
+		}
+	}
+	countThrottles(tx, rules, at)
+	return nil
 }

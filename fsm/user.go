@@ -93,6 +93,10 @@ func applyUpdateUser(tx *bolt.Tx, index uint64, p []byte) Result {
 		return Result{Err: &ConflictError{Field: "phone"}}
 	}
 	if c.Email != nil {
+		if emailKey(*c.Email) != emailKey(u.Email) {
+			voidLinks(tx, u.ID, LinkPasswordReset) // a reset link went to the old address
+			voidLinks(tx, u.ID, LinkVerifyEmail)   // and an address link would put an address back
+		}
 		del(tx, bucketUserEmails, emailKey(u.Email))
 		u.Email = *c.Email
 		putIndex(tx, bucketUserEmails, emailKey(u.Email), u.ID)

@@ -402,6 +402,7 @@ func (n *Node) routes() (public, adminSurface http.Handler) {
 		KEK:       n.kek,
 		OnVerify:  n.auditVerified,
 		Issuer:    n.cfg.Issuer,
+		Mail:      n.cfg.MailEnabled(),
 		ReadIndex: n.readIndex,
 		// People administer with the built-in client's tokens, signed in
 		// at least as strongly as --admin-acr.

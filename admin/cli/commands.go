@@ -158,6 +158,15 @@ func commands() []noun {
 			{name: "create", synopsis: "--slug S --name N", summary: "create an organization", setup: orgCreate},
 			{name: "list", synopsis: "[--page N] [--page-size N]", summary: "list organizations", setup: listOf("/organizations", orgTable)},
 			{name: "get", args: []string{"ID"}, summary: "show one organization", setup: getOne("/organizations", orgTable)},
+			{name: "update", args: []string{"ID"}, synopsis: "[--name N] [--registration on|off] [--email-domains D,D...]",
+				summary: "rename an organization, or set who may register themselves into it",
+				details: "--registration on lets people whose address is in one of --email-domains\n" +
+					"register themselves from the sign-in page of the organization's apps (when\n" +
+					"the provider sends mail: --smtp-url or --email-outbox). --email-domains\n" +
+					"replaces the list (at most 100; internationalized names are kept in punycode;\n" +
+					"--email-domains= empties it); a flag not given keeps its value. Turning\n" +
+					"registration on needs at least one domain.",
+				setup: orgUpdate},
 			{name: "delete", args: []string{"ID"}, summary: "delete an organization",
 				details: "The organization becomes \"deleted\": its app sessions end and back-channel\nlogout tokens go out to its clients.",
 				setup:   deleteOne("/organizations", "organization")},
@@ -199,6 +208,12 @@ func commands() []noun {
 				setup: userFactors},
 			{name: "unlock", args: []string{"ID"}, summary: "clear the user's password and code lockouts",
 				setup: deleteSub("/users", "/lockouts", "lockouts of user")},
+			{name: "verify-email", args: []string{"ID"}, summary: "send the user a link that proves their address (email_verified)",
+				details: "A verify_email message goes to the user's current address with a link that\n" +
+					"works once, for 24 hours; following it sets email_verified. A newer link\n" +
+					"voids older ones. A person of a directory is refused (their address is the\n" +
+					"directory's), and so is every request while the provider sends no mail.",
+				setup: userVerifyEmail},
 		}},
 		{name: "lockout", aliases: []string{"lockouts"}, summary: "sign-in lockouts after too many failures (accounts, IP addresses, phone numbers)", verbs: []verb{
 			{name: "list", summary: "list what is locked now and until when", setup: lockoutList},
@@ -220,6 +235,18 @@ func commands() []noun {
 			{name: "update", args: []string{"ID"}, synopsis: "[the flags of create]", summary: "change a directory (the bind password is kept unless given)", setup: directoryUpdate},
 			{name: "delete", args: []string{"ID"}, summary: "remove a directory (its people stay, and cannot sign in)",
 				setup: deleteOne("/directories", "directory")},
+		}},
+		{name: "invitation", aliases: []string{"invitations", "invite", "invites"}, summary: "invitations by email to join an organization", verbs: []verb{
+			{name: "create", synopsis: "--email E --org O [--expires-in D]", summary: "invite an address; the message with its link goes out at once", setup: invitationCreate,
+				details: "The link works once, until --expires-in has passed (from 1h to 720h, 30 days;\n" +
+					"default 7 days): it asks a new person for a password, or lets a person who\n" +
+					"has the address sign in, and makes them an active member of --org. The\n" +
+					"link itself is never shown. The provider must send mail (--smtp-url or\n" +
+					"--email-outbox)."},
+			{name: "list", synopsis: "[--org O] [--status pending|accepted|expired] [--page N] [--page-size N]", summary: "list invitations, newest first", setup: invitationList},
+			{name: "get", args: []string{"ID"}, summary: "show one invitation", setup: getOne("/invitations", invitationTable)},
+			{name: "delete", args: []string{"ID"}, summary: "withdraw an invitation; its link stops working at once on every node",
+				setup: invitationDelete},
 		}},
 		{name: "membership", aliases: []string{"memberships"}, summary: "links between a user and an organization", verbs: []verb{
 			{name: "create", synopsis: "--user U --org O [--status active|suspended]", summary: "add a user to an organization", setup: membershipCreate},

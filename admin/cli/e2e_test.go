@@ -91,17 +91,28 @@ func newCLI(t *testing.T) *cliHarness {
 // newCLIWith is newCLI with the admin API wrapped by wrap (nil: as it is).
 func newCLIWith(t *testing.T, wrap func(http.Handler) http.Handler) *cliHarness {
 	t.Helper()
+	return newCLIConfig(t, wrap, nil)
+}
+
+// newCLIConfig is newCLIWith with the admin API's configuration changed
+// by configure (nil: as it is).
+func newCLIConfig(t *testing.T, wrap func(http.Handler) http.Handler, configure func(*admin.Config)) *cliHarness {
+	t.Helper()
 	app := fsmtest.New(t)
 	cluster := &fakeCluster{fsm: app.FSM}
 	token := admin.GenerateToken()
-	h := admin.New(admin.Config{
+	cfg := admin.Config{
 		State:     app.State(),
 		Applier:   app,
 		Keys:      &fakeKeys{},
 		Cluster:   cluster,
 		Hasher:    password.New(password.Params{Memory: 64, Time: 1, Threads: 1}, 2),
 		TokenHash: func() string { return admin.HashToken(token) },
-	})
+	}
+	if configure != nil {
+		configure(&cfg)
+	}
+	h := admin.New(cfg)
 	h = httpx.Correlation(h)
 	if wrap != nil {
 		h = wrap(h)

@@ -137,6 +137,7 @@ Examples:
   oidcd admin org create --slug acme --name "Acme Inc."
   printf '%s\n' "$PW" | oidcd admin user create --email ann@example.com --email-verified --password-stdin
   oidcd admin membership create --user USER_ID --org ORG_ID
+  oidcd admin invitation create --email bob@example.com --org ORG_ID --expires-in 72h
   oidcd admin client create --name Portal --org ORG_ID \
       --redirect-uri https://portal.example.com/callback --scope openid,email,profile
   oidcd admin user get USER_ID --json | jq -r .email

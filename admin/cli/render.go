@@ -35,11 +35,17 @@ type view struct {
 	plural string
 	cols   []column
 	fields []string // one resource as "field value" lines, in this order, then any others
+	// prep, when set, adds computed cells to a row before it is shown.
+	prep func(row map[string]any)
 }
 
 var (
 	orgTable = view{plural: "organizations", cols: []column{
-		col("ID", "id"), col("SLUG", "slug"), col("NAME", "name"), col("STATUS", "status"),
+		col("ID", "id"), col("SLUG", "slug"), col("NAME", "name"), col("STATUS", "status"), col("REGISTRATION", registrationMark),
+	}, prep: registrationCell}
+	invitationTable = view{plural: "invitations", cols: []column{
+		col("ID", "id"), col("EMAIL", "email"), col("ORG", "organization_id"), col("STATUS", "status"),
+		col("EXPIRES_AT", "expires_at"), col("ACCEPTED_AT", "accepted_at"),
 	}}
 	userTable = view{plural: "users", cols: []column{
 		col("ID", "id"), col("EMAIL", "email"), col("VERIFIED", "email_verified"), col("PHONE", "phone"), col("PASSWORD", "password_scheme"),
@@ -85,6 +91,27 @@ var (
 // leaderMark is a key that no server field uses; showCluster sets it.
 const leaderMark = "\x00leader"
 
+// registrationMark is a key that no server field uses: an organization's
+// registration in a word, "on" or "off", with its domains.
+const registrationMark = "\x00registration"
+
+// registrationCell sets registrationMark from the row's registration
+// object (none from an older server: the cell shows "-").
+func registrationCell(row map[string]any) {
+	reg, ok := row["registration"].(map[string]any)
+	if !ok {
+		return
+	}
+	cell := "off"
+	if on, _ := reg["enabled"].(bool); on {
+		cell = "on"
+	}
+	if d := text(reg["email_domains"]); d != "-" {
+		cell += " (" + d + ")"
+	}
+	row[registrationMark] = cell
+}
+
 // one shows a single resource.
 func (v view) one(w io.Writer, body []byte) error {
 	if len(bytes.TrimSpace(body)) == 0 {
@@ -96,6 +123,9 @@ func (v view) one(w io.Writer, body []byte) error {
 		return err
 	}
 	if v.fields == nil {
+		if v.prep != nil {
+			v.prep(obj)
+		}
 		return writeTable(w, v.cols, []map[string]any{obj})
 	}
 	return writeFields(w, obj, v.fields)
@@ -115,6 +145,11 @@ func (v view) list(w io.Writer, body []byte) error {
 	}
 	if err := decode(body, &page); err != nil {
 		return err
+	}
+	if v.prep != nil {
+		for _, row := range page.Data {
+			v.prep(row)
+		}
 	}
 	if len(page.Data) == 0 {
 		fmt.Fprintf(w, "no %s\n", v.plural)

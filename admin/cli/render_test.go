@@ -15,20 +15,41 @@ func TestOutput(t *testing.T) {
 		wantStderr string // exact; "" = nothing
 	}{
 		{name: "org list table and footer", args: []string{"org", "list"},
-			body: `{"data":[{"id":"0b1e","slug":"acme","name":"Acme Inc.","status":"active"},
-				{"id":"77aa","slug":"globex","name":"Globex","status":"deleted"}],
-				"pagination":{"page":1,"page_size":2,"total_items":45,"total_pages":23,"has_next":true,"has_previous":false}}`,
+			body: `{"data":[{"id":"0b1e","slug":"acme","name":"Acme Inc.","status":"active","registration":{"enabled":true,"email_domains":["acme.example","xn--bcher-kva.example"]}},
+				{"id":"77aa","slug":"globex","name":"Globex","status":"deleted","registration":{"enabled":false,"email_domains":[]}},
+				{"id":"99cc","slug":"old","name":"Old","status":"active"}],
+				"pagination":{"page":1,"page_size":3,"total_items":45,"total_pages":15,"has_next":true,"has_previous":false}}`,
 			wantStdout: "" +
-				"ID    SLUG    NAME       STATUS\n" +
-				"0b1e  acme    Acme Inc.  active\n" +
-				"77aa  globex  Globex     deleted\n" +
-				"page 1/23, 45 items (next: --page 2)\n"},
+				"ID    SLUG    NAME       STATUS   REGISTRATION\n" +
+				"0b1e  acme    Acme Inc.  active   on (acme.example,xn--bcher-kva.example)\n" +
+				"77aa  globex  Globex     deleted  off\n" +
+				"99cc  old     Old        active   -\n" +
+				"page 1/15, 45 items (next: --page 2)\n"},
 		{name: "empty list", args: []string{"user", "list"},
 			body:       `{"data":[],"pagination":{"page":1,"page_size":20,"total_items":0,"total_pages":0,"has_next":false,"has_previous":false}}`,
 			wantStdout: "no users\npage 1/1, 0 items\n"},
 		{name: "org create row", args: []string{"org", "create", "--slug", "acme", "--name", "Acme"}, status: 201,
-			body:       `{"id":"0b1e","slug":"acme","name":"Acme","status":"active"}`,
-			wantStdout: "ID    SLUG  NAME  STATUS\n0b1e  acme  Acme  active\n"},
+			body:       `{"id":"0b1e","slug":"acme","name":"Acme","status":"active","registration":{"enabled":false,"email_domains":["acme.example"]}}`,
+			wantStdout: "ID    SLUG  NAME  STATUS  REGISTRATION\n0b1e  acme  Acme  active  off (acme.example)\n"},
+		{name: "invitation list", args: []string{"invitation", "list"},
+			body: `{"data":[{"id":"i1","email":"ann@example.com","organization_id":"o1","status":"accepted","created_at":"2025-01-01T00:00:00Z",
+				"expires_at":"2025-01-08T00:00:00Z","accepted_at":"2025-01-02T00:00:00Z","accepted_by":"u1"},
+				{"id":"i2","email":"bob@example.com","organization_id":"o1","status":"pending","created_at":"2025-01-01T00:00:00Z","expires_at":"2025-01-08T00:00:00Z"}],
+				"pagination":{"page":1,"page_size":20,"total_items":2,"total_pages":1,"has_next":false,"has_previous":false}}`,
+			wantStdout: "" +
+				"ID  EMAIL            ORG  STATUS    EXPIRES_AT            ACCEPTED_AT\n" +
+				"i1  ann@example.com  o1   accepted  2025-01-08T00:00:00Z  2025-01-02T00:00:00Z\n" +
+				"i2  bob@example.com  o1   pending   2025-01-08T00:00:00Z  -\n" +
+				"page 1/1, 2 items\n"},
+		{name: "invitation create", args: []string{"invitation", "create", "--email", "ann@example.com", "--org", "o1"}, status: 201,
+			body:       `{"id":"i1","email":"ann@example.com","organization_id":"o1","status":"pending","created_at":"2025-01-01T00:00:00Z","expires_at":"2025-01-08T00:00:00Z"}`,
+			wantStdout: "ID  EMAIL            ORG  STATUS   EXPIRES_AT            ACCEPTED_AT\ni1  ann@example.com  o1   pending  2025-01-08T00:00:00Z  -\n",
+			wantStderr: "note: the invitation is on its way; withdraw it with: oidcd admin invitation delete ID\n"},
+		{name: "invitation delete", args: []string{"invitation", "delete", "i1"}, status: 204,
+			wantStdout: "withdrew invitation i1; its link no longer works\n"},
+		{name: "user verify-email", args: []string{"user", "verify-email", "u1"}, status: 202,
+			body:       `{"user_id":"u1","email":"ann@example.com","expires_at":"2025-01-02T00:00:00Z"}`,
+			wantStdout: "sent a link to ann@example.com; it works until 2025-01-02T00:00:00Z\n"},
 		{name: "user get", args: []string{"user", "get", "u1"},
 			body:       `{"id":"u1","email":"ann@example.com","email_verified":true,"password_scheme":"bcrypt"}`,
 			wantStdout: "ID  EMAIL            VERIFIED  PHONE  PASSWORD\nu1  ann@example.com  true      -      bcrypt\n"},
@@ -105,7 +126,7 @@ func TestOutput(t *testing.T) {
 			wantStdout: "leader: none\nno members\n"},
 		{name: "control characters are neutralised", args: []string{"org", "get", "x"},
 			body:       `{"id":"x","slug":"a\u001b[31m","name":"tab\there","status":"active"}`,
-			wantStdout: "ID  SLUG    NAME      STATUS\nx   a [31m  tab here  active\n"},
+			wantStdout: "ID  SLUG    NAME      STATUS  REGISTRATION\nx   a [31m  tab here  active  -\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

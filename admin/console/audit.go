@@ -39,7 +39,8 @@ func (c *Console) auditPage(w http.ResponseWriter, r *http.Request) {
 		status = c.fail(r, v, err)
 	}
 	d := auditData{Query: q, Events: page.Data,
-		Types: []string{fsm.EventSignin, fsm.EventToken, fsm.EventRevocation, fsm.EventLogout, fsm.EventAdmin, fsm.EventKey, fsm.EventAccount}}
+		Types: []string{fsm.EventSignin, fsm.EventToken, fsm.EventRevocation, fsm.EventLogout, fsm.EventAdmin, fsm.EventKey, fsm.EventAccount,
+			fsm.EventInvitation, fsm.EventVerifyEmail, fsm.EventPasswordReset, fsm.EventRegistration}}
 	if n := len(page.Data); n == auditPageSize && page.Data[n-1].Seq > 1 {
 		older := url.Values{}
 		for k, val := range map[string]string{"type": q.Type, "subject": q.Subject, "client_id": q.ClientID, "organization_id": q.OrgID} {

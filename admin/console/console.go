@@ -104,6 +104,10 @@ type Console struct {
 	adminACR     string
 	exchange     func(ctx context.Context, code, verifier, redirectURI string) (Tokens, error)
 
+	// mail: the provider sends mail (admin.Config.Mail); without it the
+	// forms that would send some are not shown.
+	mail bool
+
 	boxMu sync.Mutex
 	box   *seal.Box
 }
@@ -158,6 +162,7 @@ func New(cfg Config) *Console {
 		callbackBase: strings.TrimSuffix(cfg.CallbackBase, "/"),
 		adminACR:     ac.AdminACR,
 		exchange:     cfg.Exchange,
+		mail:         ac.Mail,
 	}
 	if c.adminACR == "" {
 		c.adminACR = defaultAdminACR

@@ -1,8 +1,10 @@
 // Package console is the operator's admin console in the browser, served
-// under /console/ on every node: organizations, people (with their second
-// factors: authenticator-app and recovery-code enrollment, lockout
-// clearing), memberships, clients, signing keys, directories, the audit
-// trail and cluster health. Pages are server-rendered HTML forms without
+// under /console/ on every node: organizations (with their name and who
+// may register themselves), people (with their second factors:
+// authenticator-app and recovery-code enrollment, lockout clearing; and a
+// link to prove their address), memberships, invitations, clients,
+// signing keys, directories, the audit trail and cluster health. Without
+// mail (admin.Config.Mail) what would send some is not offered. Pages are server-rendered HTML forms without
 // script, like the sign-in pages.
 //
 // How it reaches the data: New builds a private instance of the admin API

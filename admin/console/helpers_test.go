@@ -63,7 +63,9 @@ type env struct {
 	token   atomic.Value // the admin token hash the console checks
 }
 
-func newEnv(t *testing.T) *env {
+// newEnv is the console over a fresh state; opts change the admin API's
+// configuration (withMail).
+func newEnv(t *testing.T, opts ...func(*admin.Config)) *env {
 	t.Helper()
 	a := fsmtest.New(t)
 	key := make([]byte, 32)
@@ -80,6 +82,9 @@ func newEnv(t *testing.T) *env {
 		Hasher:    password.New(password.Params{Memory: 64, Time: 1, Threads: 1}, 2),
 		TokenHash: func() string { return e.token.Load().(string) },
 		Guard:     admin.NewGuard(nil),
+	}
+	for _, o := range opts {
+		o(&ac)
 	}
 	e.console = New(Config{Issuer: "http://127.0.0.1", Secret: []byte("node secret"), BrowserKey: func() ([]byte, error) { return key, nil }, Admin: ac})
 	mux := http.NewServeMux()

@@ -38,6 +38,13 @@ func (c *Console) routes() {
 	auth("POST "+Prefix+"people/{id}/totp/delete", c.removeTOTP)
 	auth("POST "+Prefix+"people/{id}/lockouts/delete", c.clearLockouts)
 	auth("POST "+Prefix+"people/{id}/recovery-codes", c.recoveryCodes)
+	auth("POST "+Prefix+"people/{id}/verify-email", c.verifyEmail)
+	auth("GET "+Prefix+"organizations/{id}", c.orgPage)
+	auth("POST "+Prefix+"organizations/{id}", c.updateOrg(false))
+	auth("POST "+Prefix+"organizations/{id}/registration", c.updateOrg(true))
+	auth("GET "+Prefix+"invitations", c.invitationsPage)
+	auth("POST "+Prefix+"invitations", c.createInvitation)
+	auth("POST "+Prefix+"invitations/{id}/delete", c.deleteInvitation)
 	auth("POST "+Prefix+"memberships/{id}/status", c.setMembershipStatus)
 	auth("POST "+Prefix+"clients/{id}/suspended", c.setClientSuspended)
 	auth("POST "+Prefix+"clients/{id}/rate-limit", c.setClientRateLimit)
@@ -310,6 +317,7 @@ func withoutPassword(f url.Values) url.Values {
 }
 
 type personData struct {
+	Mail        bool // the provider sends mail: the address check's button
 	User        admin.User
 	Memberships []membershipRow
 	Orgs        []admin.Org // for the "add to organization" form
@@ -359,6 +367,7 @@ func (c *Console) renderPerson(w http.ResponseWriter, r *http.Request, v *view, 
 		d.Memberships = append(d.Memberships, membershipRow{Membership: m, Email: d.User.Email, OrgName: names.org(m.OrgID)})
 	}
 	d.Orgs = c.firstOrgs(r)
+	d.Mail = c.mail
 	var f factors
 	if err := c.call(r, "GET", "/users/"+pathID(d.User.ID)+"/factors", nil, &f); err == nil {
 		d.Factors = &f

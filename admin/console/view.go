@@ -64,7 +64,7 @@ var pages = func() map[string]*template.Template {
 	out := map[string]*template.Template{}
 	for _, name := range []string{"signin", "cluster", "orgs", "people", "person", "memberships",
 		"clients", "client_created", "keys", "directories", "audit", "confirm", "shown_once", "message",
-		"signed_in", "admins", "apikeys", "apikey_created"} {
+		"signed_in", "admins", "apikeys", "apikey_created", "invitations", "org"} {
 		t := template.Must(base.Clone())
 		template.Must(t.ParseFS(templateFiles, "templates/"+name+".html"))
 		out[name] = t
@@ -228,6 +228,10 @@ var doneMessages = map[string]string{
 	"grant-created":      "Administrator grant added.",
 	"grant-deleted":      "Grant removed; it stopped working at once.",
 	"apikey-deleted":     "API key deleted; it stopped working at once.",
+	"org-updated":        "Organization updated.",
+	"invitation-created": "Invitation sent.",
+	"invitation-deleted": "Invitation withdrawn; its link no longer works.",
+	"verify-sent":        "A link to prove the address is on its way; it works for 24 hours.",
 }
 
 // breakable escapes a URI for HTML and lets the browser break it only

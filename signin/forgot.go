@@ -233,6 +233,11 @@ func (p *Signin) handleResetPost(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = res.Err
 	}
+	if errors.Is(err, fsm.ErrMismatch) {
+		// The person's password is their directory's by now.
+		s.invalidLink()
+		return
+	}
 	if !s.useLinkFailed(err) {
 		return
 	}

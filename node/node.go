@@ -290,6 +290,7 @@ func (n *Node) newProvider(ui *webui.UI) (err error) {
 		SessionIdle: cfg.SessionIdle,
 		SessionMax:  cfg.SessionMax,
 		KEK:         n.kek,
+		Mail:        cfg.MailEnabled(),
 		SMS: sms.New(cfg.SMSOutbox, cfg.SMSWebhook, func(err error) {
 			n.log.Error("text message not sent", "err", err)
 		}),

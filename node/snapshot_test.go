@@ -305,7 +305,7 @@ func TestRestoreRefusesWhatIsNotAStateFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, body := range map[string][]byte{
-		"garbage":   bytes.Repeat([]byte("not a state file "), 4096),
+		"garbage": bytes.Repeat([]byte("not a state file "), 4096),
 		// Both meta pages and one more: the state's buckets alone take
 		// more (half the stream is not enough: WriteTo pads the copy, so
 		// its first half may hold every page in use).

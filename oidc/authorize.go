@@ -166,7 +166,7 @@ func (f *flow) step(form url.Values, show string) {
 	st := &authn.Step{
 		Pending: &f.pend.Pending, Seal: func() (string, error) { return f.p.sealPending(f.pend) },
 		Form: form, Show: show, ClientID: f.client.ID, AppName: f.client.Name,
-		CSRF: f.csrf, Reference: f.ref,
+		CSRF: f.csrf, Reference: f.ref, OrgHint: f.pend.Req.OrgHint, Resume: f.pend.Req.resume(),
 	}
 	var sess fsm.SSOSession
 	if f.hasSession {

@@ -399,3 +399,19 @@ func isUUID(s string) bool {
 	}
 	return true
 }
+
+// resume is a query that asks for r again (authn.Step.Resume), less prompt
+// and a max_age of 0: the person it is for has just signed in.
+func (r authzRequest) resume() string {
+	q := url.Values{"response_type": {"code"}, "code_challenge_method": {"S256"}}
+	for k, v := range map[string]string{"client_id": r.ClientID, "redirect_uri": r.RedirectURI, "scope": strings.Join(r.Scopes, " "), "state": r.State,
+		"code_challenge": r.Challenge, "nonce": r.Nonce, "acr_values": strings.Join(r.ACRValues, " "), "organization_hint": r.OrgHint} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if r.MaxAge != nil && *r.MaxAge > 0 {
+		q.Set("max_age", strconv.FormatInt(*r.MaxAge, 10))
+	}
+	return q.Encode()
+}

@@ -16,6 +16,7 @@ package signin
 import (
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -62,6 +63,9 @@ type accountStep struct {
 	SSOID     string `json:"sso,omitempty"`
 	Secret    string `json:"secret,omitempty"` // a TOTP secret awaiting its first code
 	Challenge string `json:"chal,omitempty"`
+	// Link is the token hash of the invitation whose page (invite.go)
+	// signs the person in and verifies their factors with these steps.
+	Link string `json:"link,omitempty"`
 }
 
 // account is one request to /account.
@@ -76,6 +80,10 @@ type account struct {
 	step accountStep
 	// action is the change being made (the audit event's detail.action).
 	action string
+	// inv, on an invitation's page (PathInvite), is the invitation its
+	// steps end with: the page's forms post there, and a sign-in or a
+	// verification goes on to it rather than to the account's home.
+	inv *invitation
 }
 
 func (p *Signin) registerAccount(mux *http.ServeMux) {
@@ -171,6 +179,8 @@ func (p *Signin) handleAccountPost(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case a.step.Stage == accountHome && action == "password-change":
 		a.changePassword(form)
+	case a.step.Stage == accountHome && action == "email-change" && a.p.cfg.Mail:
+		a.changeEmail(form)
 	case a.step.Stage == accountHome && action == "totp-setup":
 		a.totpSetup()
 	case a.step.Stage == accountTOTP && action == "totp-confirm":
@@ -221,6 +231,13 @@ func (a *account) signIn(form url.Values) {
 		a.unavailable(err.Error())
 		return
 	}
+	if a.inv != nil && !strings.EqualFold(u.Email, a.inv.link.Email) {
+		// Signed in as someone else: a session of theirs would not
+		// accept this invitation.
+		a.sess, a.user = fsm.SSOSession{}, fsm.User{}
+		a.showSignIn(http.StatusBadRequest, fmt.Sprintf(msgInviteSignIn, a.inv.link.Email))
+		return
+	}
 	if a.sess.ID != "" && a.sess.UserID == u.ID {
 		a.sess, err = a.p.stepUp(ctx, a.sess, authn.AMRPassword, settled, "")
 	} else {
@@ -232,7 +249,17 @@ func (a *account) signIn(form url.Values) {
 		return
 	}
 	a.user = u
-	a.showHome(http.StatusOK, "", "")
+	a.next(http.StatusOK, "")
+}
+
+// next shows what follows a sign-in or a verification: the account's
+// home, or on an invitation's page the invitation.
+func (a *account) next(status int, notice string) {
+	if a.inv != nil {
+		a.inviteReady(status)
+		return
+	}
+	a.showHome(status, notice, "")
 }
 
 // common seals the next step.
@@ -241,6 +268,10 @@ func (a *account) common(step accountStep) (webui.Common, bool) {
 		a.csrf = a.p.jar.CSRFToken(a.w, a.r)
 	}
 	step.CSRF = a.csrf
+	path := PathAccount
+	if a.inv != nil {
+		step.Link, path = a.inv.link.Hash, PathInvite
+	}
 	box, err := a.p.sealer.Box()
 	var sealed string
 	if err == nil {
@@ -250,7 +281,7 @@ func (a *account) common(step accountStep) (webui.Common, bool) {
 		a.unavailable("seal: " + err.Error())
 		return webui.Common{}, false
 	}
-	return webui.Common{CSRFToken: a.csrf, Action: PathAccount, Step: sealed}, true
+	return webui.Common{CSRFToken: a.csrf, Action: path, Step: sealed}, true
 }
 
 func (a *account) showSignIn(status int, msg string) {
@@ -259,7 +290,15 @@ func (a *account) showSignIn(status int, msg string) {
 		return
 	}
 	c.Title = "Sign in to your account"
-	a.p.cfg.UI.SignIn(a.w, status, webui.SignInPage{Common: c, Email: a.user.Email, Error: msg})
+	page := webui.SignInPage{Common: c, Email: a.user.Email, Error: msg}
+	if a.inv != nil {
+		c.Title, page.Email = "Sign in to accept the invitation", a.inv.link.Email
+		page.Common = c
+	}
+	if a.p.cfg.Mail {
+		page.ForgotURL = PathForgot
+	}
+	a.p.cfg.UI.SignIn(a.w, status, page)
 }
 
 func (a *account) showHome(status int, notice, errMsg string) {
@@ -273,7 +312,8 @@ func (a *account) showHome(status int, notice, errMsg string) {
 		return
 	}
 	page := webui.AccountPage{Common: c, Email: a.user.Email, HasTOTP: f.TOTP != nil, RecoveryLeft: f.RecoveryLeft(),
-		Notice: notice, Error: errMsg, PasskeysEnabled: a.p.wa != nil}
+		Notice: notice, Error: errMsg, PasskeysEnabled: a.p.wa != nil,
+		EmailChange: a.p.cfg.Mail && a.user.DirectoryID == "", EmailVerified: a.user.EmailVerified}
 	if err := a.overview(&page); err != nil {
 		a.unavailable("account overview: " + err.Error())
 		return
@@ -540,7 +580,7 @@ func (a *account) verify(form url.Values) {
 		a.unavailable("account step-up: " + err.Error())
 		return
 	}
-	a.showHome(http.StatusOK, "Confirmed. You can change how you sign in for the next 15 minutes.", "")
+	a.next(http.StatusOK, "Confirmed. You can change how you sign in for the next 15 minutes.")
 }
 
 // beginVerifyPasskey starts a passkey assertion for the verification page.
@@ -565,5 +605,8 @@ func (a *account) ceremony(stage, id, title string, page webui.PasskeyPage) {
 	}
 	c.Title = title
 	page.Common, page.CancelURL = c, PathAccount
+	if a.inv != nil {
+		page.CancelURL = ""
+	}
 	a.p.cfg.UI.Passkey(a.w, http.StatusOK, page)
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/authn"
-	"github.com/oidcd/oidcd/internal/password"
 	"github.com/oidcd/oidcd/webui"
 )
 
@@ -123,8 +122,8 @@ func (a *account) changePassword(form url.Values) {
 		a.showHome(http.StatusBadRequest, "", "This account has no password to change. Ask your administrator.")
 		return
 	}
-	if len(next) < password.MinLength || len(next) > password.MaxLength {
-		a.showHome(http.StatusBadRequest, "", "The new password must be 8 to 1024 characters long.")
+	if msg := newPasswordProblem(next); msg != "" {
+		a.showHome(http.StatusBadRequest, "", msg)
 		return
 	}
 	ctx := a.r.Context()

@@ -3,7 +3,10 @@
 // replaced at the first sign-in, and directory (LDAP) people through
 // package directory), authenticator-app and recovery codes, passkeys
 // (WebAuthn), text-message codes, the replicated brute-force throttle and
-// lockouts, and the pages of those steps.
+// lockouts, and the pages of those steps. With Config.Mail it also serves
+// the people's own way in (selfservice.go): a forgotten password and its
+// reset, verified addresses and a new address on /account, registration
+// and invitations, each by an emailed link.
 //
 // The authorization flow (package oidc) reaches the steps through one
 // interface it declares, oidc.Steps, which *Signin implements with Step:
@@ -22,7 +25,7 @@
 // import oidc; node only wires the two.
 //
 // Invariants:
-//   - signin imports fsm, webui, directory and internal leaf helpers;
+//   - signin imports fsm, webui, directory, email and internal leaf helpers;
 //     never oidc, keys, cluster, logout or node. No sign-in page can
 //     issue an authorization code or sign a token: a Step records a
 //     session (or a step-up) and hands the request back to the flow,
@@ -40,6 +43,14 @@
 //     a recent authentication and the strongest credential the person has,
 //     verified afresh in this session; each change ends the person's other
 //     sessions.
+//   - A request that sends mail is one fsm.IssueLink whose limits are
+//     counted in the apply before anything is stored or sent. The
+//     forgotten-password and registration pages answer an address that
+//     has an account and one that has not with the same page and status,
+//     after the same work (a message composed and sealed either way) and
+//     no sooner than answerFloor; a link's token is in its GET's path
+//     only, never in a form, a log line or an audit event, and the GET
+//     never uses the link.
 //   - Pages, status codes, cookies, metric names (oidcd_*) and audit
 //     events are those the sign-in had inside package oidc.
 package signin

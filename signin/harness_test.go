@@ -151,7 +151,17 @@ func (h *harness) seed() {
 type testRequest struct {
 	ClientID    string    `json:"client_id"`
 	MFA         bool      `json:"mfa,omitempty"`
+	OrgHint     string    `json:"organization_hint,omitempty"`
 	RequestedAt time.Time `json:"requested_at"`
+}
+
+// resume is the query that asks for the request again, as oidc's is.
+func (r testRequest) resume() string {
+	q := authzQuery(r.ClientID, r.MFA)
+	if r.OrgHint != "" {
+		q.Set("organization_hint", r.OrgHint)
+	}
+	return q.Encode()
 }
 
 // testPending is sealed as oidc's pending request is: the request beside
@@ -198,7 +208,7 @@ type turn struct {
 func (h *harness) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	tr := &turn{h: h, w: w, r: r, pend: &testPending{Req: testRequest{
-		ClientID: q.Get("client_id"), MFA: q.Get("acr_values") == authn.ACRMFA, RequestedAt: h.clock.Now().UTC(),
+		ClientID: q.Get("client_id"), MFA: q.Get("acr_values") == authn.ACRMFA, OrgHint: q.Get("organization_hint"), RequestedAt: h.clock.Now().UTC(),
 	}}}
 	if !tr.load() {
 		return
@@ -262,6 +272,7 @@ func (tr *turn) step(form url.Values, show string) {
 			return box.Seal("authz", tr.pend, tr.pend.Req.RequestedAt.Add(10*time.Minute))
 		},
 		Form: form, Show: show, ClientID: tr.pend.Req.ClientID, AppName: appName, CSRF: tr.csrf, Reference: tr.ref,
+		OrgHint: tr.pend.Req.OrgHint, Resume: tr.pend.Req.resume(),
 	}
 	var sess fsm.SSOSession
 	if tr.found {

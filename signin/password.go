@@ -31,9 +31,9 @@ func (f *flow) showSignIn(status int, email, errMsg string) {
 	if !ok {
 		return
 	}
-	f.p.cfg.UI.SignIn(f.w, status, webui.SignInPage{
-		Common: c, Email: email, Error: errMsg, SMSEnabled: f.p.smsEnabled,
-	})
+	page := webui.SignInPage{Common: c, Email: email, Error: errMsg, SMSEnabled: f.p.smsEnabled}
+	f.p.selfServiceLinks(&page, f.st, f.now)
+	f.p.cfg.UI.SignIn(f.w, status, page)
 }
 
 // signIn handles the posted sign-in form. A failure the person can fix

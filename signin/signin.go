@@ -47,6 +47,12 @@ type Config struct {
 	// in the cluster before the call, or an error when no leader can vouch
 	// for that. Nil: local reads (a single node).
 	ReadIndex func(ctx context.Context) error
+	// Mail turns on the pages of the people's own way in (selfservice.go):
+	// a forgotten password and its reset, verified addresses and a new
+	// address on /account, registration and invitations. node sets it
+	// when messages can go out (an SMTP server or an outbox file); with
+	// it false those paths answer 404 and no page links to them.
+	Mail bool
 }
 
 // Signin serves the interactive sign-in steps of /authorize (Step) and
@@ -62,6 +68,9 @@ type Signin struct {
 	metrics *metrics
 	wa      *webauthn.WebAuthn // passkeys; the relying-party id is the issuer's host
 	dirs    directoryClients   // one client per directory (directory.go)
+	// floor is answerFloor (selfservice.go); tests that do not time it
+	// set it to 0.
+	floor time.Duration
 }
 
 // BrowserKeyAAD is the additional data the browser key is sealed with
@@ -89,7 +98,7 @@ func New(cfg Config) (*Signin, error) {
 	if cfg.SessionMax == 0 {
 		cfg.SessionMax = 12 * time.Hour
 	}
-	p := &Signin{cfg: cfg, log: cfg.Logger, issuer: u, jar: authn.Jar{Secure: u.Scheme == "https"}, smsEnabled: cfg.SMS != nil}
+	p := &Signin{cfg: cfg, log: cfg.Logger, issuer: u, jar: authn.Jar{Secure: u.Scheme == "https"}, smsEnabled: cfg.SMS != nil, floor: answerFloor}
 	p.sealer = authn.NewSealer(func() ([]byte, error) {
 		stored, err := cfg.State.Secret(fsm.SecretBrowserKey)
 		if err != nil {
@@ -110,10 +119,14 @@ func New(cfg Config) (*Signin, error) {
 	return p, nil
 }
 
-// Register mounts /account on mux. The steps of /authorize are reached
-// through Step, from the authorization flow.
+// Register mounts /account on mux, and with Mail the self-service pages
+// (selfservice.go). The steps of /authorize are reached through Step,
+// from the authorization flow.
 func (p *Signin) Register(mux *http.ServeMux) {
 	p.registerAccount(mux)
+	if p.cfg.Mail {
+		p.registerSelfService(mux)
+	}
 }
 
 // now is the sign-in's clock in UTC.

@@ -1,8 +1,9 @@
 // Package webui renders the server-side HTML pages of the provider: the
 // sign-in steps under /authorize (sign-in, second factor, organization
-// picker, consent), the error page shown instead of a redirect to the
-// client, and plain message pages such as
-// "You are signed out". It also serves the one stylesheet they use.
+// picker, consent), the pages of an emailed link and of /account, the
+// error page shown instead of a redirect to the client, and plain message
+// pages such as "You are signed out". It also serves the one stylesheet
+// they use.
 //
 // Each page has one method on *UI that writes the security headers, the
 // status and the HTML. Callers pass plain data structs whose strings they
@@ -24,7 +25,10 @@
 //     poison a browser cache with each other's CSS.
 //   - Forms are plain, so that password managers, assistive technology
 //     and tests can drive them: method="post", hidden inputs
-//     csrf_token and step echoed unchanged, standard autocomplete tokens,
+//     csrf_token and step echoed unchanged (and, on a form that sets a new
+//     password, a hidden username naming the account for password
+//     managers), standard autocomplete tokens (username or email for an
+//     address, current-password, new-password, tel, one-time-code),
 //     a <label for> for every visible input, and choices as submit
 //     buttons with a name and value. The first submit button in a form is
 //     the one Enter triggers, so the default choice always comes first.

@@ -27,8 +27,9 @@ func TestFactorPagesEscapeAndCarryTheirInputs(t *testing.T) {
 		}, []string{`autocomplete="one-time-code"`, `<button type="submit" class="primary">`}, false},
 		{"account", func(w http.ResponseWriter) {
 			u.Account(w, 200, AccountPage{Common: c, Email: hostile, HasTOTP: true, RecoveryLeft: 3, PasskeysEnabled: true,
-				Passkeys: []PasskeyLine{{ID: hostile, Name: hostile, Created: hostile}}, Notice: hostile, Error: hostile})
-		}, []string{`value="totp-setup"`, `value="totp-remove"`, `value="passkey-add"`, `value="passkey-remove"`, `value="recovery-new"`}, false},
+				Passkeys: []PasskeyLine{{ID: hostile, Name: hostile, Created: hostile}}, Notice: hostile, Error: hostile, EmailChange: true})
+		}, []string{`value="totp-setup"`, `value="totp-remove"`, `value="passkey-add"`, `value="passkey-remove"`, `value="recovery-new"`,
+			`value="email-change"`, `name="new_email" type="email" autocomplete="email"`}, false},
 		{"totpsetup", func(w http.ResponseWriter) {
 			u.TOTPSetup(w, 200, TOTPSetupPage{Common: c, Secret: hostile, URI: "javascript:alert(1)", Error: hostile})
 		}, []string{`autocomplete="one-time-code"`, `value="totp-confirm"`}, false},

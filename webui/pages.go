@@ -19,6 +19,9 @@ type SignInPage struct {
 	Error      string // a message the person can act on; empty for none
 	SMSEnabled bool   // offer the phone input and the method=sms button
 	Phone      string // re-filled after a failed attempt
+	// ForgotURL and RegisterURL, when set, are the links under the form
+	// to the forgotten-password page and to the registration page.
+	ForgotURL, RegisterURL string
 }
 
 // Second-factor methods, the values of the method button on the
@@ -78,6 +81,11 @@ type AccountPage struct {
 	Activity        []ActivityLine // recent sign-ins, newest first
 	Sessions        []SessionLine  // live sessions
 	Apps            []ConsentLine  // applications consented to
+	// EmailChange offers a new address (the email-change action, a new_email
+	// input): mail can go out and the person's address is their own, not
+	// their directory's. EmailVerified says whether the current one is
+	// proven.
+	EmailChange, EmailVerified bool
 }
 
 // ActivityLine is one recent sign-in step: when, to what, from where, and
@@ -161,6 +169,44 @@ type MessagePage struct {
 	LinkURL, LinkText string // optional; the link is shown when LinkURL is set
 }
 
+// AddressPage asks for an email address, with one submit button: the
+// forgotten-password page and the registration page.
+type AddressPage struct {
+	Common
+	Lead   string // what happens next, under the heading
+	Email  string // re-filled after an error
+	Error  string
+	Button string // the submit button's text
+	// BackURL and BackText: an optional link back, such as to the
+	// sign-in the person came from.
+	BackURL, BackText string
+}
+
+// NewPasswordPage asks for a new password (autocomplete new-password),
+// with one submit button: an emailed link's page (a reset, a
+// registration, an invitation).
+type NewPasswordPage struct {
+	Common
+	Lead string
+	// Email is the account's address: shown, and carried in a hidden
+	// username input so that a password manager files the new password
+	// under it.
+	Email  string
+	Error  string
+	Button string
+}
+
+// ConfirmPage asks the person to confirm one thing with one submit button
+// (an address to prove, an invitation to accept). An emailed link's GET
+// shows it and changes nothing, so a mail scanner that follows the link
+// does not use it up.
+type ConfirmPage struct {
+	Common
+	Lead   string
+	Error  string
+	Button string
+}
+
 // SignIn renders the first sign-in step.
 func (u *UI) SignIn(w http.ResponseWriter, status int, p SignInPage) {
 	u.render(w, status, u.signIn, p)
@@ -215,4 +261,19 @@ func (u *UI) Error(w http.ResponseWriter, status int, p ErrorPage) {
 // Message renders a message page.
 func (u *UI) Message(w http.ResponseWriter, status int, p MessagePage) {
 	u.render(w, status, u.message, p)
+}
+
+// Address renders a page that asks for an email address.
+func (u *UI) Address(w http.ResponseWriter, status int, p AddressPage) {
+	u.render(w, status, u.address, p)
+}
+
+// NewPassword renders a page that asks for a new password.
+func (u *UI) NewPassword(w http.ResponseWriter, status int, p NewPasswordPage) {
+	u.render(w, status, u.newPassword, p)
+}
+
+// Confirm renders a page with one thing to confirm.
+func (u *UI) Confirm(w http.ResponseWriter, status int, p ConfirmPage) {
+	u.render(w, status, u.confirm, p)
 }

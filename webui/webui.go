@@ -46,6 +46,7 @@ const scriptPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; i
 type UI struct {
 	signIn, secondFactor, picker, consent, errorPage, message *template.Template
 	smsCode, passkey, account, totpSetup, recoveryCodes       *template.Template
+	address, newPassword, confirm                             *template.Template
 
 	assets    map[string]asset // by file name under /static/
 	styleURL  string
@@ -104,6 +105,9 @@ func New() (*UI, error) {
 		{"account.html", &u.account, AccountPage{}},
 		{"totpsetup.html", &u.totpSetup, TOTPSetupPage{}},
 		{"recoverycodes.html", &u.recoveryCodes, RecoveryCodesPage{}},
+		{"address.html", &u.address, AddressPage{}},
+		{"newpassword.html", &u.newPassword, NewPasswordPage{}},
+		{"confirm.html", &u.confirm, ConfirmPage{}},
 	}
 	for _, p := range pages {
 		t, err := base.Clone()

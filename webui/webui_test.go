@@ -238,6 +238,114 @@ func pageCases() []pageCase {
 			},
 		},
 		{
+			name:   "signin_links",
+			status: http.StatusOK,
+			render: func(u *UI, w http.ResponseWriter, s int) {
+				u.SignIn(w, s, SignInPage{Common: sampleCommon, ForgotURL: "/password/forgot?r=ctx", RegisterURL: "/register?r=ctx"})
+			},
+			common:       &sampleCommon,
+			wantInputs:   []string{"email", "password"},
+			wantRequired: []string{"email", "password"},
+			wantButtons:  []string{"method=password"},
+			wantText:     []string{"Forgot your password?", "Create an account"},
+			check: func(t *testing.T, doc document) {
+				if got, want := links(doc), []string{" /password/forgot?r=ctx", " /register?r=ctx"}; !slices.Equal(got, want) {
+					t.Errorf("links: got %q, want %q", got, want)
+				}
+			},
+		},
+		{
+			name:   "address_forgot",
+			status: http.StatusOK,
+			render: func(u *UI, w http.ResponseWriter, s int) {
+				u.Address(w, s, AddressPage{Common: withTitle(sampleCommon, "Forgot your password?"), Lead: "We send a link to choose a new one.",
+					Button: "Send the link", BackURL: "/authorize?client_id=acme", BackText: "Back to sign in"})
+			},
+			common:       &sampleCommon,
+			wantInputs:   []string{"email"},
+			wantRequired: []string{"email"},
+			wantText:     []string{"Forgot your password?", "We send a link to choose a new one.", "Send the link", "Back to sign in"},
+			check: func(t *testing.T, doc document) {
+				if got := inputNamed(t, doc, "email").attr["autocomplete"]; got != "email" {
+					t.Errorf("email autocomplete: got %q, want email", got)
+				}
+				if got, want := links(doc), []string{" /authorize?client_id=acme"}; !slices.Equal(got, want) {
+					t.Errorf("links: got %q, want %q", got, want)
+				}
+			},
+		},
+		{
+			name:   "address_register_error",
+			status: http.StatusBadRequest,
+			render: func(u *UI, w http.ResponseWriter, s int) {
+				u.Address(w, s, AddressPage{Common: withTitle(sampleCommon, "Create an account"), Email: "ada@evil.example",
+					Error: "Only addresses at acme.example can register here."})
+			},
+			common:       &sampleCommon,
+			wantInputs:   []string{"email"},
+			wantRequired: []string{"email"},
+			wantText:     []string{"Create an account", "Only addresses at acme.example can register here."},
+			check: func(t *testing.T, doc document) {
+				in := inputNamed(t, doc, "email")
+				if in.attr["value"] != "ada@evil.example" || in.attr["aria-invalid"] != "true" {
+					t.Errorf("email input: value %q aria-invalid %q", in.attr["value"], in.attr["aria-invalid"])
+				}
+				if got := links(doc); len(got) != 0 {
+					t.Errorf("links: got %q, want none", got)
+				}
+			},
+		},
+		{
+			name:   "newpassword",
+			status: http.StatusOK,
+			render: func(u *UI, w http.ResponseWriter, s int) {
+				u.NewPassword(w, s, NewPasswordPage{Common: withTitle(sampleCommon, "Choose a new password"), Email: "ada@example.com", Button: "Save password"})
+			},
+			common:       &sampleCommon,
+			wantInputs:   []string{"new_password"},
+			wantRequired: []string{"new_password"},
+			wantText:     []string{"Choose a new password", "ada@example.com", "At least 8 characters."},
+			check: func(t *testing.T, doc document) {
+				in := inputNamed(t, doc, "new_password")
+				if in.attr["minlength"] != "8" || in.attr["maxlength"] != "1024" {
+					t.Errorf("new_password: minlength %q maxlength %q", in.attr["minlength"], in.attr["maxlength"])
+				}
+				if got := inputNamed(t, doc, "username").attr["value"]; got != "ada@example.com" {
+					t.Errorf("username: got %q", got)
+				}
+			},
+		},
+		{
+			name:   "newpassword_error",
+			status: http.StatusBadRequest,
+			render: func(u *UI, w http.ResponseWriter, s int) {
+				u.NewPassword(w, s, NewPasswordPage{Common: sampleCommon, Error: "The new password must be 8 to 1024 characters long."})
+			},
+			common:       &sampleCommon,
+			wantInputs:   []string{"new_password"},
+			wantRequired: []string{"new_password"},
+			wantText:     []string{"Choose a password", "The new password must be 8 to 1024 characters long."},
+			check: func(t *testing.T, doc document) {
+				if got := inputNamed(t, doc, "new_password").attr["aria-describedby"]; got != "new-password-hint form-error" {
+					t.Errorf("aria-describedby: got %q", got)
+				}
+			},
+		},
+		{
+			name:   "confirm",
+			status: http.StatusOK,
+			render: func(u *UI, w http.ResponseWriter, s int) {
+				u.Confirm(w, s, ConfirmPage{Common: withTitle(sampleCommon, "Confirm your email address"), Lead: "Confirm that ada@example.com is yours.", Button: "Confirm"})
+			},
+			common:   &sampleCommon,
+			wantText: []string{"Confirm your email address", "Confirm that ada@example.com is yours."},
+			check: func(t *testing.T, doc document) {
+				if n := len(doc.root.all("button")); n != 1 {
+					t.Errorf("buttons: got %d, want 1", n)
+				}
+			},
+		},
+		{
 			name:   "message_declined",
 			status: http.StatusOK,
 			render: func(u *UI, w http.ResponseWriter, s int) {
@@ -411,6 +519,18 @@ func TestEscaping(t *testing.T) {
 		}},
 		{"message", func(w http.ResponseWriter) {
 			u.Message(w, 200, MessagePage{Title: hostile, Message: hostile, LinkURL: "javascript:alert(1)", LinkText: hostile})
+		}},
+		{"signin links", func(w http.ResponseWriter) {
+			u.SignIn(w, 200, SignInPage{Common: c, Email: hostile, ForgotURL: "javascript:alert(1)", RegisterURL: hostile})
+		}},
+		{"address", func(w http.ResponseWriter) {
+			u.Address(w, 200, AddressPage{Common: c, Lead: hostile, Email: hostile, Error: hostile, Button: hostile, BackURL: "javascript:alert(1)", BackText: hostile})
+		}},
+		{"newpassword", func(w http.ResponseWriter) {
+			u.NewPassword(w, 200, NewPasswordPage{Common: c, Lead: hostile, Email: hostile, Error: hostile, Button: hostile})
+		}},
+		{"confirm", func(w http.ResponseWriter) {
+			u.Confirm(w, 200, ConfirmPage{Common: c, Lead: hostile, Error: hostile, Button: hostile})
 		}},
 	}
 	for _, p := range pages {
@@ -691,12 +811,19 @@ func checkLabels(t *testing.T, doc document) {
 
 // inputRules are the type and autocomplete token of every visible input
 // (the form rules of the package doc).
-var inputRules = map[string]struct{ typ, autocomplete string }{
-	"email":    {"email", "username"},
-	"password": {"password", "current-password"},
-	"phone":    {"tel", "tel"},
-	"code":     {"text", "one-time-code"},
-	"q":        {"search", "off"},
+// An address is "username" where it names the account to sign in to, and
+// "email" where it is an address to write to (a forgotten password, a
+// registration).
+var inputRules = map[string]struct {
+	typ          string
+	autocomplete []string
+}{
+	"email":        {"email", []string{"username", "email"}},
+	"password":     {"password", []string{"current-password"}},
+	"new_password": {"password", []string{"new-password"}},
+	"phone":        {"tel", []string{"tel"}},
+	"code":         {"text", []string{"one-time-code"}},
+	"q":            {"search", []string{"off"}},
 }
 
 func checkAutocomplete(t *testing.T, doc document) {
@@ -711,8 +838,8 @@ func checkAutocomplete(t *testing.T, doc document) {
 		if got := in.attr["type"]; got != rule.typ {
 			t.Errorf("input %s type: got %q, want %q", name, got, rule.typ)
 		}
-		if got := in.attr["autocomplete"]; got != rule.autocomplete {
-			t.Errorf("input %s autocomplete: got %q, want %q", name, got, rule.autocomplete)
+		if got := in.attr["autocomplete"]; !slices.Contains(rule.autocomplete, got) {
+			t.Errorf("input %s autocomplete: got %q, want one of %q", name, got, rule.autocomplete)
 		}
 	}
 }
@@ -757,6 +884,16 @@ func checkForms(t *testing.T, doc document, tc pageCase) {
 				t.Errorf("form action: got %q, want %q", got, tc.common.Action)
 			}
 			want := map[string][]string{"csrf_token": {tc.common.CSRFToken}, "step": {tc.common.Step}}
+			// A form that sets a new password may name its account for
+			// password managers: one hidden username, marked so.
+			if names := f.find(func(n *node) bool {
+				return n.tag == "input" && n.attr["type"] == "hidden" && n.attr["name"] == "username"
+			}); len(names) > 0 {
+				if len(names) != 1 || names[0].attr["autocomplete"] != "username" || len(inputsNamed(f, "new_password")) != 1 {
+					t.Errorf("hidden username: want one, autocomplete=username, beside a new_password input")
+				}
+				delete(hidden, "username")
+			}
 			if len(hidden) != len(want) || !slices.Equal(hidden["csrf_token"], want["csrf_token"]) || !slices.Equal(hidden["step"], want["step"]) {
 				t.Errorf("hidden inputs: got %v, want %v", hidden, want)
 			}
@@ -827,6 +964,10 @@ func inputNamed(t *testing.T, doc document, name string) *node {
 		t.Fatalf("inputs named %q: got %d, want 1", name, len(ins))
 	}
 	return ins[0]
+}
+
+func inputsNamed(n *node, name string) []*node {
+	return n.find(func(m *node) bool { return m.tag == "input" && m.attr["name"] == name })
 }
 
 // namedButtons lists name=value of the buttons that carry a name.

@@ -239,6 +239,14 @@ type Step struct {
 	CSRF string
 	// Reference is the id quoted on error pages and in the log.
 	Reference string
+	// OrgHint is the request's organization_hint ("" for none): the
+	// organization a multi-organization client's sign-in is for, whose
+	// self-registration the sign-in page may offer.
+	OrgHint string
+	// Resume is the query of a GET /authorize that asks for this request
+	// again: a registration finished from an emailed link goes on with it,
+	// so the application still receives its code.
+	Resume string
 }
 
 // ErrNoBrowserKey: the cluster-wide browser key has not been replicated

@@ -1,0 +1,260 @@
+package signin
+
+// Registration: when the organization of a sign-in lets people register,
+// the sign-in page links to /register, which takes an address inside the
+// organization's email_domains and sends a registration link (or, to an
+// address that has an account, a message pointing to the reset instead;
+// the page says the same). The link's page asks for a password, creates
+// the person with a verified address and an active membership, signs
+// them in and goes on with the authorization request they started from.
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/oidcd/oidcd/email"
+	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/authn"
+	"github.com/oidcd/oidcd/webui"
+)
+
+// handleRegister is the registration page of a sign-in's context (the r
+// parameter of the sign-in page's link).
+func (p *Signin) handleRegister(w http.ResponseWriter, r *http.Request) {
+	s := p.selfPage(w, r)
+	ctx := s.openContext()
+	org, ok := s.registrationOf(ctx)
+	if !ok {
+		return
+	}
+	s.showRegister(http.StatusOK, "", "", ctx, org)
+}
+
+// registrationOf is the organization ctx registers into; ok is false when
+// it has answered (no context: 400; registration closed: 403).
+func (s *selfPage) registrationOf(ctx *signinContext) (fsm.Org, bool) {
+	if ctx == nil || ctx.OrgID == "" {
+		s.page(http.StatusBadRequest, "", msgRegisterStart)
+		return fsm.Org{}, false
+	}
+	org, ok := s.p.registrationOpen(ctx.OrgID)
+	if !ok {
+		s.page(http.StatusForbidden, titleRegisterOff, msgRegisterOff)
+		return fsm.Org{}, false
+	}
+	return org, true
+}
+
+func (s *selfPage) showRegister(status int, typed, errMsg string, ctx *signinContext, org fsm.Org) {
+	c, ok := s.common(selfStep{Stage: stageRegister, Ctx: ctx}, PathRegister, "Create an account")
+	if !ok {
+		return
+	}
+	s.p.cfg.UI.Address(s.w, status, webui.AddressPage{Common: c, Lead: fmt.Sprintf(msgRegisterLead, org.Name), Email: typed, Error: errMsg,
+		Button: "Send the link", BackURL: backURL(ctx), BackText: "Back to sign in"})
+}
+
+func (p *Signin) handleRegisterPost(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	s := p.selfPage(w, r)
+	form, ok := s.form(stageRegister, stageRegisterPassword)
+	if !ok {
+		return
+	}
+	if s.step.Stage == stageRegisterPassword {
+		s.finishRegistration(form)
+		return
+	}
+	ctx := s.step.Ctx
+	org, ok := s.registrationOf(ctx)
+	if !ok {
+		return
+	}
+	typed, _ := authn.FormValue(form, "email")
+	addr, problem := normalizeAddress(typed)
+	if problem == "" && !org.Registration.Allows(addr) {
+		problem = domainsMessage(org.Registration.EmailDomains)
+	}
+	if problem != "" {
+		s.showRegister(http.StatusBadRequest, strings.TrimSpace(typed), problem, ctx, org)
+		return
+	}
+	err := p.requestRegistration(r, addr, ctx, org)
+	p.waitFloor(r.Context(), start)
+	if err != nil {
+		s.unavailable("registration: " + err.Error())
+		return
+	}
+	s.message(http.StatusOK, titleCheckEmail, fmt.Sprintf(msgRegisterSent, addr), backURL(ctx), "Back to sign in")
+}
+
+// domainsMessage tells which domains may register: a short list by name.
+func domainsMessage(domains []string) string {
+	if len(domains) == 0 || len(domains) > 5 {
+		return msgRegisterDomainX
+	}
+	return fmt.Sprintf(msgRegisterDomain, strings.Join(domains, ", "))
+}
+
+// requestRegistration is one registration request for the normalized
+// address addr inside org's domains: exactly one fsm.IssueLink, with the
+// limits of the forgotten-password page (3 an hour per address, 20 per
+// client address), counted before anything is stored or sent, and either
+// a registration link (24 hours, going on with ctx's request) and its
+// message, or, when an account has the address, no link and a message
+// pointing to /password/forgot. A locked key is answered like the rest.
+// The audit event (registration, action requested) names the person only
+// when an account has the address.
+func (p *Signin) requestRegistration(r *http.Request, addr string, ctx *signinContext, org fsm.Org) error {
+	now := p.now()
+	rules := []fsm.ThrottleRule{throttleRegisterTo.rule(emailSubject(addr)), throttleRegisterIP.rule(remoteIP(r))}
+	if !p.localLock(rules, now).IsZero() {
+		p.log.Info("registration: limit reached")
+		return nil
+	}
+	existing, err := p.cfg.State.UserByEmail(addr)
+	found := err == nil
+	if err != nil && !errors.Is(err, fsm.ErrNotFound) {
+		return err
+	}
+	token, hash, err := email.NewToken()
+	if err != nil {
+		return err
+	}
+	cmd := fsm.IssueLink{Rules: rules, At: now}
+	ev := fsm.Audit{Type: fsm.EventRegistration, Actor: fsm.ActorPerson, ClientID: ctx.ClientID, OrgID: org.ID,
+		Detail: map[string]string{"action": "requested"}}
+	var m fsm.OutgoingEmail
+	if found {
+		m, err = p.outgoing(email.RegistrationExists, existing.Email, existing.ID, email.Data{ForgotURL: p.cfg.Issuer + PathForgot})
+		ev.Subject, ev.Detail["message"] = existing.ID, "exists"
+	} else {
+		m, err = p.outgoing(email.Registration, addr, "", email.Data{Link: p.linkURL(PathRegister, token), OrgName: org.Name, Expires: registerTTL})
+		cmd.Link = &fsm.Link{Hash: hash, Purpose: fsm.LinkRegistration, Email: addr, OrgID: org.ID, Continue: ctx.Resume,
+			CreatedAt: now, ExpiresAt: now.Add(registerTTL)}
+		ev.Detail["message"] = "link"
+	}
+	if err != nil {
+		return err
+	}
+	cmd.Email = []fsm.OutgoingEmail{m}
+	res, locked, err := p.issue(r.Context(), cmd, ev)
+	switch {
+	case err != nil:
+		return err
+	case locked:
+		p.log.Info("registration: limit reached")
+	case res.Err != nil:
+		// The organization was deleted meanwhile: nothing was sent.
+		p.log.Info("registration: not issued", "err", res.Err)
+	}
+	return nil
+}
+
+// handleRegisterLink is the registration link's page: a new-password
+// form for the address, or the invalid-link page.
+func (p *Signin) handleRegisterLink(w http.ResponseWriter, r *http.Request) {
+	s := p.selfPage(w, r)
+	hash := tokenHash(r.PathValue("token"))
+	l, ok := s.link(hash, fsm.LinkRegistration)
+	if !ok {
+		return
+	}
+	if _, err := p.cfg.State.UserByEmail(l.Email); err == nil {
+		s.accountExists()
+		return
+	}
+	s.showRegisterPassword(http.StatusOK, l, "")
+}
+
+func (s *selfPage) showRegisterPassword(status int, l fsm.Link, errMsg string) {
+	c, ok := s.common(selfStep{Stage: stageRegisterPassword, Hash: l.Hash}, PathRegister, "Create your account")
+	if !ok {
+		return
+	}
+	lead := "Choose a password for your new account."
+	if o, err := s.p.cfg.State.Org(l.OrgID); err == nil {
+		lead = fmt.Sprintf("Choose a password for your new account with %s.", o.Name)
+	}
+	s.p.cfg.UI.NewPassword(s.w, status, webui.NewPasswordPage{Common: c, Lead: lead, Email: l.Email, Error: errMsg, Button: "Create the account"})
+}
+
+// accountExists is the page of a registration whose address has an
+// account by now.
+func (s *selfPage) accountExists() {
+	s.message(http.StatusConflict, titleAccountExists, msgAccountExists, PathForgot, "Choose a new password")
+}
+
+// finishRegistration creates the person of a registration link: the
+// password policy of /account, the node's hasher, then fsm.UseLink with
+// the new person (a fresh id, the link's address, verified) and an
+// active membership of the link's organization, which the apply grants
+// only while the organization still allows the address. Then it signs
+// the person in, as a password sign-in does (amr pwd), and goes on with
+// the authorization request the registration started from (303 to
+// /authorize with its query), so the application receives its code.
+func (s *selfPage) finishRegistration(form url.Values) {
+	p := s.p
+	l, ok := s.link(s.step.Hash, fsm.LinkRegistration)
+	if !ok {
+		return
+	}
+	next, _ := authn.FormValue(form, "new_password")
+	if msg := newPasswordProblem(next); msg != "" {
+		s.showRegisterPassword(http.StatusBadRequest, l, msg)
+		return
+	}
+	ctx := s.r.Context()
+	h, err := p.cfg.Hasher.Hash(ctx, next)
+	if err != nil {
+		s.unavailable("hash: " + err.Error())
+		return
+	}
+	u := fsm.User{ID: uuid.NewString(), Email: l.Email, EmailVerified: true, PasswordHash: h, CreatedAt: s.now, UpdatedAt: s.now}
+	cmd := fsm.UseLink{Hash: l.Hash, Purpose: fsm.LinkRegistration, At: s.now, NewUser: &u, Membership: uuid.NewString()}
+	resume, _ := url.ParseQuery(l.Continue)
+	clientID := resume.Get("client_id")
+	res, err := p.cfg.Applier.Apply(ctx, p.stamp(ctx, fsm.MustCommand(fsm.TypeUseLink, cmd), fsm.Audit{
+		Type: fsm.EventRegistration, Actor: fsm.ActorPerson, Subject: u.ID, ClientID: clientID, OrgID: l.OrgID,
+		Detail: map[string]string{"action": "completed"}}))
+	if err == nil {
+		err = res.Err
+	}
+	var conflict *fsm.ConflictError
+	switch {
+	case errors.As(err, &conflict) && conflict.Field == "email":
+		s.accountExists()
+		return
+	case errors.Is(err, fsm.ErrMismatch):
+		s.page(http.StatusForbidden, titleRegisterOff, msgRegisterOff)
+		return
+	case !s.useLinkFailed(err):
+		return
+	}
+	u = res.Value.(fsm.LinkUsed).User
+	p.log.Info("registered", "user_id", u.ID, "organization_id", l.OrgID)
+	supersedes := ""
+	if sess, _, found, err := p.browserSession(s.r, s.now); err == nil && found {
+		supersedes = sess.ID
+	}
+	if _, err := p.openSession(s.w, s.r, u, authn.AMRPassword, supersedes, s.now, nil, clientID); err != nil {
+		// The account exists: the person signs in with it.
+		p.log.Warn("registration: open a session", "user_id", u.ID, "err", err)
+		s.message(http.StatusOK, titleAccountMade, "You can now sign in with your email address and the password you chose.", PathAccount, "Sign in")
+		return
+	}
+	p.jar.RotateCSRF(s.w)
+	if l.Continue == "" || clientID == "" {
+		s.message(http.StatusOK, titleAccountMade, "You are signed in.", PathAccount, "Go to your account")
+		return
+	}
+	s.w.Header().Set("Cache-Control", "no-store")
+	s.w.Header().Set("Referrer-Policy", "no-referrer")
+	http.Redirect(s.w, s.r, authn.PathAuthorize+"?"+resume.Encode(), http.StatusSeeOther)
+}

@@ -1,0 +1,189 @@
+package signin
+
+// Verified addresses: a person asks on /account for a new address (or to
+// confirm the one they have), a verify_email link goes to it, and its
+// page, /verify-email/{token}, makes it the account's, verified, once the
+// person confirms with a POST. The old address stays until then, and is
+// told of the change.
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/oidcd/oidcd/email"
+	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/authn"
+	"github.com/oidcd/oidcd/webui"
+)
+
+// handleVerifyEmail is the link's page: a button that confirms (a GET
+// changes nothing), or the invalid-link page.
+func (p *Signin) handleVerifyEmail(w http.ResponseWriter, r *http.Request) {
+	s := p.selfPage(w, r)
+	hash := tokenHash(r.PathValue("token"))
+	l, ok := s.link(hash, fsm.LinkVerifyEmail)
+	if !ok {
+		return
+	}
+	u, ok := s.linkPerson(l)
+	if !ok {
+		return
+	}
+	c, ok := s.common(selfStep{Stage: stageVerifyEmail, Hash: hash}, PathVerify, "Confirm your email address")
+	if !ok {
+		return
+	}
+	lead := fmt.Sprintf("Confirm that %s is your address.", l.Email)
+	if !strings.EqualFold(u.Email, l.Email) {
+		// Whoever follows the link sees whose account would take the
+		// address: a person sent a link they did not ask for can tell it
+		// is not theirs.
+		lead = fmt.Sprintf("Confirm that %s becomes the address of the account that signs in as %s. If you did not ask for this, close this page.", l.Email, u.Email)
+	}
+	p.cfg.UI.Confirm(w, http.StatusOK, webui.ConfirmPage{Common: c, Lead: lead, Button: "Confirm"})
+}
+
+// linkPerson is the person of a link; ok is false when it has answered.
+func (s *selfPage) linkPerson(l fsm.Link) (fsm.User, bool) {
+	u, err := s.p.cfg.State.User(l.UserID)
+	switch {
+	case errors.Is(err, fsm.ErrNotFound):
+		s.invalidLink()
+		return u, false
+	case err != nil:
+		s.unavailable("user: " + err.Error())
+		return u, false
+	}
+	return u, true
+}
+
+// handleVerifyEmailPost follows the link: fsm.UseLink makes the address
+// the person's, verified; when it replaces another, the same apply
+// commits an email_changed message to the old one.
+func (p *Signin) handleVerifyEmailPost(w http.ResponseWriter, r *http.Request) {
+	s := p.selfPage(w, r)
+	if _, ok := s.form(stageVerifyEmail); !ok {
+		return
+	}
+	l, ok := s.link(s.step.Hash, fsm.LinkVerifyEmail)
+	if !ok {
+		return
+	}
+	u, ok := s.linkPerson(l)
+	if !ok {
+		return
+	}
+	cmd := fsm.UseLink{Hash: l.Hash, Purpose: fsm.LinkVerifyEmail, At: s.now}
+	if !strings.EqualFold(u.Email, l.Email) {
+		m, err := p.outgoing(email.EmailChanged, u.Email, u.ID, email.Data{Email: l.Email})
+		if err != nil {
+			s.unavailable("compose email_changed: " + err.Error())
+			return
+		}
+		cmd.Email = []fsm.OutgoingEmail{m}
+	}
+	ctx := r.Context()
+	res, err := p.cfg.Applier.Apply(ctx, p.stamp(ctx, fsm.MustCommand(fsm.TypeUseLink, cmd),
+		fsm.Audit{Type: fsm.EventVerifyEmail, Actor: fsm.ActorPerson, Subject: u.ID, Detail: map[string]string{"action": "completed"}}))
+	if err == nil {
+		err = res.Err
+	}
+	var conflict *fsm.ConflictError
+	if errors.As(err, &conflict) {
+		s.page(http.StatusConflict, titleEmailTaken, msgEmailTaken)
+		return
+	}
+	if !s.useLinkFailed(err) {
+		return
+	}
+	p.log.Info("address verified", "user_id", u.ID, "changed", len(cmd.Email) > 0)
+	s.message(http.StatusOK, titleEmailVerified, fmt.Sprintf(msgEmailVerified, l.Email), PathAccount, "Go to your account")
+}
+
+// changeEmail is /account's new address (or, typed again, the unverified
+// address the person has): one fsm.IssueLink of a verify_email link, 24
+// hours, and its message to that address, at most 5 an hour per person
+// (counted in the apply before anything is stored or sent). The address
+// stays the old one until the link is followed. An address another
+// account has gets no link and no message, and the page says the same:
+// /account does not tell whose addresses exist, in its page or in its
+// time (answerFloor).
+func (a *account) changeEmail(form url.Values) {
+	start := time.Now()
+	if a.user.DirectoryID != "" {
+		a.showHome(http.StatusBadRequest, "", msgEmailDirectory)
+		return
+	}
+	typed, ok := authn.FormValue(form, "new_email")
+	if !ok {
+		a.showHome(http.StatusBadRequest, "", msgBadAddress)
+		return
+	}
+	addr, problem := normalizeAddress(typed)
+	if problem != "" {
+		a.showHome(http.StatusBadRequest, "", problem)
+		return
+	}
+	same := strings.EqualFold(addr, a.user.Email)
+	if same && a.user.EmailVerified {
+		a.showHome(http.StatusBadRequest, "", msgEmailSame)
+		return
+	}
+	if same {
+		addr = a.user.Email
+	}
+	rules := []fsm.ThrottleRule{throttleEmailChange.rule(a.user.ID)}
+	if !a.p.localLock(rules, a.now).IsZero() {
+		a.showHome(http.StatusTooManyRequests, "", msgEmailLimit)
+		return
+	}
+	taken := false
+	if !same {
+		other, err := a.p.cfg.State.UserByEmail(addr)
+		switch {
+		case err == nil:
+			taken = other.ID != a.user.ID
+		case !errors.Is(err, fsm.ErrNotFound):
+			a.unavailable("user by email: " + err.Error())
+			return
+		}
+	}
+	cmd := fsm.IssueLink{Rules: rules, At: a.now}
+	if !taken {
+		token, hash, err := email.NewToken()
+		var m fsm.OutgoingEmail
+		if err == nil {
+			m, err = a.p.outgoing(email.VerifyEmail, addr, a.user.ID, email.Data{Link: a.p.linkURL(PathVerify, token), Email: addr, Expires: verifyTTL})
+		}
+		if err != nil {
+			a.unavailable("verify link: " + err.Error())
+			return
+		}
+		cmd.Link = &fsm.Link{Hash: hash, Purpose: fsm.LinkVerifyEmail, UserID: a.user.ID, Email: addr, CreatedAt: a.now, ExpiresAt: a.now.Add(verifyTTL)}
+		cmd.Email = []fsm.OutgoingEmail{m}
+	}
+	ctx := a.r.Context()
+	res, locked, err := a.p.issue(ctx, cmd, fsm.Audit{Type: fsm.EventVerifyEmail, Actor: fsm.ActorPerson, Subject: a.user.ID,
+		Detail: map[string]string{"action": "requested"}})
+	switch {
+	case err != nil:
+		a.unavailable("issue verify link: " + err.Error())
+		return
+	case locked:
+		a.showHome(http.StatusTooManyRequests, "", msgEmailLimit)
+		return
+	case res.Err != nil:
+		a.unavailable("issue verify link: " + res.Err.Error())
+		return
+	}
+	a.p.waitFloor(ctx, start) // a taken address must not answer sooner
+	if same {
+		a.showHome(http.StatusOK, fmt.Sprintf(msgEmailConfirm, addr), "")
+		return
+	}
+	a.showHome(http.StatusOK, fmt.Sprintf(msgEmailPending, addr, a.user.Email), "")
+}

@@ -231,7 +231,7 @@ func Recover(log *slog.Logger) func(http.Handler) http.Handler {
 					if v == http.ErrAbortHandler {
 						panic(v)
 					}
-					log.Error("handler panic", "panic", fmt.Sprint(v), "path", LogValue(r.URL.Path), "correlation_id", CorrelationID(r.Context()))
+					log.Error("handler panic", "panic", fmt.Sprint(v), "path", LogPath(r.URL.Path), "correlation_id", CorrelationID(r.Context()))
 					WriteError(w, r, http.StatusInternalServerError, CodeInternal, "internal error")
 				}
 			}()
@@ -270,4 +270,22 @@ func SourceKey(remoteAddr string) string {
 		return v4.String()
 	}
 	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+}
+
+// MinSecretSegment is the length from which a path segment of base64url
+// characters is taken for a secret (an emailed link's token is 43) and
+// kept out of log lines; a UUID (36) is not.
+const MinSecretSegment = 40
+
+// LogPath is path for a log line: LogValue, with every segment that may
+// be a link's token (MinSecretSegment or more base64url characters)
+// replaced by "…", so that a log never holds a token that still works.
+func LogPath(path string) string {
+	segs := strings.Split(path, "/")
+	for i, s := range segs {
+		if len(s) >= MinSecretSegment && strings.Trim(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") == "" {
+			segs[i] = "…"
+		}
+	}
+	return LogValue(strings.Join(segs, "/"))
 }

@@ -1,8 +1,10 @@
 package httpx
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -122,6 +124,36 @@ func TestLogValue(t *testing.T) {
 		if got := LogValue(c.in); got != c.want {
 			t.Errorf("LogValue(%d bytes): got %q, want %q", len(c.in), got, c.want)
 		}
+	}
+}
+
+func TestLogPath(t *testing.T) {
+	token := "3q2-7wAAAAB_uJf9x0aFqZ4nJp1y8mJd0m6aV5kXo8w" // 43 base64url characters, as an emailed link's
+	cases := []struct{ in, want string }{
+		{"/", "/"},
+		{"/password/reset/" + token, "/password/reset/…"},
+		{"/invite/" + token + "/", "/invite/…/"},
+		{"/admin/v1/users/0b9e2f3a-2c51-4c4e-9d3e-7f1f6e2b8a10/verify-email", "/admin/v1/users/0b9e2f3a-2c51-4c4e-9d3e-7f1f6e2b8a10/verify-email"},
+		{"/x/" + strings.Repeat("a", 39), "/x/" + strings.Repeat("a", 39)},
+		{"/x/" + strings.Repeat("a", 40) + ".png", "/x/" + strings.Repeat("a", 40) + ".png"}, // not base64url alone
+	}
+	for _, c := range cases {
+		if got := LogPath(c.in); got != c.want {
+			t.Errorf("LogPath(%q): got %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestRecoverKeepsTokensOutOfTheLog: a panic on a link's page logs its
+// path without the token.
+func TestRecoverKeepsTokensOutOfTheLog(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	token := strings.Repeat("Zm9v", 11)
+	h := Recover(log)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }))
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/password/reset/"+token, nil))
+	if strings.Contains(buf.String(), token) || !strings.Contains(buf.String(), "/password/reset/") {
+		t.Errorf("log: %s", buf.String())
 	}
 }
 

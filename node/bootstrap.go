@@ -248,6 +248,6 @@ func (n *Node) seedDemo(ctx context.Context) error {
 
 // demoBanner prints the demo sign-in, on every start with --demo.
 func (n *Node) demoBanner(title string) {
-	fmt.Fprintf(n.cfg.Out, "%s:\n  organization %q, person %s / %s\n  public client %q, redirect URI %s (oidcd-demo-rp)\n  discovery: %s/.well-known/openid-configuration\n\n",
-		title, DemoOrgSlug, DemoEmail, DemoPassword, DemoClientID, n.cfg.DemoRedirectURI, n.cfg.Issuer)
+	fmt.Fprintf(n.cfg.Out, "%s:\n  organization %q, person %s / %s\n  public client %q, redirect URI %s (oidcd-demo-rp)\n  discovery: %s/.well-known/openid-configuration\n%s\n",
+		title, DemoOrgSlug, DemoEmail, DemoPassword, DemoClientID, n.cfg.DemoRedirectURI, n.cfg.Issuer, n.demoMailLine())
 }

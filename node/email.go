@@ -132,12 +132,19 @@ func (n *Node) buildMail() error {
 	default:
 		n.log.Info("mail to people goes through the relay and to the outbox file", "relay", relay, "outbox", n.cfg.EmailOutbox)
 	}
-	if n.cfg.Demo && n.cfg.EmailOutbox != "" {
-		path := n.cfg.EmailOutbox
-		if abs, err := filepath.Abs(path); err == nil {
-			path = abs
-		}
-		fmt.Fprintf(n.cfg.Out, "Mail to people (invitations, password resets) is written to %s, one JSON line a message: tail -f it and follow the link.\n", path)
-	}
 	return nil
+}
+
+// demoMailLine is the demo banner's line that says where mail to people
+// goes ("" when the demo has no outbox file).
+func (n *Node) demoMailLine() string {
+	if n.cfg.EmailOutbox == "" {
+		return ""
+	}
+	path := n.cfg.EmailOutbox
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	return fmt.Sprintf("  mail to people (invitations, password resets): %s, one JSON line a message;\n"+
+		"    tail -f it, try %s/password/forgot, and follow the link\n", path, n.cfg.Issuer)
 }

@@ -56,7 +56,8 @@ func TestSecondDemoStartSaysWhereTheTokenIs(t *testing.T) {
 		t.Helper()
 		var out syncBuffer
 		cmd := exec.Command(bin, "serve", "--demo", "--issuer", "http://"+ports[0], "--http-addr", ports[0],
-			"--raft-addr", ports[1], "--gossip-addr", ports[2], "--data-dir", filepath.Join(dir, "data"))
+			"--raft-addr", ports[1], "--gossip-addr", ports[2], "--data-dir", filepath.Join(dir, "data"),
+			"--email-outbox", filepath.Join(dir, "data", "outbox.jsonl")) // as make run does
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
@@ -86,7 +87,8 @@ func TestSecondDemoStartSaysWhereTheTokenIs(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	start(t, "Admin API token (shown once", "Demo data created", "demo@example.com / demo-password", "serving http://"+ports[0]+" (data in")
+	start(t, "Admin API token (shown once", "Demo data created", "demo@example.com / demo-password", "serving http://"+ports[0]+" (data in",
+		"mail to people (invitations, password resets): "+filepath.Join(dir, "data", "outbox.jsonl"), "/password/forgot")
 	start(t, "Admin API token: in "+filepath.Join(dir, "data", "admin-token"), "demo@example.com / demo-password")
 }
 

@@ -235,7 +235,7 @@ func (a *account) signIn(form url.Values) {
 		// Signed in as someone else: a session of theirs would not
 		// accept this invitation.
 		a.sess, a.user = fsm.SSOSession{}, fsm.User{}
-		a.showSignIn(http.StatusBadRequest, fmt.Sprintf(msgInviteSignIn, a.inv.link.Email))
+		a.showSignIn(http.StatusBadRequest, msgInviteWrongAccount)
 		return
 	}
 	if a.sess.ID != "" && a.sess.UserID == u.ID {
@@ -293,7 +293,7 @@ func (a *account) showSignIn(status int, msg string) {
 	page := webui.SignInPage{Common: c, Email: a.user.Email, Error: msg}
 	if a.inv != nil {
 		c.Title, page.Email = "Sign in to accept the invitation", a.inv.link.Email
-		page.Common = c
+		page.Common, page.Lead = c, fmt.Sprintf(msgInviteSignIn, a.inv.link.Email)
 	}
 	if a.p.cfg.Mail {
 		page.ForgotURL = PathForgot
@@ -313,7 +313,10 @@ func (a *account) showHome(status int, notice, errMsg string) {
 	}
 	page := webui.AccountPage{Common: c, Email: a.user.Email, HasTOTP: f.TOTP != nil, RecoveryLeft: f.RecoveryLeft(),
 		Notice: notice, Error: errMsg, PasskeysEnabled: a.p.wa != nil,
-		EmailChange: a.p.cfg.Mail && a.user.DirectoryID == "", EmailVerified: a.user.EmailVerified}
+		EmailChange: a.p.cfg.Mail && a.user.DirectoryID == "", EmailVerified: a.user.EmailVerified, Section: a.action}
+	if a.action == "email-change" && errMsg != "" {
+		page.NewEmail, _ = authn.FormValue(a.r.PostForm, "new_email")
+	}
 	if err := a.overview(&page); err != nil {
 		a.unavailable("account overview: " + err.Error())
 		return

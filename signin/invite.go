@@ -137,7 +137,7 @@ func (a *account) inviteReady(status int) {
 		return
 	}
 	if a.sess.ID == "" || a.user.ID != a.inv.invited.ID {
-		a.showSignIn(status, fmt.Sprintf(msgInviteSignIn, a.inv.link.Email))
+		a.showSignIn(status, "")
 		return
 	}
 	if !a.inviteGate() {
@@ -165,7 +165,7 @@ func (a *account) inviteGate() bool {
 	}
 	switch a.proofNeeded(f) {
 	case proofPassword:
-		a.showSignIn(http.StatusOK, fmt.Sprintf(msgInviteSignIn, a.inv.link.Email))
+		a.showSignIn(http.StatusOK, "")
 		return false
 	case proofFactor:
 		a.showVerify(http.StatusOK, f, "")

@@ -15,6 +15,7 @@ type Common struct {
 // optionally a text-message code sent to a phone number.
 type SignInPage struct {
 	Common
+	Lead       string // what the sign-in is for, under the heading; may be empty
 	Email      string // re-filled after a failed attempt
 	Error      string // a message the person can act on; empty for none
 	SMSEnabled bool   // offer the phone input and the method=sms button
@@ -86,6 +87,12 @@ type AccountPage struct {
 	// their directory's. EmailVerified says whether the current one is
 	// proven.
 	EmailChange, EmailVerified bool
+	// Section is the form the Notice or Error is about: "password-change"
+	// and "email-change" show them in that section, tied to its fields
+	// (the page lands there: the form's action ends with the section's
+	// fragment); anything else at the top. NewEmail re-fills the new
+	// address after an error.
+	Section, NewEmail string
 }
 
 // ActivityLine is one recent sign-in step: when, to what, from where, and

@@ -99,6 +99,10 @@ func (p *Signin) requestReset(ctx context.Context, typed, ip, clientID string) e
 		p.log.Info("password reset: limit reached")
 		return nil
 	}
+	// The address may have become someone's through another node a
+	// moment ago: read past every acknowledged write first (on every
+	// request alike, so that it tells nothing).
+	p.catchUp(ctx)
 	u, err := p.cfg.State.UserByEmail(typed)
 	found := err == nil
 	if err != nil && !errors.Is(err, fsm.ErrNotFound) {

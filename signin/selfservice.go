@@ -250,19 +250,17 @@ func tokenHash(token string) string {
 	return email.HashToken(token)
 }
 
-// link reads the live link of purpose whose token hashes to hash. Not
-// found here, it is looked for once more after a read index (it may have
-// been issued a moment ago through another node). ok is false when it has
-// answered: the invalid-link page, or 503.
+// link reads the live link of purpose whose token hashes to hash, after
+// a read index: it may have been issued, used, voided or withdrawn a
+// moment ago through another node. ok is false when it has answered: the
+// invalid-link page, or 503.
 func (s *selfPage) link(hash, purpose string) (fsm.Link, bool) {
 	if hash == "" {
 		s.invalidLink()
 		return fsm.Link{}, false
 	}
+	s.p.catchUp(s.r.Context())
 	l, err := s.p.cfg.State.Link(hash)
-	if errors.Is(err, fsm.ErrNotFound) && s.p.catchUp(s.r.Context()) {
-		l, err = s.p.cfg.State.Link(hash)
-	}
 	switch {
 	case errors.Is(err, fsm.ErrNotFound):
 		s.invalidLink()

@@ -317,6 +317,14 @@ func (s *Sender) start(ctx context.Context, r *run, e fsm.Email) {
 // attempt is not to be recorded.
 func (s *Sender) attempt(ctx context.Context, e fsm.Email, accepted uint64) (attempt, bool) {
 	a := attempt{email: e, accepted: accepted}
+	if e.UserID != "" {
+		// Erasing a person stops what is still owed to them: their links
+		// died with them, and no mail about an account that is gone.
+		if _, err := s.cfg.State.User(e.UserID); errors.Is(err, fsm.ErrNotFound) {
+			a.outcome = s.outcome(e, []error{errors.New("the person was erased before it was sent")}, true)
+			return a, true
+		}
+	}
 	body, err := Open(s.cfg.KEK, e)
 	if err != nil {
 		// Never retried: no node of this cluster holds another key for it.

@@ -720,3 +720,44 @@ func TestDueMessageBehindManyWaiting(t *testing.T) {
 		t.Fatalf("a waiting message was tried again early: %+v", e)
 	}
 }
+
+// TestNothingGoesToAnErasedPerson: a message about a person erased before
+// it was sent fails without a send; one about a person who exists goes.
+func TestNothingGoesToAnErasedPerson(t *testing.T) {
+	h := newHarness(t, 1, nil)
+	const kept, erased = "1a000000-0000-4000-8000-000000000001", "1a000000-0000-4000-8000-000000000002"
+	for _, id := range []string{kept, erased} {
+		u := fsm.User{ID: id, Email: id + "@example.com", CreatedAt: t0, UpdatedAt: t0}
+		if res, err := h.a.Apply(context.Background(), fsm.MustCommand(fsm.TypeCreateUser, fsm.CreateUser{User: u})); err != nil || res.Err != nil {
+			t.Fatalf("create %s: %v %v", id, err, res.Err)
+		}
+	}
+	if res, err := h.a.Apply(context.Background(), fsm.MustCommand(fsm.TypeDeleteUser, fsm.DeleteUser{ID: erased, At: t0})); err != nil || res.Err != nil {
+		t.Fatalf("erase: %v %v", err, res.Err)
+	}
+	m, err := Compose(EmailChanged, "en", Data{Site: "id.example.com", Email: "new@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []fsm.OutgoingEmail
+	for _, id := range []string{kept, erased} {
+		o, err := Outgoing(h.kek, id+"@example.com", fsm.EmailChanged, "en", id, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, o)
+	}
+	res, err := h.a.Apply(context.Background(), fsm.MustCommand(fsm.TypeEnqueueEmail, fsm.EnqueueEmail{Emails: out, At: h.clock.Now()}))
+	if err != nil || res.Err != nil {
+		t.Fatalf("enqueue: %v %v", err, res.Err)
+	}
+	ids := res.Value.([]fsm.Email)
+	h.waitState(ids[0].ID, fsm.EmailSent, 1)
+	e := h.waitState(ids[1].ID, fsm.EmailFailed, 1)
+	if !strings.Contains(e.LastError, "erased") || e.Body != nil {
+		t.Fatalf("the erased person's message: %+v", e)
+	}
+	if calls, _, _ := h.dests[0].stats(); calls != 1 {
+		t.Fatalf("%d sends, want 1 (the person who exists)", calls)
+	}
+}

@@ -2,6 +2,7 @@ package authn
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
@@ -151,6 +152,13 @@ func NewID() string {
 // HashToken is how codes and cookie secrets are stored: they are 256-bit
 // random values, so password.HashSecret (hex SHA-256) is enough.
 func HashToken(s string) string { return password.HashSecret(s) }
+
+// S256 is the PKCE S256 transform of a verifier (RFC 7636 4.2):
+// base64url, unpadded, of its SHA-256.
+func S256(verifier string) string {
+	sum := sha256.Sum256([]byte(verifier))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
 
 // FormValue is the single value of a form field; ok is false when the
 // field is absent or repeated (a repeat yields "").

@@ -218,6 +218,11 @@ type Pending struct {
 	// SMS is the handle of the text-message code sent, Phone its number.
 	SMS   string `json:"sms,omitempty"`
 	Phone string `json:"phone,omitempty"`
+	// UILocales is the language the request's ui_locales asked for (one
+	// of the pages' languages, or "" for none), or the one the person
+	// then picked on the sign-in page: every page of the request is in
+	// it.
+	UILocales string `json:"ui,omitempty"`
 }
 
 // Step is one turn of the interactive sign-in inside /authorize: what the

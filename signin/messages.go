@@ -72,12 +72,18 @@ func (p *Signin) english(key string, args ...any) string {
 	return p.cfg.UI.Text(language.English, key, args...)
 }
 
-// text is a catalog message in the language of this flow's pages.
-func (f *flow) text(key string, args ...any) string {
+// language is the language of this flow's pages, chosen once per turn
+// (and again after a pick).
+func (f *flow) language() language.Tag {
 	if f.lang == language.Und {
 		f.lang = f.p.language(f.r, f.pend.UILocales)
 	}
-	return f.p.cfg.UI.Text(f.lang, key, args...)
+	return f.lang
+}
+
+// text is a catalog message in the language of this flow's pages.
+func (f *flow) text(key string, args ...any) string {
+	return f.p.cfg.UI.Text(f.language(), key, args...)
 }
 
 // text is a catalog message in the language of the account pages.

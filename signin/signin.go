@@ -185,7 +185,7 @@ type flow struct {
 	// flow goes on; false: the turn answered with a page.
 	done bool
 
-	lang language.Tag // of the pages, once text chose it
+	lang language.Tag // of the pages, once language chose it
 }
 
 // Step runs one turn of the sign-in for the authorization flow: with a
@@ -276,8 +276,7 @@ func (f *flow) common(stage, action string) (webui.Common, bool) {
 		f.unavailable("seal step: " + err.Error())
 		return webui.Common{}, false
 	}
-	f.text("") // chooses f.lang
-	return webui.Common{AppName: f.st.AppName, CSRFToken: f.st.CSRF, Action: action, Step: step, Lang: f.lang}, true
+	return webui.Common{AppName: f.st.AppName, CSRFToken: f.st.CSRF, Action: action, Step: step, Lang: f.language()}, true
 }
 
 // sameSession reports whether the browser's usable session is the one that

@@ -192,7 +192,34 @@ type Language struct {
 // arguments: what a caller puts in a page's Error or Title on a page that
 // is translated.
 func (u *UI) Text(tag language.Tag, key string, args ...any) string {
-	return u.printers[langIndex(tag)].Sprintf(key, args...)
+	return u.text(langIndex(tag), key, args...)
+}
+
+// text is Text in the language of index i. A text without arguments is
+// looked up, formatted once at start (a Printer's Sprintf costs a few
+// allocations per call, on every text of every page).
+func (u *UI) text(i int, key string, args ...any) string {
+	if len(args) == 0 {
+		if s, ok := u.fixed[i][key]; ok {
+			return s
+		}
+	}
+	return u.printers[i].Sprintf(key, args...)
+}
+
+// fixedTexts formats once, in each language, the texts that take no
+// argument (no verb, not a plural).
+func fixedTexts(ps []*message.Printer, msgs map[language.Tag]map[string]any) []map[string]string {
+	fixed := make([]map[string]string, len(languages))
+	for i, tag := range languages {
+		fixed[i] = map[string]string{}
+		for key, v := range msgs[tag] {
+			if s, ok := v.(string); ok && !strings.Contains(s, "%") {
+				fixed[i][key] = ps[i].Sprintf(key)
+			}
+		}
+	}
+	return fixed
 }
 
 // localeFuncs are the template functions bound to the language of index
@@ -200,11 +227,10 @@ func (u *UI) Text(tag language.Tag, key string, args ...any) string {
 // shown in <strong>), lang (the BCP 47 tag, for <html lang>) and
 // languages (the picker's entries).
 func (u *UI) localeFuncs(i int) template.FuncMap {
-	p := u.printers[i]
 	return template.FuncMap{
-		"t": func(key string, args ...any) string { return p.Sprintf(key, args...) },
+		"t": func(key string, args ...any) string { return u.text(i, key, args...) },
 		"tStrong": func(key, arg string) template.HTML {
-			before, after, _ := strings.Cut(p.Sprintf(key, "\x00"), "\x00")
+			before, after, _ := strings.Cut(u.text(i, key, "\x00"), "\x00")
 			// #nosec G203 -- every part is escaped here
 			return template.HTML(html.EscapeString(before) + "<strong>" + html.EscapeString(arg) + "</strong>" + html.EscapeString(after))
 		},
@@ -216,7 +242,7 @@ func (u *UI) localeFuncs(i int) template.FuncMap {
 func (u *UI) pickList(selected int) []Language {
 	list := make([]Language, len(languages))
 	for j, t := range languages {
-		list[j] = Language{Tag: t.String(), Name: u.printers[j].Sprintf("lang.name"), Selected: j == selected}
+		list[j] = Language{Tag: t.String(), Name: u.text(j, "lang.name"), Selected: j == selected}
 	}
 	return list
 }

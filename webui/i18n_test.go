@@ -10,10 +10,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"text/template/parse"
 	"unicode"
 
 	"golang.org/x/net/html"
 	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 )
 
 // readCatalogs reads every language's catalog file.
@@ -384,5 +386,125 @@ func TestStrayText(t *testing.T) {
 		if got := strayText(c.src); !slices.Equal(got, c.want) {
 			t.Errorf("%s: got %q, want %q", c.src, got, c.want)
 		}
+	}
+}
+
+// templateKeys lists the catalog keys that the t and tStrong calls of a
+// template name (their first argument, a string constant).
+func templateKeys(t *testing.T, name, src string) []string {
+	t.Helper()
+	funcs := map[string]any{}
+	for k := range (&UI{printers: make([]*message.Printer, len(languages))}).localeFuncs(0) {
+		funcs[k] = true
+	}
+	for _, k := range []string{"styleURL", "scriptURL", "jsonData", "has", "pathOnly"} {
+		funcs[k] = true
+	}
+	trees, err := parse.Parse(name, src, "{{", "}}", funcs, builtins())
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	var keys []string
+	var walk func(n parse.Node)
+	walk = func(n parse.Node) {
+		switch n := n.(type) {
+		case *parse.ListNode:
+			if n != nil {
+				for _, c := range n.Nodes {
+					walk(c)
+				}
+			}
+		case *parse.ActionNode:
+			walk(n.Pipe)
+		case *parse.PipeNode:
+			if n != nil {
+				for _, c := range n.Cmds {
+					walk(c)
+				}
+			}
+		case *parse.CommandNode:
+			if id, ok := n.Args[0].(*parse.IdentifierNode); ok && (id.Ident == "t" || id.Ident == "tStrong") && len(n.Args) > 1 {
+				if s, ok := n.Args[1].(*parse.StringNode); ok {
+					keys = append(keys, s.Text)
+				} else {
+					t.Errorf("%s: %s with a key that is not a constant: %s", name, id.Ident, n)
+				}
+			}
+			for _, a := range n.Args {
+				walk(a)
+			}
+		case *parse.IfNode:
+			walk(n.Pipe)
+			walk(n.List)
+			walk(n.ElseList)
+		case *parse.RangeNode:
+			walk(n.Pipe)
+			walk(n.List)
+			walk(n.ElseList)
+		case *parse.WithNode:
+			walk(n.Pipe)
+			walk(n.List)
+			walk(n.ElseList)
+		case *parse.TemplateNode:
+			walk(n.Pipe)
+		}
+	}
+	for _, tree := range trees {
+		walk(tree.Root)
+	}
+	return keys
+}
+
+// builtins are text/template's functions, for parsing alone.
+func builtins() map[string]any {
+	m := map[string]any{}
+	for _, k := range []string{"and", "or", "not", "len", "index", "slice", "print", "printf", "println", "html", "js", "urlquery", "call", "eq", "ne", "lt", "le", "gt", "ge"} {
+		m[k] = true
+	}
+	return m
+}
+
+// TestTemplateKeysExist: every key a template names is in the English
+// catalog (and so, by TestCatalogKeys, in every one); a missing one
+// would show its key on the page.
+func TestTemplateKeysExist(t *testing.T) {
+	en := readCatalogs(t)[language.English]
+	files, err := templateFiles.ReadDir("templates")
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := 0
+	for _, f := range files {
+		body, err := templateFiles.ReadFile("templates/" + f.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range templateKeys(t, f.Name(), string(body)) {
+			used++
+			if _, ok := en[k]; !ok {
+				t.Errorf("%s names the key %q, which en.json lacks", f.Name(), k)
+			}
+		}
+	}
+	if used == 0 {
+		t.Error("no template names a catalog key: the walk is broken")
+	}
+}
+
+// BenchmarkSignInLanguages renders the sign-in page, with an error and
+// the picker, in English and in the other languages.
+func BenchmarkSignInLanguages(b *testing.B) {
+	u := newUI(b)
+	for _, tag := range languages {
+		b.Run(tag.String(), func(b *testing.B) {
+			c := sampleCommon
+			c.Lang = tag
+			p := SignInPage{Common: c, Email: "ada@example.com", Error: u.Text(tag, "signin.error.bad_password"), SMSEnabled: true, LanguagePicker: true}
+			b.ReportAllocs()
+			for b.Loop() {
+				rec := httptest.NewRecorder()
+				u.SignIn(rec, http.StatusOK, p)
+			}
+		})
 	}
 }

@@ -51,7 +51,8 @@ type UI struct {
 	smsCode, passkey, account, totpSetup, recoveryCodes       localized
 	address, newPassword, confirm                             localized
 
-	printers []*message.Printer // by index in languages
+	printers []*message.Printer  // by index in languages
+	fixed    []map[string]string // by index in languages: the texts without arguments
 
 	assets    map[string]asset // by file name under /static/
 	styleURL  string
@@ -87,11 +88,12 @@ func New() (*UI, error) {
 	}
 	u.scriptURL = "/static/passkey.js?v=" + script.hash
 
-	cat, _, err := loadCatalog()
+	cat, msgs, err := loadCatalog()
 	if err != nil {
 		return nil, err
 	}
 	u.printers = newPrinters(cat)
+	u.fixed = fixedTexts(u.printers, msgs)
 
 	funcs := template.FuncMap{
 		"styleURL":  func() string { return u.styleURL },

@@ -126,7 +126,7 @@ func (p *Provider) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.RequestedAt = f.now
-	f.pend, f.client = &pending{Req: req}, client
+	f.pend, f.client = &pending{Req: req, Pending: authn.Pending{UILocales: webui.UILocale(q.Get("ui_locales"))}}, client
 	if e := checkACRSupported(req.ACRValues); e != nil {
 		f.fail(e)
 		return

@@ -10,6 +10,7 @@ import (
 
 	"github.com/oidcd/oidcd/internal/httpx"
 	"github.com/oidcd/oidcd/keys"
+	"github.com/oidcd/oidcd/webui"
 )
 
 // Paths of the protocol endpoints, relative to the issuer.
@@ -63,6 +64,7 @@ type discovery struct {
 	IntrospectionEndpointAuthMethodsSupported  []string `json:"introspection_endpoint_auth_methods_supported"`
 	RevocationEndpointAuthMethodsSupported     []string `json:"revocation_endpoint_auth_methods_supported"`
 	AuthorizationResponseIssParameterSupported bool     `json:"authorization_response_iss_parameter_supported"`
+	UILocalesSupported                         []string `json:"ui_locales_supported"`
 }
 
 func newDiscovery(issuer string) discovery {
@@ -92,6 +94,7 @@ func newDiscovery(issuer string) discovery {
 		IntrospectionEndpointAuthMethodsSupported:  []string{"client_secret_basic", "client_secret_post"},
 		RevocationEndpointAuthMethodsSupported:     []string{"client_secret_basic", "client_secret_post"},
 		AuthorizationResponseIssParameterSupported: true,
+		UILocalesSupported:                         webui.Languages(),
 	}
 }
 

@@ -117,6 +117,7 @@ func TestDiscovery(t *testing.T) {
 				"token_endpoint_auth_methods_supported":         {"client_secret_basic", "client_secret_post", "none"},
 				"introspection_endpoint_auth_methods_supported": {"client_secret_basic", "client_secret_post"},
 				"revocation_endpoint_auth_methods_supported":    {"client_secret_basic", "client_secret_post"},
+				"ui_locales_supported":                          {"en", "de", "fr", "es", "ja"},
 			}
 			if got := doc["authorization_response_iss_parameter_supported"]; got != true {
 				t.Errorf("authorization_response_iss_parameter_supported: got %v, want true", got)

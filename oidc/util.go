@@ -1,8 +1,6 @@
 package oidc
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
 	"net/url"
 
 	"github.com/oidcd/oidcd/internal/authn"
@@ -19,11 +17,8 @@ func hashToken(s string) string { return authn.HashToken(s) }
 // formValue is the single value of a form field (authn.FormValue).
 func formValue(form url.Values, key string) (string, bool) { return authn.FormValue(form, key) }
 
-// s256 is the PKCE S256 transform of a verifier (RFC 7636 4.2).
-func s256(verifier string) string {
-	sum := sha256.Sum256([]byte(verifier))
-	return base64.RawURLEncoding.EncodeToString(sum[:])
-}
+// s256 is the PKCE S256 transform of a verifier (authn.S256).
+func s256(verifier string) string { return authn.S256(verifier) }
 
 // logValue is s capped for a log line (httpx.LogValue).
 func logValue(s string) string { return httpx.LogValue(s) }

@@ -1,13 +1,14 @@
 #!/bin/sh
-# ensure-package.sh BINARY PACKAGE: make sure Debian's PACKAGE, which
-# provides BINARY, is installed. A no-op when BINARY exists; otherwise
+# ensure-package.sh FILE PACKAGE: make sure Debian's PACKAGE, which
+# provides FILE (a program, or a data file such as a font), is installed.
+# A no-op when FILE exists; otherwise
 # installs the package with apt-get, through sudo when not root. The
 # tests that need a real program (Chromium, HAProxy) call it through
 # `make test`.
 set -eu
 bin=$1
 pkg=$2
-if [ -x "$bin" ]; then
+if [ -e "$bin" ]; then
 	exit 0
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
@@ -26,4 +27,4 @@ fi
 echo "ensure-package: installing $pkg" >&2
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$pkg"
-test -x "$bin"
+test -e "$bin"

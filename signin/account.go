@@ -16,7 +16,6 @@ package signin
 import (
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -219,13 +218,13 @@ func (a *account) signIn(form url.Values) {
 	u, settled, err := a.p.passwordSignIn(a.r, strings.TrimSpace(email), secret, "")
 	switch {
 	case errors.Is(err, errLocked):
-		a.showSignIn(http.StatusTooManyRequests, lockout(a.w, err, a.p.now()))
+		a.showSignIn(http.StatusTooManyRequests, lockout(a.w, err, a.p.now(), a.text))
 		return
 	case errors.Is(err, errBadPassword):
-		a.showSignIn(http.StatusBadRequest, authn.MsgBadPassword)
+		a.showSignIn(http.StatusBadRequest, a.text(msgBadPassword))
 		return
 	case errors.Is(err, errDirectoryDown):
-		a.showSignIn(http.StatusServiceUnavailable, msgDirectoryDown)
+		a.showSignIn(http.StatusServiceUnavailable, a.text(msgDirectoryDown))
 		return
 	case err != nil:
 		a.unavailable(err.Error())
@@ -235,7 +234,7 @@ func (a *account) signIn(form url.Values) {
 		// Signed in as someone else: a session of theirs would not
 		// accept this invitation.
 		a.sess, a.user = fsm.SSOSession{}, fsm.User{}
-		a.showSignIn(http.StatusBadRequest, msgInviteWrongAccount)
+		a.showSignIn(http.StatusBadRequest, a.text(msgInviteWrongAccount))
 		return
 	}
 	if a.sess.ID != "" && a.sess.UserID == u.ID {
@@ -289,11 +288,11 @@ func (a *account) showSignIn(status int, msg string) {
 	if !ok {
 		return
 	}
-	c.Title = "Sign in to your account"
+	c.Title, c.Lang = a.text(titleSignInAccount), a.lang()
 	page := webui.SignInPage{Common: c, Email: a.user.Email, Error: msg}
 	if a.inv != nil {
-		c.Title, page.Email = "Sign in to accept the invitation", a.inv.link.Email
-		page.Common, page.Lead = c, fmt.Sprintf(msgInviteSignIn, a.inv.link.Email)
+		c.Title, page.Email = a.text(titleSignInInvitation), a.inv.link.Email
+		page.Common, page.Lead = c, a.text(msgInviteSignIn, a.inv.link.Email)
 	}
 	if a.p.cfg.Mail {
 		page.ForgotURL = PathForgot
@@ -502,7 +501,7 @@ func (a *account) mayChange() bool {
 	}
 	switch a.proofNeeded(f) {
 	case proofPassword:
-		a.showSignIn(http.StatusOK, msgConfirmPassword)
+		a.showSignIn(http.StatusOK, a.text(msgConfirmPassword))
 	case proofFactor:
 		a.showVerify(http.StatusOK, f, "")
 	case proofAdmin:
@@ -515,8 +514,7 @@ func (a *account) mayChange() bool {
 
 // Messages of the change gate.
 const (
-	msgConfirmPassword = "Enter your password again to change how you sign in."
-	msgAskAdmin        = "A text-message sign-in cannot change how you sign in. Ask your administrator to set up a second factor."
+	msgAskAdmin = "A text-message sign-in cannot change how you sign in. Ask your administrator to set up a second factor."
 )
 
 // verifyMethods are the second factors the person can verify here.
@@ -565,7 +563,7 @@ func (a *account) verify(form url.Values) {
 	amr, settled, err := a.p.checkFactor(ctx, a.r, a.user, f, pf, a.step.Challenge, "")
 	switch {
 	case errors.Is(err, errLocked):
-		a.showVerify(http.StatusTooManyRequests, f, lockout(a.w, err, a.p.now()))
+		a.showVerify(http.StatusTooManyRequests, f, lockout(a.w, err, a.p.now(), a.p.english))
 		return
 	case errors.Is(err, errCodeWrong):
 		a.p.log.Info("account: second factor failed", "method", pf.method, "user_id", a.user.ID)

@@ -130,7 +130,7 @@ func (a *account) changePassword(form url.Values) {
 	rules := passwordRules(a.user.Email, remoteIP(a.r))
 	if _, err := a.p.reserve(ctx, a.p.lockoutEvent(a.user.ID, ""), rules...); err != nil {
 		if errors.Is(err, errLocked) {
-			a.showHome(http.StatusTooManyRequests, "", lockout(a.w, err, a.p.now()))
+			a.showHome(http.StatusTooManyRequests, "", lockout(a.w, err, a.p.now(), a.p.english))
 		} else {
 			a.unavailable(err.Error())
 		}

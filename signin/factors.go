@@ -150,18 +150,15 @@ func (e *lockedError) Is(target error) bool { return target == errLocked }
 // lockout answers a lockout (an error that Is errLocked): it sets
 // Retry-After to the seconds until the lock ends, rounded up, and returns
 // the message that tells the person about how many minutes to wait.
-func lockout(w http.ResponseWriter, err error, now time.Time) string {
+func lockout(w http.ResponseWriter, err error, now time.Time, text func(key string, args ...any) string) string {
 	var le *lockedError
 	if !errors.As(err, &le) || !le.until.After(now) {
-		return msgLocked
+		return text(msgLocked)
 	}
 	wait := le.until.Sub(now)
 	w.Header().Set("Retry-After", strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10))
-	minutes := int64((wait + time.Minute - 1) / time.Minute)
-	if minutes <= 1 {
-		return msgLockedMinute
-	}
-	return fmt.Sprintf(msgLockedMinutes, minutes)
+	minutes := max(int((wait+time.Minute-1)/time.Minute), 1)
+	return text(msgLockedMinutes, minutes)
 }
 
 // reserve counts one attempt against rules before the attempt is

@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/text/language"
+
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/webui"
 )
 
 // TestLockoutPageSaysHowLongToWait: the sign-in page shown for a lockout
@@ -76,6 +79,16 @@ func TestReserveSaysUntilWhen(t *testing.T) {
 	}
 }
 
+// testText is a catalog message of the pages in the language tag.
+func testText(t *testing.T, tag language.Tag, key string, args ...any) string {
+	t.Helper()
+	u, err := webui.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Text(tag, key, args...)
+}
+
 // TestLockoutMessage: the wait is rounded up, in whole minutes on the
 // page and whole seconds in Retry-After; an unknown end keeps the plain
 // message and sends no Retry-After.
@@ -85,18 +98,22 @@ func TestLockoutMessage(t *testing.T) {
 		err        error
 		retryAfter string
 		msg        string
+		lang       language.Tag
 	}{
-		{&lockedError{until: now.Add(15 * time.Minute)}, "900", "Wait about 15 minutes"},
-		{&lockedError{until: now.Add(61 * time.Second)}, "61", "Wait about 2 minutes"},
-		{&lockedError{until: now.Add(60 * time.Second)}, "60", "Wait about a minute"},
-		{&lockedError{until: now.Add(1500 * time.Millisecond)}, "2", "Wait about a minute"},
-		{&lockedError{}, "", msgLocked},
-		{&lockedError{until: now}, "", msgLocked},
-		{errLocked, "", msgLocked},
+		{&lockedError{until: now.Add(15 * time.Minute)}, "900", "Wait about 15 minutes", language.English},
+		{&lockedError{until: now.Add(61 * time.Second)}, "61", "Wait about 2 minutes", language.English},
+		{&lockedError{until: now.Add(60 * time.Second)}, "60", "Wait about a minute", language.English},
+		{&lockedError{until: now.Add(1500 * time.Millisecond)}, "2", "Wait about a minute", language.English},
+		{&lockedError{}, "", "Wait a few minutes", language.English},
+		{&lockedError{until: now}, "", "Wait a few minutes", language.English},
+		{errLocked, "", "Wait a few minutes", language.English},
+		{&lockedError{until: now.Add(15 * time.Minute)}, "900", "Warten Sie etwa 15 Minuten", language.German},
+		{&lockedError{until: now.Add(50 * time.Second)}, "50", "Patientez environ une minute", language.French},
+		{&lockedError{until: now.Add(3 * time.Minute)}, "180", "約 3 分待って", language.Japanese},
 	}
 	for _, tc := range cases {
 		w := httptest.NewRecorder()
-		msg := lockout(w, tc.err, now)
+		msg := lockout(w, tc.err, now, func(key string, args ...any) string { return testText(t, tc.lang, key, args...) })
 		if got := w.Header().Get("Retry-After"); got != tc.retryAfter || !strings.Contains(msg, tc.msg) {
 			t.Errorf("%+v: got Retry-After %q and %q, want %q and %q", tc.err, got, msg, tc.retryAfter, tc.msg)
 		}

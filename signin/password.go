@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/text/language"
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/authn"
@@ -31,7 +32,7 @@ func (f *flow) showSignIn(status int, email, errMsg string) {
 	if !ok {
 		return
 	}
-	page := webui.SignInPage{Common: c, Email: email, Error: errMsg, SMSEnabled: f.p.smsEnabled}
+	page := webui.SignInPage{Common: c, Email: email, Error: errMsg, SMSEnabled: f.p.smsEnabled, LanguagePicker: true}
 	f.p.selfServiceLinks(&page, f.st, f.now)
 	f.p.cfg.UI.SignIn(f.w, status, page)
 }
@@ -48,6 +49,14 @@ func (f *flow) signIn(form url.Values) {
 		phone, _ := authn.FormValue(form, "phone")
 		f.startSMS(email, phone)
 		return
+	case methodLanguage:
+		// The picked language is remembered, and this request's pages
+		// follow it even where its ui_locales asked for another.
+		if tag := f.p.pickLanguage(f.w, form, f.now); tag != "" {
+			f.pend.UILocales, f.lang = tag, language.Und
+		}
+		f.showSignIn(http.StatusOK, email, "")
+		return
 	default:
 		f.page(http.StatusBadRequest, authn.MsgBadRequest, fmt.Sprintf("sign-in method %q", method))
 		return
@@ -57,15 +66,15 @@ func (f *flow) signIn(form url.Values) {
 	switch {
 	case errors.Is(err, errBadPassword):
 		f.p.log.Info("authorize: sign-in failed", "reference", f.reference())
-		f.showSignIn(http.StatusBadRequest, email, authn.MsgBadPassword)
+		f.showSignIn(http.StatusBadRequest, email, f.text(msgBadPassword))
 		return
 	case errors.Is(err, errDirectoryDown):
 		f.p.log.Warn("authorize: directory unavailable", "reference", f.reference())
 		f.w.Header().Set("Retry-After", "30")
-		f.showSignIn(http.StatusServiceUnavailable, email, msgDirectoryDown)
+		f.showSignIn(http.StatusServiceUnavailable, email, f.text(msgDirectoryDown))
 		return
 	case err != nil:
-		f.lockedOrUnavailable(err, func(status int, msg string) { f.showSignIn(status, email, msg) })
+		f.lockedOrUnavailable(err, f.text, func(status int, msg string) { f.showSignIn(status, email, msg) })
 		return
 	}
 	if !f.startSession(u, authn.AMRPassword, settled) {
@@ -77,10 +86,10 @@ func (f *flow) signIn(form url.Values) {
 // lockedOrUnavailable answers a reserve error: errLocked re-shows the
 // form through show with 429, Retry-After and the wait in minutes
 // (lockout); anything else is a 503.
-func (f *flow) lockedOrUnavailable(err error, show func(status int, msg string)) {
+func (f *flow) lockedOrUnavailable(err error, text func(string, ...any) string, show func(status int, msg string)) {
 	if errors.Is(err, errLocked) {
 		f.p.log.Info("authorize: locked out", "reference", f.reference())
-		show(http.StatusTooManyRequests, lockout(f.w, err, f.p.now()))
+		show(http.StatusTooManyRequests, lockout(f.w, err, f.p.now(), text))
 		return
 	}
 	f.unavailable(err.Error())
@@ -247,7 +256,7 @@ func (f *flow) startSession(u fsm.User, method string, settled *fsm.ThrottleClea
 	}
 	s, err := f.p.openSession(f.w, f.r, u, method, supersedes, f.now, settled, f.st.ClientID)
 	if errors.Is(err, fsm.ErrNotFound) { // erased while signing in
-		f.showSignIn(http.StatusBadRequest, u.Email, authn.MsgBadPassword)
+		f.showSignIn(http.StatusBadRequest, u.Email, f.text(msgBadPassword))
 		return false
 	}
 	if err != nil {

@@ -71,7 +71,7 @@ func (f *flow) secondFactor(form url.Values) {
 	amr, settled, err := f.p.checkFactor(ctx, f.r, u, fac, pf, f.pend.Challenge, f.st.ClientID)
 	switch {
 	case errors.Is(err, errLocked):
-		f.lockedOrUnavailable(err, func(status int, msg string) { f.showSecondFactor(status, fac, msg) })
+		f.lockedOrUnavailable(err, f.p.english, func(status int, msg string) { f.showSecondFactor(status, fac, msg) })
 		return
 	case errors.Is(err, errCodeWrong):
 		f.p.log.Info("authorize: second factor failed", "method", pf.method, "user_id", u.ID, "reference", f.reference())
@@ -163,14 +163,14 @@ func sixDigits() (string, error) {
 // tell who has an account.
 func (f *flow) startSMS(email, rawPhone string) {
 	if !f.p.smsEnabled {
-		f.showSignIn(http.StatusBadRequest, email, msgSMSDisabled)
+		f.showSignIn(http.StatusBadRequest, email, f.text(msgSMSDisabled))
 		return
 	}
 	showErr := func(status int, msg string) {
 		f.pend.SSOID, f.pend.OrgID = "", ""
 		c, ok := f.common(authn.StageSignIn, authn.PathAuthorize)
 		if ok {
-			f.p.cfg.UI.SignIn(f.w, status, webui.SignInPage{Common: c, Email: email, Phone: rawPhone, Error: msg, SMSEnabled: true})
+			f.p.cfg.UI.SignIn(f.w, status, webui.SignInPage{Common: c, Email: email, Phone: rawPhone, Error: f.text(msg), SMSEnabled: true, LanguagePicker: true})
 		}
 	}
 	phone, ok := normalizePhone(rawPhone)
@@ -256,7 +256,7 @@ func (f *flow) smsCode(form url.Values) {
 	}
 	rules := []fsm.ThrottleRule{throttleCode.rule("tel" + f.pend.Phone), throttleIP.rule(remoteIP(f.r))}
 	if _, err := f.p.reserve(ctx, f.p.lockoutEvent("", f.st.ClientID), rules...); err != nil {
-		f.lockedOrUnavailable(err, f.showSMSCode)
+		f.lockedOrUnavailable(err, f.p.english, f.showSMSCode)
 		return
 	}
 	f.p.metrics.guesses.WithLabelValues("code").Inc()
@@ -277,7 +277,7 @@ func (f *flow) smsCode(form url.Values) {
 		f.showSMSCode(http.StatusBadRequest, msgBadCode)
 		return
 	case errors.Is(res.Err, fsm.ErrNotFound), errors.Is(res.Err, fsm.ErrExpired):
-		f.showSignIn(http.StatusBadRequest, "", msgSMSExpired)
+		f.showSignIn(http.StatusBadRequest, "", f.text(msgSMSExpired))
 		return
 	case res.Err != nil:
 		f.unavailable("check sms code: " + res.Err.Error())
@@ -286,7 +286,7 @@ func (f *flow) smsCode(form url.Values) {
 	sent := res.Value.(fsm.SMSCode)
 	u, err := f.p.cfg.State.User(sent.UserID)
 	if err != nil {
-		f.showSignIn(http.StatusBadRequest, "", msgSMSExpired)
+		f.showSignIn(http.StatusBadRequest, "", f.text(msgSMSExpired))
 		return
 	}
 	f.pend.SMS, f.pend.Phone = "", ""

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-webauthn/webauthn/webauthn"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/text/language"
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/authn"
@@ -183,6 +184,8 @@ type flow struct {
 	// done: the turn authenticated (or found the session gone) and the
 	// flow goes on; false: the turn answered with a page.
 	done bool
+
+	lang language.Tag // of the pages, once language chose it
 }
 
 // Step runs one turn of the sign-in for the authorization flow: with a
@@ -273,7 +276,7 @@ func (f *flow) common(stage, action string) (webui.Common, bool) {
 		f.unavailable("seal step: " + err.Error())
 		return webui.Common{}, false
 	}
-	return webui.Common{AppName: f.st.AppName, CSRFToken: f.st.CSRF, Action: action, Step: step}, true
+	return webui.Common{AppName: f.st.AppName, CSRFToken: f.st.CSRF, Action: action, Step: step, Lang: f.language()}, true
 }
 
 // sameSession reports whether the browser's usable session is the one that

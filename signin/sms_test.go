@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"golang.org/x/text/language"
+
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/sms"
@@ -111,7 +113,7 @@ func TestTextMessageRefusals(t *testing.T) {
 	v := f.hidden
 	v.Set("method", "sms")
 	v.Set("phone", hPhone)
-	if p := b.post(f.action, v); p.status != http.StatusBadRequest || !strings.Contains(p.body, msgSMSDisabled) {
+	if p := b.post(f.action, v); p.status != http.StatusBadRequest || !strings.Contains(p.body, testText(t, language.English, msgSMSDisabled)) {
 		t.Fatalf("without a sender: %d\n%s", p.status, p.body)
 	}
 	box := &outbox{}
@@ -125,7 +127,7 @@ func TestTextMessageRefusals(t *testing.T) {
 			t.Fatalf("message %d: %d", i+1, p.status)
 		}
 	}
-	if p := h.browser().requestCode(hPhone); p.status != http.StatusTooManyRequests || !strings.Contains(p.body, msgSMSLimit) {
+	if p := h.browser().requestCode(hPhone); p.status != http.StatusTooManyRequests || !strings.Contains(p.body, testText(t, language.English, msgSMSLimit)) {
 		t.Fatalf("sixth message: %d\n%s", p.status, p.body)
 	}
 	if n := len(box.sent()); n != 5 {

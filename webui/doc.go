@@ -32,4 +32,27 @@
 //     a <label for> for every visible input, and choices as submit
 //     buttons with a name and value. The first submit button in a form is
 //     the one Enter triggers, so the default choice always comes first.
+//
+// # Languages
+//
+// Texts come from catalogs, locales/<tag>.json (English is the source),
+// loaded at start into an x/text catalog. Each page template is parsed
+// once per language with the functions t (a message: {{t "key" args}}),
+// tStrong (a message whose %s argument is shown in <strong>) and lang
+// (for <html lang>) bound to that language; Negotiate picks the language
+// (ui_locales, then the LangCookie, then Accept-Language, then English)
+// and Common.Lang carries it. Callers translate the texts they pass (an
+// Error, a Title) with UI.Text in the same language.
+//
+// Converting a page is mechanical:
+//  1. In its template, replace every visible text (text nodes, and the
+//     placeholder, aria-label, title, alt and label attributes) by
+//     {{t "page.thing"}}; add each key to every locales/*.json.
+//  2. Render it with renderIn and the page's Common.Lang (or a Lang
+//     field) instead of render.
+//  3. In its caller, pass texts as catalog keys translated with
+//     UI.Text(lang, key, args...), and set Common.Lang.
+//  4. Take the template off notConverted in i18n_test.go: from then on
+//     TestTemplatesHoldNoText fails if a text outside the catalog comes
+//     back, and TestCatalogKeys if a language lacks one of its keys.
 package webui

@@ -1,6 +1,10 @@
 package webui
 
-import "net/http"
+import (
+	"net/http"
+
+	"golang.org/x/text/language"
+)
 
 // Common is the data every sign-in step carries.
 type Common struct {
@@ -9,6 +13,9 @@ type Common struct {
 	CSRFToken string // posted back unchanged as hidden input csrf_token
 	Action    string // form action URL, path and query, e.g. /authorize?...
 	Step      string // opaque step handle, posted back as hidden input step
+	// Lang is the language of a translated page (Negotiate); the zero
+	// value is English. Pages not translated yet ignore it.
+	Lang language.Tag
 }
 
 // SignInPage is the first sign-in step: email and password, and
@@ -23,6 +30,10 @@ type SignInPage struct {
 	// ForgotURL and RegisterURL, when set, are the links under the form
 	// to the forgotten-password page and to the registration page.
 	ForgotURL, RegisterURL string
+	// LanguagePicker shows a form under the sign-in form that posts
+	// method=language with the chosen lang (and the hidden inputs), to
+	// the same Action.
+	LanguagePicker bool
 }
 
 // Second-factor methods, the values of the method button on the
@@ -216,7 +227,7 @@ type ConfirmPage struct {
 
 // SignIn renders the first sign-in step.
 func (u *UI) SignIn(w http.ResponseWriter, status int, p SignInPage) {
-	u.render(w, status, u.signIn, p)
+	u.renderIn(w, status, u.signIn, p.Lang, p)
 }
 
 // SecondFactor renders the second-factor step.
@@ -232,7 +243,7 @@ func (u *UI) SMSCode(w http.ResponseWriter, status int, p SMSCodePage) {
 // Passkey renders a passkey ceremony page. It is the one page with script,
 // and its CSP allows only our own script file.
 func (u *UI) Passkey(w http.ResponseWriter, status int, p PasskeyPage) {
-	u.renderCSP(w, status, u.passkey, p, scriptPolicy)
+	u.renderCSP(w, status, u.passkey, language.English, p, scriptPolicy)
 }
 
 // Account renders the /account page.

@@ -17,6 +17,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 )
 
 //go:embed templates/*.html
@@ -44,14 +47,21 @@ const scriptPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; i
 // UI renders the pages. It is safe for concurrent use; create it once
 // with New.
 type UI struct {
-	signIn, secondFactor, picker, consent, errorPage, message *template.Template
-	smsCode, passkey, account, totpSetup, recoveryCodes       *template.Template
-	address, newPassword, confirm                             *template.Template
+	signIn, secondFactor, picker, consent, errorPage, message localized
+	smsCode, passkey, account, totpSetup, recoveryCodes       localized
+	address, newPassword, confirm                             localized
+
+	printers []*message.Printer  // by index in languages
+	fixed    []map[string]string // by index in languages: the texts without arguments
 
 	assets    map[string]asset // by file name under /static/
 	styleURL  string
 	scriptURL string
 }
+
+// localized is one page's template in each of the languages, by index in
+// languages: the same source, with t and lang bound to that language.
+type localized []*template.Template
 
 // asset is one embedded static file.
 type asset struct {
@@ -78,6 +88,13 @@ func New() (*UI, error) {
 	}
 	u.scriptURL = "/static/passkey.js?v=" + script.hash
 
+	cat, msgs, err := loadCatalog()
+	if err != nil {
+		return nil, err
+	}
+	u.printers = newPrinters(cat)
+	u.fixed = fixedTexts(u.printers, msgs)
+
 	funcs := template.FuncMap{
 		"styleURL":  func() string { return u.styleURL },
 		"scriptURL": func() string { return u.scriptURL },
@@ -85,13 +102,16 @@ func New() (*UI, error) {
 		"has":       slices.Contains[[]string, string],
 		"pathOnly":  pathOnly,
 	}
+	for k, f := range u.localeFuncs(0) {
+		funcs[k] = f
+	}
 	base, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html")
 	if err != nil {
 		return nil, fmt.Errorf("webui: %w", err)
 	}
 	pages := []struct {
 		file string
-		dst  **template.Template
+		dst  *localized
 		zero any
 	}{
 		{"signin.html", &u.signIn, SignInPage{}},
@@ -110,18 +130,25 @@ func New() (*UI, error) {
 		{"confirm.html", &u.confirm, ConfirmPage{}},
 	}
 	for _, p := range pages {
-		t, err := base.Clone()
+		page, err := base.Clone()
 		if err != nil {
 			return nil, fmt.Errorf("webui: %s: %w", p.file, err)
 		}
-		if _, err := t.ParseFS(templateFiles, "templates/"+p.file); err != nil {
+		if _, err := page.ParseFS(templateFiles, "templates/"+p.file); err != nil {
 			return nil, fmt.Errorf("webui: %w", err)
 		}
-		// html/template escapes lazily, on first execution; do it now.
-		if err := t.ExecuteTemplate(io.Discard, "layout", p.zero); err != nil {
-			return nil, fmt.Errorf("webui: %s: %w", p.file, err)
+		for i := range languages {
+			t, err := page.Clone()
+			if err != nil {
+				return nil, fmt.Errorf("webui: %s: %w", p.file, err)
+			}
+			t.Funcs(u.localeFuncs(i))
+			// html/template escapes lazily, on first execution; do it now.
+			if err := t.ExecuteTemplate(io.Discard, "layout", p.zero); err != nil {
+				return nil, fmt.Errorf("webui: %s: %w", p.file, err)
+			}
+			*p.dst = append(*p.dst, t)
 		}
-		*p.dst = t
 	}
 	return u, nil
 }
@@ -197,14 +224,22 @@ func (u *UI) headers(w http.ResponseWriter, csp string) {
 	h.Set("X-Content-Type-Options", "nosniff")
 }
 
-// render executes t into a buffer and writes it with status (200 when 0).
-// On a template error it writes a plain 500 and nothing of the page.
-func (u *UI) render(w http.ResponseWriter, status int, t *template.Template, data any) {
-	u.renderCSP(w, status, t, data, contentSecurityPolicy)
+// render executes the page in English (a page not translated yet); see
+// renderIn.
+func (u *UI) render(w http.ResponseWriter, status int, t localized, data any) {
+	u.renderCSP(w, status, t, language.English, data, contentSecurityPolicy)
 }
 
-// renderCSP is render with another Content-Security-Policy.
-func (u *UI) renderCSP(w http.ResponseWriter, status int, t *template.Template, data any, csp string) {
+// renderIn executes the page in the language lang (English when it is
+// not one of Languages) into a buffer and writes it with status (200 when
+// 0). On a template error it writes a plain 500 and nothing of the page.
+func (u *UI) renderIn(w http.ResponseWriter, status int, page localized, lang language.Tag, data any) {
+	u.renderCSP(w, status, page, lang, data, contentSecurityPolicy)
+}
+
+// renderCSP is renderIn with another Content-Security-Policy.
+func (u *UI) renderCSP(w http.ResponseWriter, status int, page localized, lang language.Tag, data any, csp string) {
+	t := page[langIndex(lang)]
 	var buf bytes.Buffer
 	u.headers(w, csp)
 	if err := t.ExecuteTemplate(&buf, "layout", data); err != nil {

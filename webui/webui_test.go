@@ -646,7 +646,7 @@ func TestRenderFailure(t *testing.T) {
 	u := newUI(t)
 	broken := template.Must(template.New("layout").Parse(`<p>half a page{{.NoSuchField}}</p>`))
 	rec := httptest.NewRecorder()
-	u.render(rec, http.StatusOK, broken, SignInPage{})
+	u.render(rec, http.StatusOK, localized{broken}, SignInPage{})
 	if rec.Code != http.StatusInternalServerError {
 		t.Errorf("status: got %d, want 500", rec.Code)
 	}

@@ -2,6 +2,7 @@ package authn
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
@@ -152,6 +153,13 @@ func NewID() string {
 // random values, so password.HashSecret (hex SHA-256) is enough.
 func HashToken(s string) string { return password.HashSecret(s) }
 
+// S256 is the PKCE S256 transform of a verifier (RFC 7636 4.2):
+// base64url, unpadded, of its SHA-256.
+func S256(verifier string) string {
+	sum := sha256.Sum256([]byte(verifier))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
 // FormValue is the single value of a form field; ok is false when the
 // field is absent or repeated (a repeat yields "").
 func FormValue(form url.Values, key string) (string, bool) {
@@ -210,6 +218,11 @@ type Pending struct {
 	// SMS is the handle of the text-message code sent, Phone its number.
 	SMS   string `json:"sms,omitempty"`
 	Phone string `json:"phone,omitempty"`
+	// UILocales is the language the request's ui_locales asked for (one
+	// of the pages' languages, or "" for none), or the one the person
+	// then picked on the sign-in page: every page of the request is in
+	// it.
+	UILocales string `json:"ui,omitempty"`
 }
 
 // Step is one turn of the interactive sign-in inside /authorize: what the

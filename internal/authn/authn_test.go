@@ -84,3 +84,15 @@ func TestJarFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestS256 checks the PKCE transform against RFC 7636 appendix B.
+func TestS256(t *testing.T) {
+	for _, c := range []struct{ verifier, want string }{
+		{"dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk", "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"},
+		{"", "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU"},
+	} {
+		if got := S256(c.verifier); got != c.want {
+			t.Errorf("S256(%q) = %q, want %q", c.verifier, got, c.want)
+		}
+	}
+}

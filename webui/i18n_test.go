@@ -1,0 +1,510 @@
+package webui
+
+import (
+	"fmt"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"text/template/parse"
+	"unicode"
+
+	"golang.org/x/net/html"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// readCatalogs reads every language's catalog file.
+func readCatalogs(t *testing.T) map[language.Tag]map[string]any {
+	t.Helper()
+	all := map[language.Tag]map[string]any{}
+	for _, tag := range languages {
+		body, err := localeFiles.ReadFile(path.Join("locales", tag.String()+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs, err := parseLocale(body)
+		if err != nil {
+			t.Fatalf("%s.json: %v", tag, err)
+		}
+		all[tag] = msgs
+	}
+	return all
+}
+
+// keyDiff names the keys of got that want lacks (extra) and the keys of
+// want that got lacks (missing).
+func keyDiff(want, got map[string]any) (missing, extra []string) {
+	for k := range want {
+		if _, ok := got[k]; !ok {
+			missing = append(missing, k)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			extra = append(extra, k)
+		}
+	}
+	slices.Sort(missing)
+	slices.Sort(extra)
+	return missing, extra
+}
+
+// TestCatalogKeys: every catalog has exactly the keys English has.
+func TestCatalogKeys(t *testing.T) {
+	all := readCatalogs(t)
+	en := all[language.English]
+	for _, tag := range languages[1:] {
+		missing, extra := keyDiff(en, all[tag])
+		for _, k := range missing {
+			t.Errorf("locales/%s.json lacks the key %q of en.json", tag, k)
+		}
+		for _, k := range extra {
+			t.Errorf("locales/%s.json has the key %q that en.json does not", tag, k)
+		}
+	}
+}
+
+// TestKeyDiff checks the check itself: a missing and an extra key are
+// both named.
+func TestKeyDiff(t *testing.T) {
+	for _, c := range []struct {
+		name           string
+		want, got      map[string]any
+		missing, extra []string
+	}{
+		{"same", map[string]any{"a": "x"}, map[string]any{"a": "y"}, nil, nil},
+		{"missing", map[string]any{"a": "x", "b": "x"}, map[string]any{"a": "y"}, []string{"b"}, nil},
+		{"extra", map[string]any{"a": "x"}, map[string]any{"a": "y", "c": "z"}, nil, []string{"c"}},
+	} {
+		m, e := keyDiff(c.want, c.got)
+		if !slices.Equal(m, c.missing) || !slices.Equal(e, c.extra) {
+			t.Errorf("%s: got %v %v, want %v %v", c.name, m, e, c.missing, c.extra)
+		}
+	}
+}
+
+var verbRE = regexp.MustCompile(`%[-+# 0]*[0-9]*(?:\.[0-9]+)?[a-zA-Z%]`)
+
+// verbs lists the fmt verbs of a text, %% left out.
+func verbs(s string) []string {
+	var vs []string
+	for _, v := range verbRE.FindAllString(s, -1) {
+		if v != "%%" {
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
+
+// placeholders is the verbs of a message: of the text, or of the
+// "other" form of a plural; for a plural, also whether every form has
+// at most the "other" form's verbs, in its order.
+func placeholders(v any) (vs []string, plural, formsOK bool) {
+	switch v := v.(type) {
+	case string:
+		return verbs(v), false, true
+	case map[string]string:
+		other := verbs(v["other"])
+		for _, s := range v {
+			if f := verbs(s); len(f) > len(other) || !slices.Equal(f, other[:len(f)]) {
+				return other, true, false
+			}
+		}
+		return other, true, true
+	}
+	return nil, false, false
+}
+
+// TestCatalogPlaceholders: each message has the placeholders English's
+// has, in the same order, and is a plural exactly when English's is.
+func TestCatalogPlaceholders(t *testing.T) {
+	all := readCatalogs(t)
+	en := all[language.English]
+	for _, tag := range languages {
+		for _, key := range slices.Sorted(maps.Keys(all[tag])) {
+			want, wantPlural, _ := placeholders(en[key])
+			got, plural, formsOK := placeholders(all[tag][key])
+			if _, ok := en[key]; !ok {
+				continue // TestCatalogKeys names it
+			}
+			if !slices.Equal(got, want) || plural != wantPlural || !formsOK {
+				t.Errorf("locales/%s.json: %s has placeholders %v (plural %v, forms agree %v); en.json has %v (plural %v)", tag, key, got, plural, formsOK, want, wantPlural)
+			}
+		}
+	}
+}
+
+// TestPlaceholderCheck checks the check on made-up messages.
+func TestPlaceholderCheck(t *testing.T) {
+	for _, c := range []struct {
+		v       any
+		want    []string
+		formsOK bool
+	}{
+		{"to %s", []string{"%s"}, true},
+		{"%d of %s, 100%%", []string{"%d", "%s"}, true},
+		{map[string]string{"one": "a minute", "other": "%d minutes"}, []string{"%d"}, true},
+		{map[string]string{"one": "%d %s", "other": "%d minutes"}, []string{"%d"}, false},
+	} {
+		got, _, ok := placeholders(c.v)
+		if !slices.Equal(got, c.want) || ok != c.formsOK {
+			t.Errorf("%v: got %v %v, want %v %v", c.v, got, ok, c.want, c.formsOK)
+		}
+	}
+}
+
+// TestParseLocaleRefuses: a malformed catalog entry fails loading.
+func TestParseLocaleRefuses(t *testing.T) {
+	for _, body := range []string{
+		`{"a": 1}`,
+		`{"a": {"one": "x"}}`,
+		`{"a": {"single": "x", "other": "y"}}`,
+		`["a"]`,
+	} {
+		if _, err := parseLocale([]byte(body)); err == nil {
+			t.Errorf("%s: parsed, want an error", body)
+		}
+	}
+}
+
+// TestPlurals: a count picks the language's plural form, and no form
+// leaves an argument unused or missing.
+func TestPlurals(t *testing.T) {
+	u := newUI(t)
+	for _, c := range []struct {
+		tag   language.Tag
+		n     int
+		want  string
+		wantN bool // the number appears
+	}{
+		{language.English, 1, "about a minute", false},
+		{language.English, 5, "about 5 minutes", true},
+		{language.German, 1, "etwa eine Minute", false},
+		{language.German, 7, "etwa 7 Minuten", true},
+		{language.French, 1, "environ une minute", false},
+		{language.Spanish, 2, "unos 2 minutos", true},
+		{language.Japanese, 1, "約 1 分", true},
+		{language.Japanese, 9, "約 9 分", true},
+	} {
+		got := u.Text(c.tag, "signin.error.locked_minutes", c.n)
+		if !strings.Contains(got, c.want) || strings.Contains(got, "%!") {
+			t.Errorf("%s, %d: got %q, want it to hold %q", c.tag, c.n, got, c.want)
+		}
+	}
+}
+
+// TestNegotiate: ui_locales beats the picked language, which beats
+// Accept-Language; anything unknown or malformed falls through.
+func TestNegotiate(t *testing.T) {
+	for _, c := range []struct {
+		name                     string
+		ui, picked, accept, want string
+	}{
+		{"nothing", "", "", "", "en"},
+		{"ui_locales", "fr", "de", "es", "fr"},
+		{"ui_locales first supported", "zh-Hant ja-JP fr", "", "", "ja"},
+		{"ui_locales unknown falls to picked", "zh ko", "de", "fr", "de"},
+		{"ui_locales malformed falls to picked", "x_y-!! 12345", "es", "", "es"},
+		{"picked beats Accept-Language", "", "ja", "de-DE,de;q=0.9", "ja"},
+		{"picked malformed", "", "<script>", "fr-CA", "fr"},
+		{"picked unknown", "", "ko", "es", "es"},
+		{"de-AT is German", "", "", "de-AT", "de"},
+		{"ja-JP is Japanese", "", "", "ja-JP,en;q=0.5", "ja"},
+		{"quality order", "", "", "en;q=0.2, es;q=0.9", "es"},
+		{"unknown is English", "", "", "zh-CN, ko", "en"},
+		{"malformed header", "", "", "de;q=x;;,,==", "en"},
+		{"regional ui_locales", "es-MX", "", "", "es"},
+		{"oversized header", "", "", strings.Repeat("de,", 400), "en"},
+	} {
+		if got := Negotiate(c.ui, c.picked, c.accept); got.String() != c.want {
+			t.Errorf("%s: Negotiate(%q, %q, %q) = %s, want %s", c.name, c.ui, c.picked, c.accept, got, c.want)
+		}
+	}
+}
+
+func TestUILocale(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"", ""},
+		{"de-CH fr", "de"},
+		{"zh ja", "ja"},
+		{"zh ko", ""},
+		{"!!! en-GB", "en"},
+		{strings.Repeat("de ", 200), ""},
+	} {
+		if got := UILocale(c.in); got != c.want {
+			t.Errorf("UILocale(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestLanguages: what discovery lists, English first.
+func TestLanguages(t *testing.T) {
+	if got, want := Languages(), []string{"en", "de", "fr", "es", "ja"}; !slices.Equal(got, want) {
+		t.Errorf("Languages() = %v, want %v", got, want)
+	}
+}
+
+// TestSignInInEachLanguage renders the sign-in page, with every part
+// shown, in each language: <html lang> names it, the texts are its
+// catalog's, and no argument is missing.
+func TestSignInInEachLanguage(t *testing.T) {
+	u := newUI(t)
+	all := readCatalogs(t)
+	for _, tag := range languages {
+		c := sampleCommon
+		c.Lang = tag
+		rec := httptest.NewRecorder()
+		u.SignIn(rec, http.StatusOK, SignInPage{Common: c, SMSEnabled: true, ForgotURL: "/forgot", RegisterURL: "/register", LanguagePicker: true,
+			Error: u.Text(tag, "signin.error.bad_password")})
+		body := rec.Body.String()
+		doc := parseHTML(t, body)
+		htmlEl := find(doc.root, func(n *node) bool { return n.tag == "html" })
+		if htmlEl == nil || htmlEl.attr["lang"] != tag.String() {
+			t.Errorf("%s: <html> %v, want lang=%q", tag, htmlEl, tag)
+		}
+		for _, key := range []string{"signin.title", "signin.email.label", "signin.password.label", "signin.phone.label", "signin.forgot", "signin.register", "lang.label", "signin.error.bad_password"} {
+			if want := html.EscapeString(all[tag][key].(string)); !strings.Contains(body, want) {
+				t.Errorf("%s: the page lacks %s = %q", tag, key, want)
+			}
+		}
+		if want := "<strong>Acme Books</strong>"; !strings.Contains(body, want) {
+			t.Errorf("%s: the page lacks %q", tag, want)
+		}
+		if strings.Contains(body, "%!") {
+			t.Errorf("%s: a formatting error on the page:\n%s", tag, body)
+		}
+		// The picker names each language in itself and selects this one.
+		for _, other := range languages {
+			name := html.EscapeString(all[other]["lang.name"].(string))
+			opt := fmt.Sprintf(`<option value="%s" lang="%s"`, other, other)
+			if !strings.Contains(body, opt) || !strings.Contains(body, name) {
+				t.Errorf("%s: the picker lacks %s (%s)", tag, opt, name)
+			}
+		}
+		if want := fmt.Sprintf(`<option value="%s" lang="%s" selected>`, tag, tag); !strings.Contains(body, want) {
+			t.Errorf("%s: the picker does not select %s", tag, tag)
+		}
+	}
+}
+
+func find(n *node, ok func(*node) bool) *node {
+	if ok(n) {
+		return n
+	}
+	for _, c := range n.children {
+		if f := find(c, ok); f != nil {
+			return f
+		}
+	}
+	return nil
+}
+
+// notConverted are the templates that still hold English text; each
+// page's conversion removes its name (see doc.go), and the test below
+// then holds it to the catalog. (confirm.html and message.html hold no
+// text of their own: their callers' texts are still English.)
+var notConverted = []string{
+	"account.html", "address.html", "consent.html", "error.html",
+	"newpassword.html", "passkey.html", "picker.html", "recoverycodes.html", "secondfactor.html",
+	"smscode.html", "totpsetup.html",
+}
+
+// textAttrs are the attributes whose values people see or hear.
+var textAttrs = []string{"placeholder", "aria-label", "title", "alt", "label"}
+
+var actionRE = regexp.MustCompile(`(?s){{.*?}}`)
+
+// strayText returns the texts of a template's HTML (text nodes and the
+// values of textAttrs), with its actions taken out, that are more than
+// whitespace, punctuation and symbols.
+func strayText(src string) []string {
+	z := html.NewTokenizer(strings.NewReader(actionRE.ReplaceAllString(src, "")))
+	var stray []string
+	check := func(s string) {
+		if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsSpace(r) && !unicode.IsPunct(r) && !unicode.IsSymbol(r) }) >= 0 {
+			stray = append(stray, strings.TrimSpace(s))
+		}
+	}
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
+			return stray
+		case html.TextToken:
+			check(string(z.Text()))
+		case html.StartTagToken, html.SelfClosingTagToken:
+			for _, a := range z.Token().Attr {
+				if slices.Contains(textAttrs, a.Key) {
+					check(a.Val)
+				}
+			}
+		}
+	}
+}
+
+// TestTemplatesHoldNoText: a converted template's every visible text
+// comes from the catalog; the list of templates not converted yet may
+// only shrink, and names no converted one.
+func TestTemplatesHoldNoText(t *testing.T) {
+	files, err := templateFiles.ReadDir("templates")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		body, err := templateFiles.ReadFile("templates/" + f.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		stray := strayText(string(body))
+		switch {
+		case slices.Contains(notConverted, f.Name()) && len(stray) == 0:
+			t.Errorf("%s holds no text outside the catalog: take it off notConverted", f.Name())
+		case !slices.Contains(notConverted, f.Name()) && len(stray) > 0:
+			t.Errorf("%s holds text outside the catalog: %q", f.Name(), stray)
+		}
+	}
+}
+
+// TestStrayText checks the check on made-up templates.
+func TestStrayText(t *testing.T) {
+	for _, c := range []struct {
+		src  string
+		want []string
+	}{
+		{`<p>{{t "a"}}</p> · – ({{.X}})`, nil},
+		{`<p>Sign in</p>`, []string{"Sign in"}},
+		{`<input placeholder="name@example.com">`, []string{"name@example.com"}},
+		{`<img alt="Logo" src="{{.U}}">`, []string{"Logo"}},
+		{`<a aria-label="{{t "x"}}" title="Close">x</a>`, []string{"Close", "x"}},
+		{`<p>{{if .A}}{{t "a"}}{{else}}Fallback{{end}}</p>`, []string{"Fallback"}},
+		{`<p>日本語</p>`, []string{"日本語"}},
+	} {
+		if got := strayText(c.src); !slices.Equal(got, c.want) {
+			t.Errorf("%s: got %q, want %q", c.src, got, c.want)
+		}
+	}
+}
+
+// templateKeys lists the catalog keys that the t and tStrong calls of a
+// template name (their first argument, a string constant).
+func templateKeys(t *testing.T, name, src string) []string {
+	t.Helper()
+	funcs := map[string]any{}
+	for k := range (&UI{printers: make([]*message.Printer, len(languages))}).localeFuncs(0) {
+		funcs[k] = true
+	}
+	for _, k := range []string{"styleURL", "scriptURL", "jsonData", "has", "pathOnly"} {
+		funcs[k] = true
+	}
+	trees, err := parse.Parse(name, src, "{{", "}}", funcs, builtins())
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	var keys []string
+	var walk func(n parse.Node)
+	walk = func(n parse.Node) {
+		switch n := n.(type) {
+		case *parse.ListNode:
+			if n != nil {
+				for _, c := range n.Nodes {
+					walk(c)
+				}
+			}
+		case *parse.ActionNode:
+			walk(n.Pipe)
+		case *parse.PipeNode:
+			if n != nil {
+				for _, c := range n.Cmds {
+					walk(c)
+				}
+			}
+		case *parse.CommandNode:
+			if id, ok := n.Args[0].(*parse.IdentifierNode); ok && (id.Ident == "t" || id.Ident == "tStrong") && len(n.Args) > 1 {
+				if s, ok := n.Args[1].(*parse.StringNode); ok {
+					keys = append(keys, s.Text)
+				} else {
+					t.Errorf("%s: %s with a key that is not a constant: %s", name, id.Ident, n)
+				}
+			}
+			for _, a := range n.Args {
+				walk(a)
+			}
+		case *parse.IfNode:
+			walk(n.Pipe)
+			walk(n.List)
+			walk(n.ElseList)
+		case *parse.RangeNode:
+			walk(n.Pipe)
+			walk(n.List)
+			walk(n.ElseList)
+		case *parse.WithNode:
+			walk(n.Pipe)
+			walk(n.List)
+			walk(n.ElseList)
+		case *parse.TemplateNode:
+			walk(n.Pipe)
+		}
+	}
+	for _, tree := range trees {
+		walk(tree.Root)
+	}
+	return keys
+}
+
+// builtins are text/template's functions, for parsing alone.
+func builtins() map[string]any {
+	m := map[string]any{}
+	for _, k := range []string{"and", "or", "not", "len", "index", "slice", "print", "printf", "println", "html", "js", "urlquery", "call", "eq", "ne", "lt", "le", "gt", "ge"} {
+		m[k] = true
+	}
+	return m
+}
+
+// TestTemplateKeysExist: every key a template names is in the English
+// catalog (and so, by TestCatalogKeys, in every one); a missing one
+// would show its key on the page.
+func TestTemplateKeysExist(t *testing.T) {
+	en := readCatalogs(t)[language.English]
+	files, err := templateFiles.ReadDir("templates")
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := 0
+	for _, f := range files {
+		body, err := templateFiles.ReadFile("templates/" + f.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range templateKeys(t, f.Name(), string(body)) {
+			used++
+			if _, ok := en[k]; !ok {
+				t.Errorf("%s names the key %q, which en.json lacks", f.Name(), k)
+			}
+		}
+	}
+	if used == 0 {
+		t.Error("no template names a catalog key: the walk is broken")
+	}
+}
+
+// BenchmarkSignInLanguages renders the sign-in page, with an error and
+// the picker, in English and in the other languages.
+func BenchmarkSignInLanguages(b *testing.B) {
+	u := newUI(b)
+	for _, tag := range languages {
+		b.Run(tag.String(), func(b *testing.B) {
+			c := sampleCommon
+			c.Lang = tag
+			p := SignInPage{Common: c, Email: "ada@example.com", Error: u.Text(tag, "signin.error.bad_password"), SMSEnabled: true, LanguagePicker: true}
+			b.ReportAllocs()
+			for b.Loop() {
+				rec := httptest.NewRecorder()
+				u.SignIn(rec, http.StatusOK, p)
+			}
+		})
+	}
+}

@@ -1,6 +1,10 @@
 package fsm
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -73,6 +77,9 @@ func applySetBranding(tx *bolt.Tx, _ uint64, p []byte) Result {
 	if !validBranding(&c.Branding) {
 		return invalid
 	}
+	var old Branding
+	get(tx, bucketMeta, string(keyBranding), &old)
+	indexLogo(tx, logoOwnerSite, &old, &c.Branding)
 	meta := tx.Bucket(bucketMeta)
 	if c.Branding.IsZero() {
 		if err := meta.Delete(keyBranding); err != nil {
@@ -107,4 +114,72 @@ func (s *State) BrandingFor(orgID string) (Branding, error) {
 		return nil
 	})
 	return b, err
+}
+
+// LogoHash is the name a logo is served under: the hex SHA-256 of its
+// bytes ("" for no logo).
+func LogoHash(logo []byte) string {
+	if len(logo) == 0 {
+		return ""
+	}
+	h := sha256.Sum256(logo)
+	return hex.EncodeToString(h[:])
+}
+
+// The logo index: meta keys branding_logo/{LogoHash}/{owner}, the owner
+// "site" or an organization's id, so that a logo is found by its hash
+// (BrandingLogo) without reading every organization.
+const (
+	logoIndexPrefix = "branding_logo/"
+	logoOwnerSite   = "site"
+)
+
+func logoIndexKey(hash, owner string) []byte { return []byte(logoIndexPrefix + hash + "/" + owner) }
+
+// indexLogo moves owner's entry in the logo index from old's logo to
+// next's (either may be nil or without a logo).
+func indexLogo(tx *bolt.Tx, owner string, old, next *Branding) {
+	meta := tx.Bucket(bucketMeta)
+	if old != nil && len(old.Logo) > 0 {
+		if err := meta.Delete(logoIndexKey(LogoHash(old.Logo), owner)); err != nil {
+			panic(err)
+		}
+	}
+	if next != nil && len(next.Logo) > 0 {
+		if err := meta.Put(logoIndexKey(LogoHash(next.Logo), owner), nil); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// BrandingLogo returns the logo whose LogoHash is hash and its type, as
+// the site's branding or an organization's (not a deleted one's) holds
+// it; ok is false when none does.
+func (s *State) BrandingLogo(hash string) (logo []byte, typ string, ok bool, err error) {
+	if len(hash) != 2*sha256.Size {
+		return nil, "", false, nil
+	}
+	err = s.f.view(func(tx *bolt.Tx) error {
+		prefix := []byte(logoIndexPrefix + hash + "/")
+		c := tx.Bucket(bucketMeta).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			owner := string(k[len(prefix):])
+			var b Branding
+			if owner == logoOwnerSite {
+				get(tx, bucketMeta, string(keyBranding), &b)
+			} else {
+				var o Org
+				if !get(tx, bucketOrgs, owner, &o) || o.Status == OrgDeleted || o.Branding == nil {
+					continue
+				}
+				b = *o.Branding
+			}
+			if LogoHash(b.Logo) == hash {
+				logo, typ, ok = append([]byte(nil), b.Logo...), b.LogoType, true
+				return nil
+			}
+		}
+		return nil
+	})
+	return logo, typ, ok, err
 }

@@ -90,3 +90,37 @@ func TestBrandingBounds(t *testing.T) {
 		t.Errorf("a logo of exactly the limit: %v", r.Err)
 	}
 }
+
+func TestBrandingLogoByHash(t *testing.T) {
+	h := newHarness(t)
+	h.mustApply(TypeCreateOrg, CreateOrg{ID: orgA, Slug: "a", Name: "A"})
+	h.mustApply(TypeCreateOrg, CreateOrg{ID: orgB, Slug: "b", Name: "B"})
+	s := h.f.State()
+	served := func(logo []byte, want bool) {
+		t.Helper()
+		got, typ, ok, err := s.BrandingLogo(LogoHash(logo))
+		if err != nil || ok != want || (ok && (!bytes.Equal(got, logo) || typ != "image/png")) {
+			t.Fatalf("BrandingLogo(%q): %q %q %v %v, want served %v", logo, got, typ, ok, err, want)
+		}
+	}
+	one, two, three := []byte("logo one"), []byte("logo two"), []byte("logo three")
+	png := func(b []byte) Branding { return Branding{Logo: b, LogoType: "image/png"} }
+	b1, b2 := png(one), png(two)
+	h.mustApply(TypeSetBranding, SetBranding{Branding: b1})
+	served(one, true)
+	h.mustApply(TypeUpdateOrg, UpdateOrg{ID: orgA, Branding: &b2})
+	h.mustApply(TypeUpdateOrg, UpdateOrg{ID: orgB, Branding: &b2})
+	served(two, true)
+	// Replaced: the old hash is gone, the new one served.
+	h.mustApply(TypeSetBranding, SetBranding{Branding: png(three)})
+	served(one, false)
+	served(three, true)
+	// Two owners of one logo: it is served until both let it go.
+	h.mustApply(TypeUpdateOrg, UpdateOrg{ID: orgA, Branding: &Branding{}})
+	served(two, true)
+	h.mustApply(TypeDeleteOrg, DeleteOrg{ID: orgB})
+	served(two, false)
+	if _, _, ok, _ := s.BrandingLogo("not-a-hash"); ok {
+		t.Error("a malformed hash was served")
+	}
+}

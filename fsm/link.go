@@ -329,6 +329,7 @@ func applyUpdateOrg(tx *bolt.Tx, _ uint64, p []byte) Result {
 		o.Registration = &r
 	}
 	if c.Branding != nil {
+		indexLogo(tx, o.ID, o.Branding, c.Branding)
 		if c.Branding.IsZero() {
 			o.Branding = nil
 		} else {

@@ -223,6 +223,10 @@ func checkSVG(b []byte) error {
 						return errors.New("must not refer to anything outside itself (href)")
 					}
 				}
+				if compact := strings.ToLower(strings.Join(strings.Fields(a.Value), "")); strings.Contains(compact, "javascript:") {
+					// An animation (<set to="javascript:...">) can give an href later.
+					return errors.New("must not hold javascript: addresses")
+				}
 				if strings.Contains(strings.ToLower(a.Value), "url(") && !strings.Contains(strings.ToLower(a.Value), "url(#") {
 					return errors.New("must not refer to anything outside itself (url())")
 				}

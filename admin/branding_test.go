@@ -94,6 +94,8 @@ func TestParseLogo(t *testing.T) {
 		{"svg external href", svgURI(`<svg><image href="https://evil.example/x.png"/></svg>`), ""},
 		{"svg external xlink:href", svgURI(`<svg xmlns:xlink="http://www.w3.org/1999/xlink"><use xlink:href="other.svg#a"/></svg>`), ""},
 		{"svg javascript href", svgURI(`<svg><a href="javascript:alert(1)"><rect/></a></svg>`), ""},
+		{"svg animated javascript href", svgURI(`<svg><a><set attributeName="href" to="JavaScript :alert(1)"/><rect/></a></svg>`), ""},
+		{"svg data href", svgURI(`<svg><image href="data:image/png;base64,iVBORw0KGgo="/></svg>`), "image/svg+xml"},
 		{"svg external url()", svgURI(`<svg><rect style="fill:url(https://evil.example/p)"/></svg>`), ""},
 		{"svg style import", svgURI(`<svg><style>@import "https://evil.example/x.css";</style></svg>`), ""},
 		{"svg doctype entity", svgURI(`<!DOCTYPE svg [<!ENTITY x "y">]><svg>&x;</svg>`), ""},

@@ -280,6 +280,7 @@ func (a *api) table() []route {
 		{"/api-keys", map[string]http.HandlerFunc{"GET": a.listAPIKeys, "POST": a.createAPIKey}},
 		{"/api-keys/{id}", map[string]http.HandlerFunc{"DELETE": a.deleteAPIKey}},
 		{"/admin-token", map[string]http.HandlerFunc{"POST": a.replaceAdminToken}},
+		{"/branding", map[string]http.HandlerFunc{"GET": a.getBranding, "PUT": a.putBranding}},
 	}
 }
 

@@ -24,8 +24,8 @@ import (
 //   - auditor may read (every GET, the audit trail included) but not take
 //     a backup (GET /snapshot is the whole state, secrets' hashes
 //     included: backups are an admin's), and may write nothing.
-//   - org_admin of O reads and changes O and what is in it: O's name and
-//     registration settings; its memberships and invitations; its
+//   - org_admin of O reads and changes O and what is in it: O's name,
+//     registration settings and branding; its memberships and invitations; its
 //     clients (a client is O's to change when every
 //     organization it belongs to, its owner and those it serves, is O);
 //     the people who belong to O alone (every membership they hold is in
@@ -72,6 +72,7 @@ const (
 	thingAPIKey
 	thingAdminToken
 	thingInvitation
+	thingBranding
 )
 
 // op is what a route does to what it touches.
@@ -101,7 +102,7 @@ var declarations = map[string]declaration{
 	"GET /organizations":         {thingOrg, opList, nil},
 	"POST /organizations":        {thingOrg, opCreate, nil},
 	"GET /organizations/{id}":    {thingOrg, opRead, findOrgPath},
-	"PATCH /organizations/{id}":  {thingOrg, opChange, findOrgPath}, // its name, its registration
+	"PATCH /organizations/{id}":  {thingOrg, opChange, findOrgPath}, // its name, its registration, its branding
 	"DELETE /organizations/{id}": {thingOrg, opErase, findOrgPath},
 
 	"GET /users":                         {thingPerson, opList, nil},
@@ -154,6 +155,11 @@ var declarations = map[string]declaration{
 	"GET /api-keys":         {thingAPIKey, opList, nil},
 	"DELETE /api-keys/{id}": {thingAPIKey, opErase, nil},
 	"POST /admin-token":     {thingAdminToken, opChange, nil},
+
+	// The site's branding (an organization's own is PATCH
+	// /organizations/{id}).
+	"GET /branding": {thingBranding, opRead, nil},
+	"PUT /branding": {thingBranding, opChange, nil},
 
 	// Invitations: an organization's, like its memberships.
 	"GET /invitations":         {thingInvitation, opList, findOrgQuery},

@@ -200,6 +200,8 @@ var expect = map[string]string{
 	"POST /invitations":                  "afaf",
 	"GET /invitations/{id}":              "aaah",
 	"DELETE /invitations/{id}":           "afah",
+	"GET /branding":                      "aaff",
+	"PUT /branding":                      "afff",
 }
 
 // TestAuthorizeEveryRouteEveryRole walks every route, served or
@@ -225,6 +227,7 @@ func TestAuthorizeEveryRouteEveryRole(t *testing.T) {
 		"POST /api-keys":            `{"name":"ci","role":"org_admin","organization_id":"` + s.o.ID + `","expires_in":3600}`,
 		"POST /invitations":         `{"email":"new@example.com","organization_id":"` + s.o.ID + `"}`,
 		"PATCH /organizations/{id}": `{"name":"Renamed"}`,
+		"PUT /branding":             `{"display_name":"Site"}`,
 	}
 	keys := slices.Sorted(func(yield func(string) bool) {
 		for k := range declarations {
@@ -377,11 +380,15 @@ func TestOrgAdminAttacks(t *testing.T) {
 		{"list every lockout", "GET", "/admin/v1/lockouts", "", 403},
 		{"clear a lockout by key", "DELETE", "/admin/v1/lockouts/ip%3A203.0.113.9", "", 403},
 		{"read the node's status", "GET", "/admin/v1/status", "", 403},
+		{"read the site's branding", "GET", "/admin/v1/branding", "", 403},
+		{"set the site's branding", "PUT", "/admin/v1/branding", `{"display_name":"Evil"}`, 403},
 		// Another organization's settings, invitations and people's
 		// addresses.
 		{"rename another organization", "PATCH", "/admin/v1/organizations/" + s.p.ID, `{"name":"Mine"}`, 404},
 		{"open another organization's registration", "PATCH", "/admin/v1/organizations/" + s.p.ID,
 			`{"registration":{"enabled":true,"email_domains":["evil.example"]}}`, 404},
+		{"brand another organization", "PATCH", "/admin/v1/organizations/" + s.p.ID, `{"branding":{"display_name":"Evil"}}`, 404},
+		{"clear another organization's branding", "PATCH", "/admin/v1/organizations/" + s.p.ID, `{"branding":{"logo":""}}`, 404},
 		{"rename another organization with a bad body", "PATCH", "/admin/v1/organizations/" + s.p.ID, `{"name":`, 404},
 		{"invite to another organization", "POST", "/admin/v1/invitations", `{"email":"mallory@example.com","organization_id":"` + s.p.ID + `"}`, 403},
 		{"invite to another organization, in capitals", "POST", "/admin/v1/invitations",

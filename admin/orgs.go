@@ -15,6 +15,9 @@ type Org struct {
 	Name         string       `json:"name"`
 	Status       string       `json:"status"`
 	Registration Registration `json:"registration"`
+	// Branding is the organization's own (every field "" when it has
+	// none: its pages show the site's, GET /branding).
+	Branding Branding `json:"branding"`
 }
 
 // Registration is an organization's self-registration: people whose
@@ -32,6 +35,7 @@ func orgOut(o fsm.Org) Org {
 		out.Registration.Enabled = reg.Enabled
 		out.Registration.EmailDomains = append(out.Registration.EmailDomains, reg.EmailDomains...)
 	}
+	out.Branding = brandingOut(o.Branding)
 	return out
 }
 
@@ -112,6 +116,7 @@ func (a *api) deleteOrg(w http.ResponseWriter, r *http.Request) {
 type orgPatch struct {
 	Name         *string            `json:"name"`
 	Registration *registrationPatch `json:"registration"`
+	Branding     *brandingBody      `json:"branding"`
 }
 
 type registrationPatch struct {
@@ -129,12 +134,14 @@ func (a *api) updateOrg(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var b orgPatch
-	if !decode(w, r, &b) {
+	// The body may carry a logo (branding).
+	if err := httpx.DecodeJSONLimit(w, r, &b, maxBrandingBody); err != nil {
+		httpx.WriteBodyError(w, r, err)
 		return
 	}
 	var p problems
-	if b.Name == nil && b.Registration == nil {
-		p.add("body", codeRequired, "give name or registration")
+	if b.Name == nil && b.Registration == nil && b.Branding == nil {
+		p.add("body", codeRequired, "give name, registration or branding")
 	}
 	if b.Name != nil {
 		p.name("name", *b.Name)
@@ -147,9 +154,10 @@ func (a *api) updateOrg(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := fsm.UpdateOrg{ID: id, Name: b.Name}
-	if rp := b.Registration; rp != nil {
-		cur, err := a.State.Org(id)
-		if err != nil {
+	var cur fsm.Org
+	if b.Registration != nil || b.Branding != nil {
+		var err error
+		if cur, err = a.State.Org(id); err != nil {
 			a.readFailed(w, r, err)
 			return
 		}
@@ -157,6 +165,20 @@ func (a *api) updateOrg(w http.ResponseWriter, r *http.Request) {
 			notFound(w, r)
 			return
 		}
+	}
+	if bb := b.Branding; bb != nil {
+		var base fsm.Branding
+		if cur.Branding != nil {
+			base = *cur.Branding
+		}
+		next := p.branding("branding.", base, bb)
+		if len(p) > 0 {
+			writeInvalid(w, r, p)
+			return
+		}
+		c.Branding = &next // zero: cleared, the site's applies
+	}
+	if rp := b.Registration; rp != nil {
 		reg := fsm.Registration{EmailDomains: []string{}}
 		if cur.Registration != nil {
 			reg.Enabled = cur.Registration.Enabled

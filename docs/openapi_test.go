@@ -155,6 +155,13 @@ func TestOpenAPIDocumentsMatchTheNode(t *testing.T) {
 		"registration": map[string]any{"enabled": true, "email_domains": []string{"alpha.example", "Bücher.example."}}}, 200)
 	a.call("PATCH", "/organizations/"+org["id"].(string), map[string]any{"registration": map[string]any{"enabled": true, "email_domains": []string{}}}, 400)
 	a.call("PATCH", "/organizations/00000000-0000-4000-8000-000000000000", map[string]any{"name": "Nobody"}, 404)
+	const pngLogo = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+	a.call("PUT", "/branding", map[string]any{"display_name": "Example Sign-in", "logo": pngLogo, "primary_color": "#005A9C",
+		"support_url": "https://help.example.com/", "support_email": "help@example.com"}, 200)
+	a.call("PUT", "/branding", map[string]any{"primary_color": "#777777"}, 400)
+	a.call("GET", "/branding", nil, 200)
+	a.call("PATCH", "/organizations/"+org["id"].(string), map[string]any{"branding": map[string]any{"display_name": "Alpha", "primary_color": "#1a1a1a"}}, 200)
+	a.call("PATCH", "/organizations/"+org["id"].(string), map[string]any{"branding": map[string]any{"logo": "data:image/svg+xml;base64,PHN2Zz48c2NyaXB0Lz48L3N2Zz4="}}, 400)
 	const cb = "http://127.0.0.1:9/callback"
 	cl := a.call("POST", "/clients", map[string]any{"name": "App", "redirect_uris": []string{cb}, "scopes": []string{"openid", "email"}, "organization_id": org["id"]}, 201)
 	cid, secret := cl["client_id"].(string), cl["client_secret"].(string)

@@ -71,6 +71,7 @@ const (
 	TypeCreateInvitation
 	TypeDeleteInvitation
 	TypeUseLink
+	TypeSetBranding
 )
 
 var typeNames = map[Type]string{
@@ -131,6 +132,7 @@ var typeNames = map[Type]string{
 	TypeCreateInvitation:   "create_invitation",
 	TypeDeleteInvitation:   "delete_invitation",
 	TypeUseLink:            "use_link",
+	TypeSetBranding:        "set_branding",
 }
 
 func (t Type) String() string {

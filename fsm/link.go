@@ -94,6 +94,9 @@ type UpdateOrg struct {
 	ID           string        `json:"id"`
 	Name         *string       `json:"name,omitempty"`
 	Registration *Registration `json:"registration,omitempty"`
+	// Branding replaces the organization's own branding; a zero Branding
+	// clears it (the site's default applies again).
+	Branding *Branding `json:"branding,omitempty"`
 }
 
 // IssueLink stores a link and commits the message that carries it, in one
@@ -310,7 +313,7 @@ func validDomain(d string) bool {
 
 func applyUpdateOrg(tx *bolt.Tx, _ uint64, p []byte) Result {
 	c := decode[UpdateOrg](p)
-	if !validID(c.ID) || !validRegistration(c.Registration) {
+	if !validID(c.ID) || !validRegistration(c.Registration) || !validBranding(c.Branding) {
 		return invalid
 	}
 	var o Org
@@ -324,6 +327,16 @@ func applyUpdateOrg(tx *bolt.Tx, _ uint64, p []byte) Result {
 		r := *c.Registration
 		r.EmailDomains = append([]string{}, r.EmailDomains...)
 		o.Registration = &r
+	}
+	if c.Branding != nil {
+		indexLogo(tx, o.ID, o.Branding, c.Branding)
+		if c.Branding.IsZero() {
+			o.Branding = nil
+		} else {
+			b := *c.Branding
+			b.Logo = append([]byte{}, b.Logo...)
+			o.Branding = &b
+		}
 	}
 	put(tx, bucketOrgs, o.ID, o)
 	return Result{Value: o}

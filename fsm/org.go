@@ -23,6 +23,9 @@ type Org struct {
 	// Registration: who may register themselves into the organization
 	// (nil: nobody).
 	Registration *Registration `json:"registration,omitempty" cbor:"7,keyasint,omitempty"`
+	// Branding: the organization's own (nil: the site's default,
+	// BrandingFor).
+	Branding *Branding `json:"branding,omitempty" cbor:"8,keyasint,omitempty"`
 }
 
 // CreateOrg creates an organization; the slug is unique for ever (a deleted

@@ -120,11 +120,13 @@ func New(cfg Config) (*Signin, error) {
 	return p, nil
 }
 
-// Register mounts /account on mux, and with Mail the self-service pages
+// Register mounts /account and the brandings' logos and stylesheets
+// (branding.go) on mux, and with Mail the self-service pages
 // (selfservice.go). The steps of /authorize are reached through Step,
 // from the authorization flow.
 func (p *Signin) Register(mux *http.ServeMux) {
 	p.registerAccount(mux)
+	p.registerBranding(mux)
 	if p.cfg.Mail {
 		p.registerSelfService(mux)
 	}

@@ -158,18 +158,30 @@ func commands() []noun {
 			{name: "create", synopsis: "--slug S --name N", summary: "create an organization", setup: orgCreate},
 			{name: "list", synopsis: "[--page N] [--page-size N]", summary: "list organizations", setup: listOf("/organizations", orgTable)},
 			{name: "get", args: []string{"ID"}, summary: "show one organization", setup: getOne("/organizations", orgTable)},
-			{name: "update", args: []string{"ID"}, synopsis: "[--name N] [--registration on|off] [--email-domains D,D...]",
-				summary: "rename an organization, or set who may register themselves into it",
+			{name: "update", args: []string{"ID"}, synopsis: "[--name N] [--registration on|off] [--email-domains D,D...] [--branding-display-name N] [--branding-logo FILE] [--branding-primary-color C] [--branding-support-url U] [--branding-support-email E]",
+				summary: "rename an organization, set who may register themselves into it, or its branding",
 				details: "--registration on lets people whose address is in one of --email-domains\n" +
 					"register themselves from the sign-in page of the organization's apps (when\n" +
 					"the provider sends mail: --smtp-url or --email-outbox). --email-domains\n" +
 					"replaces the list (at most 100; internationalized names are kept in punycode;\n" +
 					"--email-domains= empties it); a flag not given keeps its value. Turning\n" +
-					"registration on needs at least one domain.",
+					"registration on needs at least one domain. The --branding- flags set the\n" +
+					"organization's own branding as branding set does the site's (an empty value\n" +
+					"clears a field; with every field empty its pages show the site's).",
 				setup: orgUpdate},
 			{name: "delete", args: []string{"ID"}, summary: "delete an organization",
 				details: "The organization becomes \"deleted\": its app sessions end and back-channel\nlogout tokens go out to its clients.",
 				setup:   deleteOne("/organizations", "organization")},
+		}},
+		{name: "branding", summary: "the site's default name, logo, colour and support contacts of the sign-in pages", verbs: []verb{
+			{name: "get", summary: "show the site's branding", setup: brandingGet},
+			{name: "set", synopsis: "[--display-name N] [--logo FILE] [--primary-color #rrggbb] [--support-url URL] [--support-email E]",
+				summary: "set the site's branding; a flag not given keeps its value, an empty one clears it",
+				details: "--logo reads a PNG or an SVG file (at most 64 KiB) and sends it as a data: URI.\n" +
+					"The server refuses an SVG with scripts, event handlers, foreignObject or outside\n" +
+					"references, and a --primary-color on which white text falls below a 4.5:1\n" +
+					"contrast ratio. An organization's own branding: org update --branding-...",
+				setup: brandingSet},
 		}},
 		{name: "user", aliases: []string{"users"}, summary: "people who sign in; a user's ID is the `sub` of its tokens", verbs: []verb{
 			{name: "create", synopsis: "--email E [--email-verified] [--password-stdin | --password P] [--phone P]", summary: "create a user", setup: userCreate,

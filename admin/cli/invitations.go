@@ -93,8 +93,17 @@ func orgUpdate(fs *flag.FlagSet) func(in *inv) (*request, error) {
 	var domains listFlag
 	domains.split = true
 	fs.Var(&domains, "email-domains", "the `domains` whose addresses may register, comma-separated or repeated; replaces the list")
+	var brand brandingFlags
+	brand.register(fs, "branding-")
 	return func(in *inv) (*request, error) {
 		b := map[string]any{}
+		bb, err := brand.body(in)
+		if err != nil {
+			return nil, err
+		}
+		if len(bb) > 0 {
+			b["branding"] = bb
+		}
 		if in.given("name") {
 			b["name"] = *name
 		}
@@ -112,7 +121,7 @@ func orgUpdate(fs *flag.FlagSet) func(in *inv) (*request, error) {
 			b["registration"] = reg
 		}
 		if len(b) == 0 {
-			return nil, errUsage("nothing to update: give at least one of --name, --registration, --email-domains")
+			return nil, errUsage("nothing to update: give at least one of --name, --registration, --email-domains, --branding-...")
 		}
 		return &request{method: http.MethodPatch, path: idPath("/organizations", in.args[0]), body: b, show: orgTable.one}, nil
 	}

@@ -2,7 +2,9 @@ package console_test
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -88,6 +90,16 @@ func TestConsoleInBrowser(t *testing.T) {
 	chrometest.CheckForm(t, ctx)
 	chrometest.Screenshot(t, ctx, "console-audit-admin")
 
+	// The branding page, with a branding set through the API: its form
+	// and the preview (the logo from the console's own route).
+	setBranding(t, c.URL(0))
+	chrometest.Do(t, ctx, chromedp.Navigate(base+"branding"), chromedp.WaitVisible(css(".brand-preview img")))
+	if got := chrometest.Text(t, ctx, ".brand-preview"); !strings.Contains(got, "Example Sign-in") || !strings.Contains(got, "help@example.com") {
+		t.Errorf("branding preview: got %q", got)
+	}
+	chrometest.CheckForm(t, ctx)
+	chrometest.Screenshot(t, ctx, "console-branding")
+
 	// A person, then their page with the membership form.
 	chrometest.Do(t, ctx,
 		chromedp.Navigate(base+"people"),
@@ -134,6 +146,26 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Errorf("after sign-out got %q, want the sign-in page", got)
 	}
 	chrometest.Do(t, ctx, chromedp.Navigate(base+"cluster"), chromedp.WaitVisible(css("#token")))
+}
+
+// setBranding sets the site's branding through the admin API.
+func setBranding(t *testing.T, base string) {
+	t.Helper()
+	svg := `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 140 40"><rect width="40" height="40" rx="8" fill="#005a9c"/>` +
+		`<text x="48" y="28" font-family="sans-serif" font-size="20" fill="#1a1a1a">Example</text></svg>`
+	body := `{"display_name":"Example Sign-in","primary_color":"#005a9c","support_url":"https://help.example.com/",` +
+		`"support_email":"help@example.com","logo":"data:image/svg+xml;base64,` + base64.StdEncoding.EncodeToString([]byte(svg)) + `"}`
+	req, _ := http.NewRequest("PUT", base+"/admin/v1/branding", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+testcluster.AdminToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("PUT /branding: %d", resp.StatusCode)
+	}
 }
 
 // submit clicks a form's button and fails unless the answer is a page

@@ -138,6 +138,8 @@ func (c *Console) verifyEmail(w http.ResponseWriter, r *http.Request) {
 type orgData struct {
 	Org  admin.Org
 	Mail bool
+	// The preview of the organization's own branding (brandingData).
+	Brand brandingData
 }
 
 // orgPage is GET /console/organizations/{id}: the organization, its name
@@ -160,8 +162,17 @@ func (c *Console) renderOrg(w http.ResponseWriter, r *http.Request, v *view, sta
 	if o.Registration.Enabled {
 		v.Form.Set("enabled", "on")
 	}
+	b := o.Branding
+	v.Form.Set("display_name", b.DisplayName)
+	v.Form.Set("primary_color", b.PrimaryColor)
+	v.Form.Set("support_url", b.SupportURL)
+	v.Form.Set("support_email", b.SupportEmail)
 	switch {
 	case posted == nil:
+	case posted.Has("display_name") || posted.Has("primary_color"): // the branding form
+		for _, k := range []string{"display_name", "primary_color", "support_url", "support_email"} {
+			v.Form.Set(k, posted.Get(k))
+		}
 	case registration:
 		v.Form.Set("email_domains", posted.Get("email_domains"))
 		v.Form.Del("enabled")
@@ -171,7 +182,7 @@ func (c *Console) renderOrg(w http.ResponseWriter, r *http.Request, v *view, sta
 	default:
 		v.Form.Set("name", posted.Get("name"))
 	}
-	v.Data = orgData{Org: o, Mail: c.mail}
+	v.Data = orgData{Org: o, Mail: c.mail, Brand: previewOf(o.Branding, Prefix+"organizations/"+url.PathEscape(o.ID)+"/branding/logo")}
 	c.render(w, status, "org", v)
 }
 

@@ -42,6 +42,12 @@ func (c *Console) routes() {
 	auth("GET "+Prefix+"organizations/{id}", c.orgPage)
 	auth("POST "+Prefix+"organizations/{id}", c.updateOrg(false))
 	auth("POST "+Prefix+"organizations/{id}/registration", c.updateOrg(true))
+	auth("GET "+Prefix+"branding", c.brandingPage)
+	auth("POST "+Prefix+"branding", c.updateBranding)
+	auth("GET "+Prefix+"branding/logo", c.brandingLogo)
+	auth("GET "+Prefix+"branding/preview.css", brandingPreviewStyle)
+	auth("POST "+Prefix+"organizations/{id}/branding", c.updateOrgBranding)
+	auth("GET "+Prefix+"organizations/{id}/branding/logo", c.brandingLogo)
 	auth("GET "+Prefix+"invitations", c.invitationsPage)
 	auth("POST "+Prefix+"invitations", c.createInvitation)
 	auth("POST "+Prefix+"invitations/{id}/delete", c.deleteInvitation)
@@ -96,6 +102,16 @@ func (c *Console) authenticated(h http.HandlerFunc) http.Handler {
 }
 
 func (c *Console) parseForm(w http.ResponseWriter, r *http.Request) bool {
+	if (r.URL.Path == Prefix+"branding" || strings.HasPrefix(r.URL.Path, Prefix+"organizations/") && strings.HasSuffix(r.URL.Path, "/branding")) &&
+		strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
+		// The branding page's logo upload, the one multipart form.
+		r.Body = http.MaxBytesReader(w, r.Body, maxBrandingForm)
+		if err := r.ParseMultipartForm(maxBrandingForm); err != nil {
+			c.message(w, r, http.StatusBadRequest, "Bad request", "The form could not be read: a logo is at most 64 KiB.")
+			return false
+		}
+		return true
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	if err := r.ParseForm(); err != nil {
 		c.message(w, r, http.StatusBadRequest, "Bad request", "The form could not be read.")

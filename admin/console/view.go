@@ -56,6 +56,9 @@ var pages = func() map[string]*template.Template {
 		},
 		"path":      url.PathEscape,
 		"breakable": breakable,
+		"bfields": func(v *view, prefix, logoURL string) brandingFieldsCtx {
+			return brandingFieldsCtx{V: v, P: prefix, HasLogo: logoURL != ""}
+		},
 		"mrow": func(v *view, m membershipRow, ret string) membershipCtx {
 			return membershipCtx{V: v, M: m, Return: ret}
 		},
@@ -64,7 +67,7 @@ var pages = func() map[string]*template.Template {
 	out := map[string]*template.Template{}
 	for _, name := range []string{"signin", "cluster", "orgs", "people", "person", "memberships",
 		"clients", "client_created", "keys", "directories", "audit", "confirm", "shown_once", "message",
-		"signed_in", "admins", "apikeys", "apikey_created", "invitations", "org"} {
+		"signed_in", "admins", "apikeys", "apikey_created", "invitations", "org", "branding"} {
 		t := template.Must(base.Clone())
 		template.Must(t.ParseFS(templateFiles, "templates/"+name+".html"))
 		out[name] = t
@@ -213,6 +216,7 @@ func newPager(base string, page, totalPages, totalItems int, hasPrev, hasNext bo
 // (?done=<key>); only these constant texts are ever shown.
 var doneMessages = map[string]string{
 	"org-created":        "Organization created.",
+	"branding-updated":   "Branding saved.",
 	"org-deleted":        "Organization deleted; its app sessions were ended.",
 	"person-created":     "Person created.",
 	"person-updated":     "Person updated.",

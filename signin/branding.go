@@ -1,0 +1,179 @@
+package signin
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/oidcd/oidcd/fsm"
+)
+
+// Brand is what a page of the sign-in shows of a branding (fsm.Branding):
+// the organization's of the client, else the site's. Every field may be
+// "": the page then shows its own default (the issuer's host for the
+// name, no logo, the stylesheet's own colours, no support line).
+type Brand struct {
+	DisplayName string
+	// LogoURL is /branding/logo/{sha256 of the bytes}: served from the
+	// provider's own origin (img-src 'self'), cacheable for ever. Always
+	// shown with <img>, never inlined, so an SVG logo's content never
+	// runs in a page.
+	LogoURL string
+	// StyleURL is a stylesheet setting the custom properties of the
+	// colour (brandStylesheet), for <link rel="stylesheet"> after the
+	// page's own: no inline style, so the pages' CSP stays as it is.
+	StyleURL     string
+	SupportURL   string
+	SupportEmail string
+}
+
+// BrandFor is the brand of the pages of a sign-in for client clientID:
+// its organization's branding, else the site's. An unknown client, or
+// one that belongs to no organization, gets the site's; a failed read
+// gets the zero Brand (the pages' defaults), logged.
+func (p *Signin) BrandFor(clientID string) Brand {
+	org := ""
+	if clientID != "" {
+		if c, err := p.cfg.State.Client(clientID); err == nil {
+			org = c.OrganizationID
+		}
+	}
+	return p.BrandForOrg(org)
+}
+
+// BrandForOrg is the brand of the pages of organization orgID (an
+// invitation, a registration), else the site's ("" for the site's).
+func (p *Signin) BrandForOrg(orgID string) Brand {
+	b, err := p.cfg.State.BrandingFor(orgID)
+	if err != nil {
+		p.log.Warn("read branding", "err", err)
+		return Brand{}
+	}
+	return brandOf(b)
+}
+
+func brandOf(b fsm.Branding) Brand {
+	out := Brand{DisplayName: b.DisplayName, SupportURL: b.SupportURL, SupportEmail: b.SupportEmail}
+	if h := fsm.LogoHash(b.Logo); h != "" {
+		out.LogoURL = logoPath + h
+	}
+	if rgb, ok := parseColor(b.PrimaryColor); ok {
+		out.StyleURL = fmt.Sprintf("%s%s-%06x.css", brandingPath, styleVersion, rgb)
+	}
+	return out
+}
+
+const (
+	brandingPath = "/branding/"
+	logoPath     = brandingPath + "logo/"
+	// styleVersion names the shape of brandStylesheet: a change to what
+	// it writes takes a new version, so that browsers holding the old
+	// (cached as immutable) fetch the new.
+	styleVersion = "v1"
+	forever      = "public, max-age=31536000, immutable"
+	// svgPolicy is the CSP of an SVG logo opened on its own: nothing
+	// loads, nothing runs (sandbox), its own style attributes apply.
+	svgPolicy = "default-src 'none'; style-src 'unsafe-inline'; sandbox"
+)
+
+// registerBranding mounts the logos and stylesheets of the brandings.
+func (p *Signin) registerBranding(mux *http.ServeMux) {
+	mux.HandleFunc("GET "+logoPath+"{hash}", p.serveLogo)
+	mux.HandleFunc("GET "+brandingPath+"{file}", p.serveBrandStyle)
+}
+
+// serveLogo is GET /branding/logo/{hash}: the logo whose bytes have this
+// SHA-256 (lower-case hex), in the site's branding or an organization's.
+// The name is the content, so it is cacheable for ever; a logo replaced
+// is a new name, and the old one answers 404.
+func (p *Signin) serveLogo(w http.ResponseWriter, r *http.Request) {
+	hash := r.PathValue("hash")
+	if len(hash) != 64 || strings.Trim(hash, "0123456789abcdef") != "" {
+		http.NotFound(w, r)
+		return
+	}
+	logo, typ, ok, err := p.cfg.State.BrandingLogo(hash)
+	if err != nil {
+		p.log.Warn("read branding logo", "err", err)
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "unavailable", http.StatusServiceUnavailable)
+		return
+	}
+	if !ok || (typ != "image/png" && typ != "image/svg+xml") {
+		http.NotFound(w, r)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", typ)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", forever)
+	h.Set("ETag", `"`+hash+`"`)
+	h.Set("Cross-Origin-Resource-Policy", "same-origin")
+	if typ == "image/svg+xml" {
+		h.Set("Content-Security-Policy", svgPolicy)
+		h.Set("Content-Disposition", "inline")
+	} else {
+		h.Set("Content-Security-Policy", "default-src 'none'")
+	}
+	if match := r.Header.Get("If-None-Match"); match == `"`+hash+`"` {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h.Set("Content-Length", strconv.Itoa(len(logo)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		w.Write(logo)
+	}
+}
+
+// serveBrandStyle is GET /branding/v1-{rrggbb}.css: the stylesheet of a
+// primary colour. Its name holds everything it says, so any node
+// answers it without reading the state, it is cacheable for ever, and a
+// new colour is a new name.
+func (p *Signin) serveBrandStyle(w http.ResponseWriter, r *http.Request) {
+	file := r.PathValue("file")
+	rest, ok := strings.CutPrefix(file, styleVersion+"-")
+	hex, ok2 := strings.CutSuffix(rest, ".css")
+	rgb, ok3 := parseColor("#" + hex)
+	if !ok || !ok2 || !ok3 || hex != strings.ToLower(hex) {
+		http.NotFound(w, r)
+		return
+	}
+	body := brandStylesheet(rgb)
+	h := w.Header()
+	h.Set("Content-Type", "text/css; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", forever)
+	h.Set("Content-Security-Policy", "default-src 'none'")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		w.Write([]byte(body))
+	}
+}
+
+// brandStylesheet sets, for the pages' stylesheet to use:
+//
+//	--brand-primary        the colour (buttons, links' accents)
+//	--brand-on-primary     text on it: white (the admin API refuses a
+//	                       colour white text reads on below 4.5:1)
+//	--brand-primary-hover  the colour 15% darker (more contrast still)
+func brandStylesheet(rgb uint32) string {
+	r, g, b := rgb>>16&0xff, rgb>>8&0xff, rgb&0xff
+	dark := func(c uint32) uint32 { return c * 85 / 100 }
+	return fmt.Sprintf(":root{--brand-primary:#%06x;--brand-on-primary:#ffffff;--brand-primary-hover:#%02x%02x%02x}\n",
+		rgb, dark(r), dark(g), dark(b))
+}
+
+// parseColor reads #rrggbb (lower or upper case).
+func parseColor(s string) (uint32, bool) {
+	if len(s) != 7 || s[0] != '#' {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(s[1:], 16, 32)
+	if err != nil || strings.ContainsAny(s[1:], "+-xX_") {
+		return 0, false
+	}
+	return uint32(v), true
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/httpx"
 )
 
 // Brand is what a page of the sign-in shows of a branding (fsm.Branding):
@@ -72,9 +73,6 @@ const (
 	// (cached as immutable) fetch the new.
 	styleVersion = "v1"
 	forever      = "public, max-age=31536000, immutable"
-	// svgPolicy is the CSP of an SVG logo opened on its own: nothing
-	// loads, nothing runs (sandbox), its own style attributes apply.
-	svgPolicy = "default-src 'none'; style-src 'unsafe-inline'; sandbox"
 )
 
 // registerBranding mounts the logos and stylesheets of the brandings.
@@ -105,17 +103,10 @@ func (p *Signin) serveLogo(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h := w.Header()
-	h.Set("Content-Type", typ)
-	h.Set("X-Content-Type-Options", "nosniff")
+	httpx.SetImageHeaders(h, typ)
 	h.Set("Cache-Control", forever)
 	h.Set("ETag", `"`+hash+`"`)
 	h.Set("Cross-Origin-Resource-Policy", "same-origin")
-	if typ == "image/svg+xml" {
-		h.Set("Content-Security-Policy", svgPolicy)
-		h.Set("Content-Disposition", "inline")
-	} else {
-		h.Set("Content-Security-Policy", "default-src 'none'")
-	}
 	if match := r.Header.Get("If-None-Match"); match == `"`+hash+`"` {
 		w.WriteHeader(http.StatusNotModified)
 		return

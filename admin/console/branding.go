@@ -199,15 +199,8 @@ func (c *Console) brandingLogo(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h := w.Header()
-	h.Set("Content-Type", typ)
-	h.Set("X-Content-Type-Options", "nosniff")
+	httpx.SetImageHeaders(h, typ)
 	h.Set("Cache-Control", "no-store")
-	if typ == "image/svg+xml" {
-		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; sandbox")
-		h.Set("Content-Disposition", "inline")
-	} else {
-		h.Set("Content-Security-Policy", "default-src 'none'")
-	}
 	h.Set("Content-Length", strconv.Itoa(len(data)))
 	w.Write(data)
 }

@@ -4,22 +4,13 @@ import (
 	"fmt"
 	"strings"
 
-	"golang.org/x/net/idna"
-
+	"github.com/oidcd/oidcd/email"
 	"github.com/oidcd/oidcd/fsm"
 )
 
 // maxEmailDomains bounds an organization's registration domains (as fsm
 // does).
 const maxEmailDomains = 100
-
-// domainProfile maps a domain name as a person types it to the form the
-// state keeps: UTS 46 mapping for lookup (case folding, width), the
-// label rules of RFC 5891 (LDH after conversion, hyphens, joiners, the
-// Bidi rule) and DNS lengths, then A-labels (punycode) for what is not
-// ASCII. Nontransitional: "ß" stays itself (xn--...), as registries and
-// today's browsers treat it.
-var domainProfile = idna.New(idna.MapForLookup(), idna.BidiRule(), idna.VerifyDNSLength(true), idna.Transitional(false))
 
 // normalDomain returns s as a registration domain: lower case, ASCII
 // (punycode for an internationalized name), without the trailing dot of
@@ -35,39 +26,18 @@ func normalDomain(s string) (string, error) {
 		return "", fmt.Errorf("must be a domain name such as example.com, not an address or URL")
 	}
 	s = strings.TrimSuffix(s, ".")
-	d, err := domainProfile.ToASCII(s)
-	if err != nil {
+	if !strings.Contains(s, ".") {
+		return "", fmt.Errorf("must have at least two labels, such as example.com")
+	}
+	d, ok := email.ASCIIDomain(s)
+	if !ok {
 		return "", fmt.Errorf("must be a valid domain name such as example.com")
 	}
 	labels := strings.Split(d, ".")
-	if len(labels) < 2 {
-		return "", fmt.Errorf("must have at least two labels, such as example.com")
-	}
-	for _, l := range labels {
-		if !ldhLabel(l) {
-			return "", fmt.Errorf("must be a valid domain name such as example.com")
-		}
-	}
 	if strings.Trim(labels[len(labels)-1], "0123456789") == "" {
 		return "", fmt.Errorf("must be a domain name, not an IP address")
 	}
 	return d, nil
-}
-
-// ldhLabel reports whether l is a DNS label of letters, digits and
-// hyphens, 1 to 63 long, neither starting nor ending with a hyphen: what
-// the mapping leaves, checked again here.
-func ldhLabel(l string) bool {
-	if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
-		return false
-	}
-	for i := 0; i < len(l); i++ {
-		c := l[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // registration checks an organization's registration settings as they

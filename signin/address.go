@@ -5,7 +5,7 @@ import (
 	"strings"
 	"unicode"
 
-	"golang.org/x/net/idna"
+	"github.com/oidcd/oidcd/email"
 
 	"github.com/oidcd/oidcd/internal/authn"
 )
@@ -21,11 +21,6 @@ import (
 // "user@allowed.example." and a look-alike such as "user@аllowed.example"
 // (a Cyrillic а) are refused or land outside allowed.example, while
 // "User@Allowed.Example" is user@allowed.example.
-
-// idnaLookup maps a typed domain to its ASCII form as a resolver would
-// look it up (lower case, full-width forms folded, punycode for the
-// rest), refusing what a domain name cannot hold.
-var idnaLookup = idna.New(idna.MapForLookup(), idna.BidiRule(), idna.VerifyDNSLength(true), idna.Transitional(false))
 
 // normalizeAddress returns typed as the address an account is made for
 // (lower case, the domain in its IDNA ASCII form), or the message that
@@ -54,12 +49,8 @@ func normalizeAddress(typed string) (string, string) {
 	if domain == "" || strings.HasSuffix(domain, ".") || strings.HasPrefix(domain, ".") {
 		return "", msgBadAddress
 	}
-	ascii, err := idnaLookup.ToASCII(domain)
-	if err != nil {
-		return "", msgBadAddress
-	}
-	ascii = strings.ToLower(ascii)
-	if !hostname(ascii) {
+	ascii, ok := email.ASCIIDomain(domain)
+	if !ok {
 		return "", msgBadAddress
 	}
 	out := strings.ToLower(local) + "@" + ascii
@@ -82,26 +73,6 @@ func dotAtom(s string) bool {
 		case strings.IndexByte("!#$%&'*+-/=?^_`{|}~", c) >= 0:
 		default:
 			return false
-		}
-	}
-	return true
-}
-
-// hostname reports whether s is a lower-case ASCII host name of two
-// labels or more, each of letters, digits and inner hyphens.
-func hostname(s string) bool {
-	labels := strings.Split(s, ".")
-	if len(labels) < 2 || len(s) > 253 {
-		return false
-	}
-	for _, l := range labels {
-		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
-			return false
-		}
-		for i := 0; i < len(l); i++ {
-			if c := l[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
-				return false
-			}
 		}
 	}
 	return true

@@ -137,17 +137,7 @@ func (p *Signin) requestReset(ctx context.Context, typed, ip, clientID string) e
 	if found {
 		ev.Subject = u.ID
 	}
-	res, locked, err := p.issue(ctx, cmd, ev)
-	switch {
-	case err != nil:
-		return err
-	case locked:
-		p.log.Info("password reset: limit reached")
-	case res.Err != nil:
-		// The person was erased meanwhile: nothing was sent.
-		p.log.Info("password reset: not issued", "err", res.Err)
-	}
-	return nil
+	return p.issueQuietly(ctx, "password reset", cmd, ev)
 }
 
 // directoryName names the directory directoryID for a message.

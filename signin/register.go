@@ -144,17 +144,7 @@ func (p *Signin) requestRegistration(r *http.Request, addr string, ctx *signinCo
 		return err
 	}
 	cmd.Email = []fsm.OutgoingEmail{m}
-	res, locked, err := p.issue(r.Context(), cmd, ev)
-	switch {
-	case err != nil:
-		return err
-	case locked:
-		p.log.Info("registration: limit reached")
-	case res.Err != nil:
-		// The organization was deleted meanwhile: nothing was sent.
-		p.log.Info("registration: not issued", "err", res.Err)
-	}
-	return nil
+	return p.issueQuietly(r.Context(), "registration", cmd, ev)
 }
 
 // handleRegisterLink is the registration link's page: a new-password

@@ -315,6 +315,23 @@ func (p *Signin) issue(ctx context.Context, cmd fsm.IssueLink, ev fsm.Audit) (re
 	return res, errors.Is(res.Err, fsm.ErrLocked), nil
 }
 
+// issueQuietly is issue for the pages that answer the same whatever
+// happened (forgotten password, registration): a limit reached or a
+// refusal (the person or organization gone meanwhile: nothing was sent)
+// is only logged, under what; only an error of the write is returned.
+func (p *Signin) issueQuietly(ctx context.Context, what string, cmd fsm.IssueLink, ev fsm.Audit) error {
+	res, locked, err := p.issue(ctx, cmd, ev)
+	switch {
+	case err != nil:
+		return err
+	case locked:
+		p.log.Info(what + ": limit reached")
+	case res.Err != nil:
+		p.log.Info(what+": not issued", "err", res.Err)
+	}
+	return nil
+}
+
 // newPasswordProblem is what is wrong with a new password, "" for
 // nothing: the policy /account's password change applies.
 func newPasswordProblem(pw string) string {

@@ -85,7 +85,7 @@ type logAndStable interface {
 }
 
 // recoverWith is raft's RecoverCluster on opened stores.
-func recoverWith(nodeID string, f *fsm.FSM, store logAndStable, snaps raft.SnapshotStore, conf raft.Configuration, log *slog.Logger) error {
+func recoverWith(nodeID string, f *fsm.FSM, store logAndStable, snaps *snapshotStore, conf raft.Configuration, log *slog.Logger) error {
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(nodeID)
 	rc.Logger = newHCLog(log, "raft")
@@ -100,6 +100,9 @@ func recoverWith(nodeID string, f *fsm.FSM, store logAndStable, snaps raft.Snaps
 	if err != nil {
 		return fmt.Errorf("cluster: recover: %w", err)
 	}
+	if err := snaps.catchUp(log); err != nil {
+		return fmt.Errorf("cluster: recover: %w", err)
+	}
 	log.Warn("raft configuration recovered", "servers", fmt.Sprint(conf.Servers), "applied", f.Applied())
 	return nil
 }
@@ -111,7 +114,7 @@ func recoverWith(nodeID string, f *fsm.FSM, store logAndStable, snaps raft.Snaps
 const peersFile = "peers.json"
 
 // recoverFromPeersFile applies <dir>/peers.json when there is one.
-func recoverFromPeersFile(dir, nodeID string, f *fsm.FSM, store logAndStable, snaps raft.SnapshotStore, existing bool, log *slog.Logger) error {
+func recoverFromPeersFile(dir, nodeID string, f *fsm.FSM, store logAndStable, snaps *snapshotStore, existing bool, log *slog.Logger) error {
 	path := filepath.Join(dir, peersFile)
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return nil

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/oidcd/oidcd/fsm"
 )
@@ -17,6 +18,11 @@ func TestPeersFile(t *testing.T) {
 	dir := t.TempDir()
 	n := start(t, dir, "127.0.0.1:0", nil)
 	if _, err := n.c.Apply(t.Context(), org("o1", "one")); err != nil {
+		t.Fatal(err)
+	}
+	// The log ends with an entry the FSM never sees: RecoverCluster's
+	// snapshot then lies above the FSM's last command.
+	if err := n.c.raft.Barrier(5 * time.Second).Error(); err != nil {
 		t.Fatal(err)
 	}
 	addr := n.c.RaftAddr()
@@ -50,6 +56,12 @@ func TestPeersFile(t *testing.T) {
 	}
 	if _, err := os.Stat(peers); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("peers.json after the start: %v, want it removed", err)
+	}
+	// The FSM reaches the snapshot the recovery wrote: raft resumes after
+	// it, and a read index from another voter can name it (a follower
+	// recovered this way once waited for it for 40 s).
+	if snaps, err := c.snaps.List(); err != nil || len(snaps) == 0 || c.fsm.Applied() != snaps[0].Index {
+		t.Fatalf("applied %d after the recovery, snapshots %v %v: want the newest snapshot's index", c.fsm.Applied(), snaps, err)
 	}
 	if err := c.Start(); err != nil {
 		t.Fatal(err)

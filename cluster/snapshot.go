@@ -84,12 +84,27 @@ func openSnapshotStore(dir string, retain int, f *fsm.FSM, log *slog.Logger, hlo
 		return nil, err
 	}
 	s := &snapshotStore{FileSnapshotStore: fss, fsm: f}
-	snaps, err := s.List()
-	if err != nil {
+	if err := s.catchUp(log); err != nil {
 		return nil, err
 	}
+	return s, nil
+}
+
+// catchUp restores the newest snapshot into the FSM when the state file is
+// behind it (see openSnapshotStore). raft's RecoverCluster leaves the FSM
+// there too: it applies the log's commands, then writes a snapshot at the
+// log's last index, which may be a no-op, barrier or configuration the FSM
+// never saw. Raft resumes after the snapshot, so without the repair the
+// FSM's applied index would stay below it until the next command, and a
+// read index above it would wait for nothing.
+func (s *snapshotStore) catchUp(log *slog.Logger) error {
+	f := s.fsm
+	snaps, err := s.List()
+	if err != nil {
+		return err
+	}
 	if len(snaps) == 0 || f.Applied() >= snaps[0].Index {
-		return s, nil
+		return nil
 	}
 	newest := snaps[0]
 	log.Info("state file is behind the newest snapshot; restoring it", "applied", f.Applied(), "snapshot", newest.ID, "index", newest.Index)
@@ -98,10 +113,10 @@ func openSnapshotStore(dir string, retain int, f *fsm.FSM, log *slog.Logger, hlo
 		err = f.Restore(rc) // closes rc
 	}
 	if err != nil {
-		return nil, fmt.Errorf("state file at index %d is behind snapshot %s (index %d), which cannot be restored: %w; "+
+		return fmt.Errorf("state file at index %d is behind snapshot %s (index %d), which cannot be restored: %w; "+
 			"move the data directory away and start the node again to rejoin", f.Applied(), newest.ID, newest.Index, err)
 	}
-	return s, nil
+	return nil
 }
 
 // removeTransferFiles deletes the temporary files of backups and restores

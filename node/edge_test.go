@@ -409,8 +409,8 @@ func TestEdgeBecomesTheCoreAfterTheCoreIsLost(t *testing.T) {
 				cancel()
 				st := c.Node(e).Cluster().Stats()
 				_, leader := c.Node(e).Cluster().Leader()
-				t.Fatalf("node %d: the token revoked before the loss: %d %v, want active false (read index: %v; leader %q, state %s, term %s, commit %s, applied %s, last contact %s)",
-					e, status, body, rerr, leader, st["state"], st["term"], st["commit_index"], st["applied_index"], st["last_contact"])
+				t.Fatalf("node %d: the token revoked before the loss: %d %v, want active false (read index: %v; leader %q, state %s, term %s, commit %s, raft applied %s, state applied %d, last contact %s)",
+					e, status, body, rerr, leader, st["state"], st["term"], st["commit_index"], st["applied_index"], c.Node(e).FSM().Applied(), st["last_contact"])
 			}
 		}
 		if status, _ := bearerGetOn(t, c, e, "/userinfo", live); status != 200 {

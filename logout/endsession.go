@@ -365,7 +365,16 @@ func (s *Service) signedOut(w http.ResponseWriter, r *http.Request, endedHere bo
 	if !endedHere && s.browserHasLiveSession(r) {
 		msg = msgOtherSession
 	}
-	s.cfg.UI.Message(w, http.StatusOK, webui.MessagePage{Title: titleSignedOut, Message: msg})
+	s.cfg.UI.Message(w, http.StatusOK, webui.MessagePage{Frame: s.frame(r, ""), Title: titleSignedOut, Message: msg})
+}
+
+// frame is the language and branding of a page for clientID ("" for the
+// site's).
+func (s *Service) frame(r *http.Request, clientID string) webui.Frame {
+	if s.cfg.Frame == nil {
+		return webui.Frame{}
+	}
+	return s.cfg.Frame(r, clientID)
 }
 
 // browserHasLiveSession reports whether the browser's cookie names a live
@@ -397,7 +406,7 @@ func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error) {
 		w.WriteHeader(rerr.status)
 		return
 	}
-	page := webui.ErrorPage{Title: titleInvalid, Message: msgInvalid, Reference: ref}
+	page := webui.ErrorPage{Frame: s.frame(r, ""), Title: titleInvalid, Message: msgInvalid, Reference: ref}
 	switch rerr.status {
 	case http.StatusServiceUnavailable:
 		page.Title, page.Message = titleUnavailable, msgUnavailable

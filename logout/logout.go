@@ -59,11 +59,15 @@ func DefaultBackoff() []time.Duration {
 
 // Config wires logout to one node.
 type Config struct {
-	Issuer     string
-	State      *fsm.State
-	Applier    Applier
-	Keys       Keys
-	UI         *webui.UI
+	Issuer  string
+	State   *fsm.State
+	Applier Applier
+	Keys    Keys
+	UI      *webui.UI
+	// Frame, when set, is the language and branding of the pages (the
+	// sign-in's pages' for the client, else the site's: package signin's
+	// Frame); nil: English, unbranded.
+	Frame      func(r *http.Request, clientID string) webui.Frame
 	Now        func() time.Time
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer

@@ -253,6 +253,7 @@ func (n *Node) buildServices() (err error) {
 		Applier:       n.cluster,
 		Keys:          n.keys,
 		UI:            ui,
+		Frame:         func(r *http.Request, clientID string) webui.Frame { return n.signin.Frame(r, clientID, "") },
 		Now:           cfg.Now,
 		Logger:        n.log,
 		Registerer:    n.registry,

@@ -46,6 +46,7 @@ import (
 	"time"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/httpx"
 	"github.com/oidcd/oidcd/keys"
 )
@@ -145,7 +146,7 @@ type adminCode struct {
 // found live by loadSession.
 func (f *flow) issueAdmin() {
 	p, req, s := f.p, f.pend.Req, f.sess
-	code := newID()
+	code := authn.NewID()
 	data, err := json.Marshal(adminCode{
 		SSOSessionID: s.ID, UserID: s.UserID, RedirectURI: req.RedirectURI, Challenge: req.Challenge,
 		Scopes: req.Scopes, Nonce: req.Nonce, AuthTime: s.AuthTime, AMR: s.AMR, ACR: s.ACR, RequestedAt: req.RequestedAt,
@@ -155,7 +156,7 @@ func (f *flow) issueAdmin() {
 		return
 	}
 	res, err := p.cfg.Applier.Apply(f.r.Context(), fsm.MustCommand(fsm.TypePutChallenge, fsm.PutChallenge{Challenge: fsm.Challenge{
-		ID: hashToken(code), UserID: AdminClientID, Purpose: adminCodePurpose, Data: data, ExpiresAt: f.now.Add(p.cfg.CodeTTL),
+		ID: authn.HashToken(code), UserID: AdminClientID, Purpose: adminCodePurpose, Data: data, ExpiresAt: f.now.Add(p.cfg.CodeTTL),
 	}}))
 	if err == nil {
 		err = res.Err
@@ -210,7 +211,7 @@ type adminIDClaims struct {
 func (p *Provider) exchangeAdminCode(r *http.Request, raw, redirectURI, verifier, scope string) (tokenResponse, *Error) {
 	now := p.now()
 	res, err := p.cfg.Applier.Apply(r.Context(), p.stamp(r.Context(), fsm.MustCommand(fsm.TypeTakeChallenge, fsm.TakeChallenge{
-		ID: hashToken(raw), UserID: AdminClientID, Purpose: adminCodePurpose, At: now,
+		ID: authn.HashToken(raw), UserID: AdminClientID, Purpose: adminCodePurpose, At: now,
 	}), fsm.Audit{Type: fsm.EventToken, Actor: fsm.ActorClient, ClientID: AdminClientID, FailOnError: true}))
 	if err != nil {
 		p.logFault(r.Context(), "apply take admin code", err)
@@ -228,7 +229,7 @@ func (p *Provider) exchangeAdminCode(r *http.Request, raw, redirectURI, verifier
 	switch {
 	case code.RedirectURI != redirectURI:
 		return tokenResponse{}, errTokGrant
-	case subtle.ConstantTimeCompare([]byte(s256(verifier)), []byte(code.Challenge)) != 1:
+	case subtle.ConstantTimeCompare([]byte(authn.S256(verifier)), []byte(code.Challenge)) != 1:
 		return tokenResponse{}, errTokVerifier
 	}
 	if scope != "" && slices.ContainsFunc(strings.Fields(scope), func(s string) bool { return !slices.Contains(code.Scopes, s) }) {
@@ -260,7 +261,7 @@ func (p *Provider) exchangeAdminCode(r *http.Request, raw, redirectURI, verifier
 		return tokenResponse{}, errTokAccessChanged
 	}
 	access, err := p.cfg.Keys.Sign(adminAccessClaims{
-		Iss: p.cfg.Issuer, Sub: code.UserID, Exp: exp.Unix(), Iat: iat.Unix(), JTI: newID(),
+		Iss: p.cfg.Issuer, Sub: code.UserID, Exp: exp.Unix(), Iat: iat.Unix(), JTI: authn.NewID(),
 		AuthTime: code.AuthTime.Unix(), ACR: code.ACR, AMR: orEmpty(code.AMR), SID: code.SSOSessionID,
 		ClientID: AdminClientID, Scp: orEmpty(code.Scopes),
 	}, keys.TypJWT)
@@ -273,7 +274,7 @@ func (p *Provider) exchangeAdminCode(r *http.Request, raw, redirectURI, verifier
 		id, err := p.cfg.Keys.Sign(adminIDClaims{
 			Iss: p.cfg.Issuer, Sub: code.UserID, Aud: []string{AdminClientID}, Exp: exp.Unix(), Iat: iat.Unix(),
 			AuthTime: code.AuthTime.Unix(), ACR: code.ACR, AMR: orEmpty(code.AMR), SID: code.SSOSessionID,
-			AtHash: atHash(access), JTI: newID(), Rat: code.RequestedAt.Unix(), Nonce: code.Nonce,
+			AtHash: atHash(access), JTI: authn.NewID(), Rat: code.RequestedAt.Unix(), Nonce: code.Nonce,
 		}, keys.TypJWT)
 		if err != nil {
 			p.logFault(r.Context(), "sign admin id token", err)

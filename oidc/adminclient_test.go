@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/password"
 )
 
@@ -336,9 +337,9 @@ func TestAdminTokenEndsWithItsSession(t *testing.T) {
 	h := newHarness(t)
 	b := h.browser()
 	now := h.clock.Now()
-	secret := newID()
-	h.apply(fsm.TypeStartSSOSession, fsm.StartSSOSession{TokenHash: hashToken(secret), Session: fsm.SSOSession{
-		ID: newID(), UserID: hUser, AuthTime: now, AMR: []string{AMRPassword, AMROTP}, ACR: ACRMFA,
+	secret := authn.NewID()
+	h.apply(fsm.TypeStartSSOSession, fsm.StartSSOSession{TokenHash: authn.HashToken(secret), Session: fsm.SSOSession{
+		ID: authn.NewID(), UserID: hUser, AuthTime: now, AMR: []string{AMRPassword, AMROTP}, ACR: ACRMFA,
 		CreatedAt: now, LastSeen: now, IdleExpiresAt: now.Add(10 * time.Minute), ExpiresAt: now.Add(12 * time.Hour),
 	}})
 	b.setCookie(cookieSession, secret)

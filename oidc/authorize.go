@@ -191,7 +191,7 @@ func (f *flow) openForm(stages ...string) (url.Values, bool) {
 		return nil, false
 	}
 	form := f.r.PostForm
-	step, _ := formValue(form, "step")
+	step, _ := authn.FormValue(form, "step")
 	var err error
 	f.pend, err = f.p.openPending(step, f.now, stages...)
 	switch {
@@ -202,7 +202,7 @@ func (f *flow) openForm(stages ...string) (url.Values, bool) {
 		f.unavailable("sealer: " + err.Error())
 		return nil, false
 	}
-	token, _ := formValue(form, "csrf_token")
+	token, _ := authn.FormValue(form, "csrf_token")
 	if !authn.CSRFMatch(f.p.cookieValue(f.r, cookieCSRF, "/"), token, f.pend.CSRF) {
 		f.page(http.StatusForbidden, msgForbidden, "csrf mismatch")
 		return nil, false
@@ -256,7 +256,7 @@ func (p *Provider) browserSession(r *http.Request, now time.Time) (fsm.SSOSessio
 	if secret == "" || len(secret) > 64 {
 		return fsm.SSOSession{}, fsm.User{}, false, nil
 	}
-	return p.cfg.State.LiveSSOSession(hashToken(secret), now, func() bool { return p.catchUp(r.Context()) })
+	return p.cfg.State.LiveSSOSession(authn.HashToken(secret), now, func() bool { return p.catchUp(r.Context()) })
 }
 
 // proceed runs the pipeline from authentication to the code. grant is the
@@ -481,14 +481,14 @@ func (f *flow) consentAndIssue(org fsm.Org, grant bool) {
 // consent when granted) and redirects to the client with it.
 func (f *flow) issue(org fsm.Org, grant bool) {
 	p, req, s := f.p, f.pend.Req, f.sess
-	code := newID()
+	code := authn.NewID()
 	idle := f.now.Add(p.cfg.SessionIdle)
 	if s.ExpiresAt.Before(idle) {
 		idle = s.ExpiresAt
 	}
 	cmd := fsm.IssueCode{
 		Code: fsm.Code{
-			Hash: hashToken(code), ClientID: f.client.ID, RedirectURI: req.RedirectURI,
+			Hash: authn.HashToken(code), ClientID: f.client.ID, RedirectURI: req.RedirectURI,
 			UserID: s.UserID, OrgID: org.ID, SSOSessionID: s.ID,
 			Scopes: req.Scopes, Nonce: req.Nonce, Challenge: req.Challenge,
 			AuthTime: s.AuthTime, AMR: s.AMR, ACR: s.ACR,
@@ -566,7 +566,7 @@ func (f *flow) redirectTo(location string, status int) {
 func (f *flow) reference() string {
 	if f.ref == "" {
 		if f.ref = httpx.CorrelationID(f.r.Context()); f.ref == "" {
-			f.ref = newID()[:12]
+			f.ref = authn.NewID()[:12]
 		}
 	}
 	return f.ref
@@ -585,15 +585,24 @@ func (f *flow) pageErr(err error) {
 		detail = re.detail
 	}
 	f.p.log.Warn("authorize: error page", "status", http.StatusBadRequest, "reason", err.Error(), "reference", ref)
-	f.p.cfg.UI.Error(f.w, http.StatusBadRequest, webui.ErrorPage{Message: msgBadRequest, Detail: detail, Reference: ref})
+	f.p.cfg.UI.Error(f.w, http.StatusBadRequest, webui.ErrorPage{Frame: f.frame(), Message: msgBadRequest, Detail: detail, Reference: ref})
 }
 
 // page shows the error page, never a redirect, with a constant message and
 // logs the real reason under the reference it shows.
 func (f *flow) page(status int, message, reason string) {
 	ref := f.reference()
-	f.p.log.Warn("authorize: error page", "status", status, "reason", logValue(reason), "reference", ref)
-	f.p.cfg.UI.Error(f.w, status, webui.ErrorPage{Message: message, Reference: ref})
+	f.p.log.Warn("authorize: error page", "status", status, "reason", httpx.LogValue(reason), "reference", ref)
+	f.p.cfg.UI.Error(f.w, status, webui.ErrorPage{Frame: f.frame(), Message: message, Reference: ref})
+}
+
+// frame is the language and branding of the flow's pages (Steps.Frame).
+func (f *flow) frame() webui.Frame {
+	ui := ""
+	if f.pend != nil {
+		ui = f.pend.UILocales
+	}
+	return f.p.cfg.Steps.Frame(f.r, f.client.ID, ui)
 }
 
 // unavailable is the 503 page for store and key problems.
@@ -617,5 +626,5 @@ func (f *flow) common(stage, action string) (webui.Common, bool) {
 		f.unavailable("seal step: " + err.Error())
 		return webui.Common{}, false
 	}
-	return webui.Common{AppName: f.client.Name, CSRFToken: f.csrf, Action: action, Step: step}, true
+	return webui.Common{Frame: f.frame(), AppName: f.client.Name, CSRFToken: f.csrf, Action: action, Step: step}, true
 }

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/testkit/htmlform"
 )
 
@@ -127,7 +128,7 @@ func authzQuery(client string, mods ...map[string]string) url.Values {
 	q := url.Values{
 		"client_id": {client}, "redirect_uri": {hRedirect}, "response_type": {"code"},
 		"scope": {"openid"}, "state": {tState}, "nonce": {tNonce},
-		"code_challenge": {s256(tVerifier)}, "code_challenge_method": {"S256"},
+		"code_challenge": {authn.S256(tVerifier)}, "code_challenge_method": {"S256"},
 	}
 	for _, m := range mods {
 		for k, v := range m {
@@ -325,7 +326,7 @@ func (b *browser) fullSignInWith(q url.Values, email, password string) string {
 // codeRecord reads the stored code.
 func (h *harness) codeRecord(code string) fsm.Code {
 	h.t.Helper()
-	c, err := h.p.cfg.State.Code(hashToken(code))
+	c, err := h.p.cfg.State.Code(authn.HashToken(code))
 	if err != nil {
 		h.t.Fatalf("code not stored: %v", err)
 	}
@@ -348,7 +349,7 @@ func (h *harness) addMember(userID, orgID string) {
 
 // uuidLike derives a stable UUID-shaped id from s.
 func uuidLike(s string) string {
-	x := hashToken(s)
+	x := authn.HashToken(s)
 	return x[0:8] + "-" + x[8:12] + "-4" + x[13:16] + "-8" + x[17:20] + "-" + x[20:32]
 }
 

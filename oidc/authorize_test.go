@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/authn"
 )
 
 // liveSession plants a live SSO session for userID in browser b, as an
@@ -22,8 +23,8 @@ import (
 func (h *harness) liveSession(b *browser, userID, acr string, amr ...string) string {
 	h.t.Helper()
 	now := h.clock.Now()
-	secret, id := newID(), uuid.NewString()
-	h.apply(fsm.TypeStartSSOSession, fsm.StartSSOSession{TokenHash: hashToken(secret), Session: fsm.SSOSession{
+	secret, id := authn.NewID(), uuid.NewString()
+	h.apply(fsm.TypeStartSSOSession, fsm.StartSSOSession{TokenHash: authn.HashToken(secret), Session: fsm.SSOSession{
 		ID: id, UserID: userID, AuthTime: now, AMR: amr, ACR: acr,
 		CreatedAt: now, LastSeen: now, IdleExpiresAt: now.Add(2 * time.Hour), ExpiresAt: now.Add(12 * time.Hour),
 	}})
@@ -274,7 +275,7 @@ func TestSignInConsentFlow(t *testing.T) {
 		{"user", c.UserID, hUser},
 		{"org", c.OrgID, hOrgA},
 		{"nonce", c.Nonce, tNonce},
-		{"challenge", c.Challenge, s256(tVerifier)},
+		{"challenge", c.Challenge, authn.S256(tVerifier)},
 		{"scopes", strings.Join(c.Scopes, " "), "openid email"},
 		{"acr", c.ACR, ACRPwd},
 		{"amr", strings.Join(c.AMR, " "), AMRPassword},
@@ -338,7 +339,7 @@ func TestSessionCookie(t *testing.T) {
 	if want := h.clock.Now().Add(12 * time.Hour); !sc.Expires.Equal(want) {
 		t.Errorf("expires: got %v, want %v", sc.Expires, want)
 	}
-	s, err := h.p.cfg.State.SSOSessionByToken(hashToken(sc.Value))
+	s, err := h.p.cfg.State.SSOSessionByToken(authn.HashToken(sc.Value))
 	if err != nil || s.UserID != hUser {
 		t.Errorf("the cookie names no session of the person: %+v %v", s, err)
 	}
@@ -791,7 +792,7 @@ func TestCSRFAndStep(t *testing.T) {
 		}, http.StatusForbidden},
 		{"wrong token", func() page {
 			b, f := signInForm()
-			return b.post(f.action, fields(f, func(v url.Values) { v.Set("csrf_token", newID()) }))
+			return b.post(f.action, fields(f, func(v url.Values) { v.Set("csrf_token", authn.NewID()) }))
 		}, http.StatusForbidden},
 		{"token and step from another browser", func() page {
 			_, fa := signInForm()
@@ -805,7 +806,7 @@ func TestCSRFAndStep(t *testing.T) {
 		}, http.StatusForbidden},
 		{"cookie and token forged alike", func() page {
 			b, f := signInForm()
-			forged := newID()
+			forged := authn.NewID()
 			b.setCookie(cookieCSRF, forged)
 			return b.post(f.action, fields(f, func(v url.Values) { v.Set("csrf_token", forged) }))
 		}, http.StatusForbidden},
@@ -843,7 +844,7 @@ func TestCSRFAndStep(t *testing.T) {
 		b := h.browser()
 		p := b.signIn(b.get(authzPath(authzQuery(hConfidential))), hEmail, hPassword)
 		f := postForm(t, p, "decision")
-		v := url.Values{"decision": {"allow"}, "step": {f.hidden.Get("step")}, "csrf_token": {newID()}}
+		v := url.Values{"decision": {"allow"}, "step": {f.hidden.Get("step")}, "csrf_token": {authn.NewID()}}
 		wantErrorPage(t, b.post(f.action, v), http.StatusForbidden)
 	})
 	t.Run("picker form checked too", func(t *testing.T) {

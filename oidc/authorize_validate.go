@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/httpx"
 )
 
 // This file holds the validators of GET /authorize, a fixed pipeline. Each
@@ -159,7 +160,7 @@ func named(detail string, err error) error { return &requestError{detail: detail
 func checkSingleValues(q url.Values) error {
 	for k, v := range q {
 		if len(v) > 1 {
-			return fmt.Errorf("parameter %q repeated", logValue(k))
+			return fmt.Errorf("parameter %q repeated", httpx.LogValue(k))
 		}
 	}
 	return nil
@@ -173,11 +174,11 @@ func lookupClient(st clientSource, id string) (fsm.Client, error) {
 	c, err := st.Client(id)
 	switch {
 	case errors.Is(err, fsm.ErrNotFound):
-		return fsm.Client{}, fmt.Errorf("client_id %q unknown", logValue(id))
+		return fsm.Client{}, fmt.Errorf("client_id %q unknown", httpx.LogValue(id))
 	case err != nil:
 		return fsm.Client{}, fmt.Errorf("%w: client: %v", errAuthzStore, err)
 	case c.Suspended:
-		return fsm.Client{}, fmt.Errorf("client %q suspended", logValue(id))
+		return fsm.Client{}, fmt.Errorf("client %q suspended", httpx.LogValue(id))
 	}
 	return c, nil
 }
@@ -190,14 +191,14 @@ func checkRedirectURI(c fsm.Client, uri string) error {
 		return errors.New("redirect_uri missing")
 	}
 	if !slices.Contains(c.RedirectURIs, uri) && !(isAdmin(c) && loopbackCallback(uri)) {
-		return fmt.Errorf("redirect_uri %q not registered", logValue(uri))
+		return fmt.Errorf("redirect_uri %q not registered", httpx.LogValue(uri))
 	}
 	return nil
 }
 
 func checkResponseType(v string) error {
 	if v != "code" {
-		return fmt.Errorf("response_type %q is not code", logValue(v))
+		return fmt.Errorf("response_type %q is not code", httpx.LogValue(v))
 	}
 	return nil
 }
@@ -211,7 +212,7 @@ func checkPKCE(challenge, method string) error {
 		return errors.New("code_challenge missing")
 	}
 	if method != "S256" {
-		return fmt.Errorf("code_challenge_method %q is not S256", logValue(method))
+		return fmt.Errorf("code_challenge_method %q is not S256", httpx.LogValue(method))
 	}
 	if len(challenge) != challengeLen {
 		return fmt.Errorf("code_challenge has %d characters, want %d", len(challenge), challengeLen)
@@ -234,7 +235,7 @@ func checkScope(c fsm.Client, scope string) ([]string, error) {
 		case s == "" || slices.Contains(out, s):
 			continue
 		case !slices.Contains(authzScopes, s):
-			return nil, fmt.Errorf("scope %q unknown", logValue(s))
+			return nil, fmt.Errorf("scope %q unknown", httpx.LogValue(s))
 		case !slices.Contains(c.Scopes, s):
 			return nil, fmt.Errorf("scope %q not registered for client %q", s, c.ID)
 		}
@@ -274,7 +275,7 @@ func parsePrompt(s string, present bool) (prompts, error) {
 	for v := range strings.SplitSeq(s, " ") {
 		p, ok := promptValues[v]
 		if !ok {
-			return 0, fmt.Errorf("prompt value %q invalid", logValue(v))
+			return 0, fmt.Errorf("prompt value %q invalid", httpx.LogValue(v))
 		}
 		if ps.has(p) {
 			return 0, fmt.Errorf("prompt value %q repeated", v)
@@ -294,7 +295,7 @@ func parseMaxAge(s string, present bool) (*int64, error) {
 		return nil, nil
 	}
 	if s == "" || strings.TrimLeft(s, "0123456789") != "" {
-		return nil, fmt.Errorf("max_age %q is not a non-negative integer", logValue(s))
+		return nil, fmt.Errorf("max_age %q is not a non-negative integer", httpx.LogValue(s))
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {

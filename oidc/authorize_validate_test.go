@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/authn"
 )
 
 // fakeClients is a clientSource over a map; the id "broken" fails like an
@@ -117,7 +118,7 @@ func TestCheckResponseType(t *testing.T) {
 }
 
 func TestCheckPKCE(t *testing.T) {
-	good := s256("some verifier")
+	good := authn.S256("some verifier")
 	for _, tc := range []struct{ name, challenge, method, want string }{
 		{"ok", good, "S256", ""},
 		{"no challenge", "", "S256", "code_challenge missing"},
@@ -372,7 +373,7 @@ func TestValidateAuthorizeOrder(t *testing.T) {
 	clients := fakeClients{"app": testClient}
 	base := url.Values{
 		"client_id": {"app"}, "redirect_uri": {"https://app.example/cb"}, "response_type": {"code"},
-		"scope": {"openid"}, "state": {"12345678"}, "code_challenge": {s256("v")}, "code_challenge_method": {"S256"},
+		"scope": {"openid"}, "state": {"12345678"}, "code_challenge": {authn.S256("v")}, "code_challenge_method": {"S256"},
 	}
 	with := func(kv ...string) url.Values {
 		q := url.Values{}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/authn"
 )
 
 // accessClaims are the claims of an access token. There is
@@ -73,7 +74,7 @@ func newIDClaims(issuer string, c fsm.Code, accessToken []byte, iat, exp time.Ti
 	return idClaims{
 		Iss: issuer, Sub: c.UserID, Aud: []string{c.ClientID}, Exp: exp.Unix(), Iat: iat.Unix(),
 		AuthTime: c.AuthTime.Unix(), ACR: c.ACR, AMR: orEmpty(c.AMR), SID: c.SID, OrgID: c.OrgID,
-		AtHash: atHash(accessToken), JTI: newID(), Rat: c.RequestedAt.Unix(), Nonce: c.Nonce,
+		AtHash: atHash(accessToken), JTI: authn.NewID(), Rat: c.RequestedAt.Unix(), Nonce: c.Nonce,
 	}
 }
 

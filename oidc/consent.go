@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/webui"
 )
 
@@ -70,7 +71,7 @@ func (f *flow) showConsent(org fsm.Org) {
 // consentDecision handles the posted consent form. A refusal ends on a
 // page, never a redirect to the client.
 func (f *flow) consentDecision(form url.Values) {
-	switch d, _ := formValue(form, "decision"); d {
+	switch d, _ := authn.FormValue(form, "decision"); d {
 	case decisionAllow:
 		// The grant counts only for the session that saw the page; if the
 		// browser's session changed, the pipeline asks afresh.
@@ -81,6 +82,7 @@ func (f *flow) consentDecision(form url.Values) {
 		}
 		f.p.log.Info("authorize: consent declined", "client_id", f.client.ID, "reference", f.reference())
 		f.p.cfg.UI.Message(f.w, http.StatusOK, webui.MessagePage{
+			Frame:   f.frame(),
 			Title:   "Access declined",
 			Message: "You declined to share your details with " + f.client.Name + ".",
 		})

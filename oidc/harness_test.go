@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/password"
 	"github.com/oidcd/oidcd/internal/testkit/fsmtest"
 	"github.com/oidcd/oidcd/keys"
@@ -74,7 +75,7 @@ func (h *harness) issuedCode(code string) fsm.Code {
 	if c, ok := h.issued[code]; ok {
 		return c
 	}
-	c, err := h.applier.State().Code(hashToken(code))
+	c, err := h.applier.State().Code(authn.HashToken(code))
 	if err != nil || !c.RedeemedAt.IsZero() {
 		h.t.Fatalf("code record: %v (redeemed %v)", err, c.RedeemedAt)
 	}
@@ -208,13 +209,13 @@ func (h *harness) signedInCode(clientID, userID, orgID string, scopes []string, 
 	h.t.Helper()
 	now := h.clock.Now()
 	ssoID, _ := h.ssoSession(userID)
-	code := newID()
-	h.apply(fsm.TypeIssueCode, fsm.IssueCode{NewSID: newID(), IdleExpiresAt: now.Add(2 * time.Hour), Code: fsm.Code{
-		Hash: hashToken(code), ClientID: clientID, RedirectURI: hRedirect, UserID: userID, OrgID: orgID,
-		SSOSessionID: ssoID, Scopes: scopes, Nonce: nonce, Challenge: s256(verifier),
+	code := authn.NewID()
+	h.apply(fsm.TypeIssueCode, fsm.IssueCode{NewSID: authn.NewID(), IdleExpiresAt: now.Add(2 * time.Hour), Code: fsm.Code{
+		Hash: authn.HashToken(code), ClientID: clientID, RedirectURI: hRedirect, UserID: userID, OrgID: orgID,
+		SSOSessionID: ssoID, Scopes: scopes, Nonce: nonce, Challenge: authn.S256(verifier),
 		AuthTime: now, AMR: []string{AMRPassword}, ACR: ACRPwd, RequestedAt: now, IssuedAt: now, ExpiresAt: now.Add(60 * time.Second),
 	}})
-	c, err := h.applier.State().Code(hashToken(code))
+	c, err := h.applier.State().Code(authn.HashToken(code))
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -230,8 +231,8 @@ func (h *harness) signedInCode(clientID, userID, orgID string, scopes []string, 
 func (h *harness) ssoSession(userID string) (id, secret string) {
 	h.t.Helper()
 	now := h.clock.Now()
-	id, secret = newID(), newID()
-	h.apply(fsm.TypeStartSSOSession, fsm.StartSSOSession{TokenHash: hashToken(secret), Session: fsm.SSOSession{
+	id, secret = authn.NewID(), authn.NewID()
+	h.apply(fsm.TypeStartSSOSession, fsm.StartSSOSession{TokenHash: authn.HashToken(secret), Session: fsm.SSOSession{
 		ID: id, UserID: userID, AuthTime: now, AMR: []string{AMRPassword}, ACR: ACRPwd,
 		CreatedAt: now, LastSeen: now, IdleExpiresAt: now.Add(2 * time.Hour), ExpiresAt: now.Add(12 * time.Hour),
 	}})

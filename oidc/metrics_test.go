@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"testing"
 
+	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/testkit/promtest"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -12,16 +13,16 @@ func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	h := newHarness(t, func(c *Config) { c.Registerer = reg; c.RateLimit = "100/60s" })
 	tok := bcTokens(t, h, hConfidential, hSecret)                   // issued
-	bcExchange(t, h, hConfidential, hSecret, newID())               // invalid_grant
-	bcExchange(t, h, hConfidential, "wrong", newID())               // invalid_client
+	bcExchange(t, h, hConfidential, hSecret, authn.NewID())         // invalid_grant
+	bcExchange(t, h, hConfidential, "wrong", authn.NewID())         // invalid_client
 	bcUserinfoStatus(t, h, tok.AccessToken)                         // valid
 	bcUserinfoStatus(t, h, "garbage")                               // invalid
 	bcIntrospect(t, h, hConfidential, hSecret, tok.AccessToken)     // active
 	bcIntrospect(t, h, hOtherOrgApp, hOtherSecret, tok.AccessToken) // inactive
 	bcDo(t, h, bcReq{method: "POST", path: PathRevoke, user: hConfidential, pass: hSecret, form: url.Values{"token": {tok.AccessToken}}})
 	h.p.limiter, _ = newRateLimiter("1/60s", nil, h.clock.Now)
-	bcExchange(t, h, hConfidential, hSecret, newID())
-	bcExchange(t, h, hConfidential, hSecret, newID()) // limited
+	bcExchange(t, h, hConfidential, hSecret, authn.NewID())
+	bcExchange(t, h, hConfidential, hSecret, authn.NewID()) // limited
 
 	got := bcGather(t, reg)
 	for name, want := range map[string]float64{

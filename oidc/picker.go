@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/webui"
 )
 
@@ -164,7 +165,7 @@ func (p *Provider) handlePickerPost(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	id, _ := formValue(form, "organization_id")
+	id, _ := authn.FormValue(form, "organization_id")
 	if indexOrg(cands, strings.ToLower(id)) < 0 {
 		f.showPicker(http.StatusBadRequest, cands, pickerQuery{}, msgPickOrg)
 		return

@@ -59,6 +59,9 @@ const (
 // issues codes.
 type Steps interface {
 	Step(w http.ResponseWriter, r *http.Request, st *authn.Step, sess fsm.SSOSession, u fsm.User) (fsm.SSOSession, fsm.User, bool)
+	// Frame is the language and branding of the flow's own pages (picker,
+	// consent, errors): those of the sign-in's pages for clientID.
+	Frame(r *http.Request, clientID, uiLocales string) webui.Frame
 }
 
 // Scopes a client may ask for.

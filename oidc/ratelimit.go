@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/httpx"
 	"github.com/oidcd/oidcd/internal/ratelimit"
 )
@@ -64,7 +65,7 @@ func (l *rateLimiter) on() bool { return l != nil && l.backend != nil }
 func rateKey(endpoint, clientID string, r *http.Request) string {
 	ip := remoteIP(r)
 	if len(clientID) > 64 {
-		clientID = "#" + hashToken(clientID)
+		clientID = "#" + authn.HashToken(clientID)
 	}
 	return endpoint + "\x00" + ip + "\x00" + clientID
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/ratelimit"
 )
 
@@ -113,7 +114,7 @@ func TestRateKey(t *testing.T) {
 		{"192.0.2.1:1234", "app", "token\x00192.0.2.1\x00app"},
 		{"[2001:db8::1]:443", "app", "token\x002001:db8::/64\x00app"}, // an IPv6 address by its /64
 		{"pipe", "app", "token\x00pipe\x00app"},
-		{"192.0.2.1:1", long, "token\x00192.0.2.1\x00#" + hashToken(long)},
+		{"192.0.2.1:1", long, "token\x00192.0.2.1\x00#" + authn.HashToken(long)},
 	} {
 		r.RemoteAddr = c.remote
 		if got := rateKey(limitToken, c.id, r); got != c.want {

@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"reflect"
 	"testing"
+
+	"github.com/oidcd/oidcd/internal/authn"
 )
 
 // TestResumeAsksForTheSameRequest: the query a registration goes on with
@@ -14,7 +16,7 @@ func TestResumeAsksForTheSameRequest(t *testing.T) {
 	clients := fakeClients{"app": testClient}
 	base := url.Values{
 		"client_id": {"app"}, "redirect_uri": {"https://app.example/cb?x=1"}, "response_type": {"code"},
-		"scope": {"openid email"}, "state": {"state & <more>"}, "code_challenge": {s256("v")}, "code_challenge_method": {"S256"},
+		"scope": {"openid email"}, "state": {"state & <more>"}, "code_challenge": {authn.S256("v")}, "code_challenge_method": {"S256"},
 	}
 	for _, tc := range []struct {
 		name       string

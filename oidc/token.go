@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/httpx"
 	"github.com/oidcd/oidcd/keys"
 )
@@ -117,12 +118,12 @@ func (p *Provider) exchangeCode(r *http.Request, form url.Values, client fsm.Cli
 	// not found here may have been issued through another node a moment
 	// ago: catch up once, then read again.
 	now := p.now()
-	code, err := p.cfg.State.Code(hashToken(raw))
+	code, err := p.cfg.State.Code(authn.HashToken(raw))
 	if errors.Is(err, fsm.ErrNotFound) && p.cfg.ReadIndex != nil {
 		if lerr := p.linearize(r.Context()); lerr != nil {
 			return tokenResponse{}, errTokUnavailable
 		}
-		code, err = p.cfg.State.Code(hashToken(raw))
+		code, err = p.cfg.State.Code(authn.HashToken(raw))
 	}
 	switch {
 	case errors.Is(err, fsm.ErrNotFound):
@@ -135,7 +136,7 @@ func (p *Provider) exchangeCode(r *http.Request, form url.Values, client fsm.Cli
 	switch {
 	case code.ClientID != client.ID, code.RedirectURI != redirectURI:
 		return tokenResponse{}, errTokGrant
-	case subtle.ConstantTimeCompare([]byte(s256(verifier)), []byte(code.Challenge)) != 1:
+	case subtle.ConstantTimeCompare([]byte(authn.S256(verifier)), []byte(code.Challenge)) != 1:
 		return tokenResponse{}, errTokVerifier
 	case code.RedeemedAt.IsZero() && !now.Before(code.ExpiresAt):
 		// A used code is never refused here, expired or not: the log
@@ -160,7 +161,7 @@ func (p *Provider) exchangeCode(r *http.Request, form url.Values, client fsm.Cli
 	}
 	iat := now.Truncate(time.Second)
 	exp := iat.Add(time.Duration(ttl) * time.Second)
-	jti := newID()
+	jti := authn.NewID()
 	access, err := p.cfg.Keys.Sign(newAccessClaims(p.cfg.Issuer, code, jti, iat, exp), keys.TypJWT)
 	if err != nil {
 		p.logFault(r.Context(), "sign access token", err)

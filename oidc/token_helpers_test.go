@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/authn"
 )
 
 // Helpers of the back-channel tests (token, userinfo, introspection,
@@ -320,10 +321,10 @@ func bcSecondCode(t testing.TB, h *harness, firstCode string) string {
 	t.Helper()
 	first := h.issuedCode(firstCode)
 	now := h.clock.Now()
-	code := newID()
+	code := authn.NewID()
 	c := first
-	c.Hash, c.IssuedAt, c.ExpiresAt, c.RequestedAt = hashToken(code), now, now.Add(60*time.Second), now
+	c.Hash, c.IssuedAt, c.ExpiresAt, c.RequestedAt = authn.HashToken(code), now, now.Add(60*time.Second), now
 	c.RedeemedAt, c.AccessJTI, c.AccessExpires, c.SID = time.Time{}, "", time.Time{}, ""
-	bcApply(t, h, fsm.TypeIssueCode, fsm.IssueCode{NewSID: newID(), IdleExpiresAt: now.Add(2 * time.Hour), Code: c})
+	bcApply(t, h, fsm.TypeIssueCode, fsm.IssueCode{NewSID: authn.NewID(), IdleExpiresAt: now.Add(2 * time.Hour), Code: c})
 	return code
 }

@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/password"
 )
 
 func TestTokenSuccessShape(t *testing.T) {
 	h := newHarness(t)
 	code := h.signedInCode(hConfidential, hUser, hOrgA, []string{"openid", "email"}, "nonce-0123456789", bcVerifier)
-	stored, err := h.applier.State().Code(hashToken(code))
+	stored, err := h.applier.State().Code(authn.HashToken(code))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func TestTokenSuccessShape(t *testing.T) {
 		t.Errorf("jti: access %s, id %s: want two distinct ids", at["jti"], id["jti"])
 	}
 	// The redemption recorded the access token's jti and expiry.
-	after, _ := h.applier.State().Code(hashToken(code))
+	after, _ := h.applier.State().Code(authn.HashToken(code))
 	if q(after.AccessJTI) != string(at["jti"]) || after.AccessExpires.Unix() != now+600 {
 		t.Errorf("code record: got jti %q exp %v, want %s and %d", after.AccessJTI, after.AccessExpires, at["jti"], now+600)
 	}
@@ -226,11 +227,11 @@ func TestTokenErrors(t *testing.T) {
 		{name: "verifier of 129", req: bcReq{form: bcWith(good, "code_verifier", strings.Repeat("a", 129))}, basic: basic, status: 400, code: "invalid_request"},
 		{name: "verifier with +", req: bcReq{form: bcWith(good, "code_verifier", strings.Repeat("a", 42)+"+")}, basic: basic, status: 400, code: "invalid_request"},
 		{name: "scope beyond the grant", req: bcReq{form: bcWith(good, "scope", "openid profile")}, basic: basic, status: 400, code: "invalid_request"},
-		{name: "unknown code", req: bcReq{form: bcWith(good, "code", newID())}, basic: basic, status: 400, code: "invalid_grant"},
+		{name: "unknown code", req: bcReq{form: bcWith(good, "code", authn.NewID())}, basic: basic, status: 400, code: "invalid_grant"},
 		{name: "other registered redirect_uri", req: bcReq{form: bcWith(good, "redirect_uri", "http://127.0.0.1:9999/cb")}, basic: basic, status: 400, code: "invalid_grant"},
 		{name: "redirect_uri with a slash", req: bcReq{form: bcWith(good, "redirect_uri", hRedirect+"/")}, basic: basic, status: 400, code: "invalid_grant"},
 		{name: "PKCE mismatch", req: bcReq{form: bcWith(good, "code_verifier", wrongVerifier)}, basic: basic, status: 400, code: "invalid_grant"},
-		{name: "challenge sent as verifier", req: bcReq{form: bcWith(good, "code_verifier", s256(bcVerifier))}, basic: basic, status: 400, code: "invalid_grant"},
+		{name: "challenge sent as verifier", req: bcReq{form: bcWith(good, "code_verifier", authn.S256(bcVerifier))}, basic: basic, status: 400, code: "invalid_grant"},
 		{name: "another client's code", req: bcReq{form: good}, basic: [2]string{hSiblingApp, hSiblingSec}, status: 400, code: "invalid_grant"},
 		{name: "public client, another client's code", req: bcReq{form: bcWith(good, "client_id", hPublic)}, status: 400, code: "invalid_grant"},
 		{name: "basic and client_secret", req: bcReq{form: bcWith(good, "client_secret", hSecret)}, basic: basic, status: 400, code: "invalid_request"},
@@ -362,7 +363,7 @@ func TestTokenAccessChanged(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHarness(t)
 			code := h.signedInCode(hConfidential, hUser, hOrgA, []string{"openid"}, "", bcVerifier)
-			stored, _ := h.applier.State().Code(hashToken(code))
+			stored, _ := h.applier.State().Code(authn.HashToken(code))
 			c.change(t, h, stored)
 			bcOAuthError(t, bcExchange(t, h, hConfidential, hSecret, code), c.status, c.error)
 			if h.applier.Fail != nil { // a failed write consumed nothing

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/testkit/fsmtest"
 	"github.com/oidcd/oidcd/keys"
 )
@@ -150,7 +151,7 @@ func TestBearerRejects(t *testing.T) {
 		{"aud a string", "Bearer " + sign(func(c map[string]any) { c["aud"] = hConfidential })},
 		{"no jti", "Bearer " + sign(func(c map[string]any) { delete(c, "jti") })},
 		{"no sid", "Bearer " + sign(func(c map[string]any) { delete(c, "sid") })},
-		{"unknown sid", "Bearer " + sign(func(c map[string]any) { c["sid"] = newID() })},
+		{"unknown sid", "Bearer " + sign(func(c map[string]any) { c["sid"] = authn.NewID() })},
 		{"another sub", "Bearer " + sign(func(c map[string]any) { c["sub"] = hUserB })},
 		{"with an audience", "Bearer " + sign(func(c map[string]any) { c["aud"] = []string{hConfidential} })},
 		{"id token", "Bearer " + valid.IDToken},

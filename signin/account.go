@@ -280,7 +280,7 @@ func (a *account) common(step accountStep) (webui.Common, bool) {
 		a.unavailable("seal: " + err.Error())
 		return webui.Common{}, false
 	}
-	return webui.Common{CSRFToken: a.csrf, Action: path, Step: sealed}, true
+	return webui.Common{Frame: a.frame(), CSRFToken: a.csrf, Action: path, Step: sealed}, true
 }
 
 func (a *account) showSignIn(status int, msg string) {
@@ -406,7 +406,7 @@ func (a *account) recoveryNew() {
 		a.unavailable("recovery codes: " + err.Error())
 		return
 	}
-	a.p.cfg.UI.RecoveryCodes(a.w, http.StatusOK, webui.RecoveryCodesPage{Codes: codes, BackURL: PathAccount})
+	a.p.cfg.UI.RecoveryCodes(a.w, http.StatusOK, webui.RecoveryCodesPage{Frame: a.frame(), Codes: codes, BackURL: PathAccount})
 }
 
 func (a *account) passkeyBegin() {
@@ -448,12 +448,12 @@ func (a *account) passkeyFinish(cred, name string) {
 }
 
 func (a *account) page(status int, msg string) {
-	a.p.cfg.UI.Error(a.w, status, webui.ErrorPage{Message: msg})
+	a.p.cfg.UI.Error(a.w, status, webui.ErrorPage{Frame: a.frame(), Message: msg})
 }
 
 func (a *account) unavailable(reason string) {
 	a.p.log.Error("account: unavailable", "reason", reason)
-	a.p.cfg.UI.Error(a.w, http.StatusServiceUnavailable, webui.ErrorPage{Title: authn.TitleUnavailable, Message: authn.MsgUnavailable})
+	a.p.cfg.UI.Error(a.w, http.StatusServiceUnavailable, webui.ErrorPage{Frame: webui.Frame{Lang: a.p.language(a.r, "")}, Title: authn.TitleUnavailable, Message: authn.MsgUnavailable})
 }
 
 // endOthers ends every other session of the person with the change this

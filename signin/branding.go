@@ -8,32 +8,14 @@ import (
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/httpx"
+	"github.com/oidcd/oidcd/webui"
 )
 
-// Brand is what a page of the sign-in shows of a branding (fsm.Branding):
-// the organization's of the client, else the site's. Every field may be
-// "": the page then shows its own default (the issuer's host for the
-// name, no logo, the stylesheet's own colours, no support line).
-type Brand struct {
-	DisplayName string
-	// LogoURL is /branding/logo/{sha256 of the bytes}: served from the
-	// provider's own origin (img-src 'self'), cacheable for ever. Always
-	// shown with <img>, never inlined, so an SVG logo's content never
-	// runs in a page.
-	LogoURL string
-	// StyleURL is a stylesheet setting the custom properties of the
-	// colour (brandStylesheet), for <link rel="stylesheet"> after the
-	// page's own: no inline style, so the pages' CSP stays as it is.
-	StyleURL     string
-	SupportURL   string
-	SupportEmail string
-}
-
-// BrandFor is the brand of the pages of a sign-in for client clientID:
-// its organization's branding, else the site's. An unknown client, or
+// BrandFor is the brand (webui.Brand) of the pages of a sign-in for
+// client clientID: its organization's branding, else the site's. An unknown client, or
 // one that belongs to no organization, gets the site's; a failed read
 // gets the zero Brand (the pages' defaults), logged.
-func (p *Signin) BrandFor(clientID string) Brand {
+func (p *Signin) BrandFor(clientID string) webui.Brand {
 	org := ""
 	if clientID != "" {
 		if c, err := p.cfg.State.Client(clientID); err == nil {
@@ -45,17 +27,17 @@ func (p *Signin) BrandFor(clientID string) Brand {
 
 // BrandForOrg is the brand of the pages of organization orgID (an
 // invitation, a registration), else the site's ("" for the site's).
-func (p *Signin) BrandForOrg(orgID string) Brand {
+func (p *Signin) BrandForOrg(orgID string) webui.Brand {
 	b, err := p.cfg.State.BrandingFor(orgID)
 	if err != nil {
 		p.log.Warn("read branding", "err", err)
-		return Brand{}
+		return webui.Brand{}
 	}
 	return brandOf(b)
 }
 
-func brandOf(b fsm.Branding) Brand {
-	out := Brand{DisplayName: b.DisplayName, SupportURL: b.SupportURL, SupportEmail: b.SupportEmail}
+func brandOf(b fsm.Branding) webui.Brand {
+	out := webui.Brand{DisplayName: b.DisplayName, SupportURL: b.SupportURL, SupportEmail: b.SupportEmail}
 	if h := fsm.LogoHash(b.Logo); h != "" {
 		out.LogoURL = logoPath + h
 	}

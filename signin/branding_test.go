@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/webui"
 )
 
 func (h *harness) get(path string, hdr ...string) (*http.Response, string) {
@@ -31,7 +32,7 @@ const (
 
 func TestBrandForAndServing(t *testing.T) {
 	h := newHarness(t)
-	if b := h.p.BrandFor(hPublic); b != (Brand{}) {
+	if b := h.p.BrandFor(hPublic); b != (webui.Brand{}) {
 		t.Fatalf("no branding: %+v", b)
 	}
 	site := fsm.Branding{DisplayName: "Example Sign-in", Logo: []byte(pngLogo), LogoType: "image/png", PrimaryColor: "#005a9c",

@@ -186,7 +186,7 @@ func (s *selfPage) common(step selfStep, action, title string) (webui.Common, bo
 		s.unavailable("seal: " + err.Error())
 		return webui.Common{}, false
 	}
-	return webui.Common{Title: title, AppName: s.p.appName(step.Ctx), CSRFToken: s.csrf, Action: action, Step: sealed}, true
+	return webui.Common{Frame: s.frame(step.Ctx), Title: title, AppName: s.p.appName(step.Ctx), CSRFToken: s.csrf, Action: action, Step: sealed}, true
 }
 
 // form parses a posted self-service form, opens its step (one of stages)
@@ -219,23 +219,23 @@ func (s *selfPage) form(stages ...string) (url.Values, bool) {
 
 // page is an error page with a constant message.
 func (s *selfPage) page(status int, title, msg string) {
-	s.p.cfg.UI.Error(s.w, status, webui.ErrorPage{Title: title, Message: msg})
+	s.p.cfg.UI.Error(s.w, status, webui.ErrorPage{Frame: s.frame(s.step.Ctx), Title: title, Message: msg})
 }
 
 // message is a plain notice, with an optional link.
 func (s *selfPage) message(status int, title, msg, linkURL, linkText string) {
-	s.p.cfg.UI.Message(s.w, status, webui.MessagePage{Title: title, Message: msg, LinkURL: linkURL, LinkText: linkText})
+	s.p.cfg.UI.Message(s.w, status, webui.MessagePage{Frame: s.frame(s.step.Ctx), Title: title, Message: msg, LinkURL: linkURL, LinkText: linkText})
 }
 
 func (s *selfPage) unavailable(reason string) {
 	s.p.log.Error("self-service: unavailable", "reason", reason)
-	s.p.cfg.UI.Error(s.w, http.StatusServiceUnavailable, webui.ErrorPage{Title: authn.TitleUnavailable, Message: authn.MsgUnavailable})
+	s.p.cfg.UI.Error(s.w, http.StatusServiceUnavailable, webui.ErrorPage{Frame: webui.Frame{Lang: s.p.language(s.r, "")}, Title: authn.TitleUnavailable, Message: authn.MsgUnavailable})
 }
 
 // invalidLink is the one page of a link that is unknown, used, voided,
 // withdrawn, expired or of another purpose: 410, and nothing changed.
 func (s *selfPage) invalidLink() {
-	s.p.cfg.UI.Error(s.w, http.StatusGone, webui.ErrorPage{Title: titleLinkInvalid, Message: msgLinkInvalid})
+	s.p.cfg.UI.Error(s.w, http.StatusGone, webui.ErrorPage{Frame: s.frame(nil), Title: titleLinkInvalid, Message: msgLinkInvalid})
 }
 
 // tokenHash is the hash a link's token is stored under, "" for what

@@ -254,7 +254,7 @@ func (f *flow) reference() string {
 func (f *flow) page(status int, message, reason string) {
 	ref := f.reference()
 	f.p.log.Warn("authorize: error page", "status", status, "reason", httpx.LogValue(reason), "reference", ref)
-	f.p.cfg.UI.Error(f.w, status, webui.ErrorPage{Message: message, Reference: ref})
+	f.p.cfg.UI.Error(f.w, status, webui.ErrorPage{Frame: f.frame(), Message: message, Reference: ref})
 }
 
 // unavailable is the 503 page for store and key problems.
@@ -262,7 +262,7 @@ func (f *flow) unavailable(reason string) {
 	ref := f.reference()
 	f.p.log.Error("authorize: unavailable", "reason", reason, "reference", ref)
 	f.p.cfg.UI.Error(f.w, http.StatusServiceUnavailable, webui.ErrorPage{
-		Title: authn.TitleUnavailable, Message: authn.MsgUnavailable, Reference: ref,
+		Frame: webui.Frame{Lang: f.language()}, Title: authn.TitleUnavailable, Message: authn.MsgUnavailable, Reference: ref,
 	})
 }
 
@@ -278,7 +278,7 @@ func (f *flow) common(stage, action string) (webui.Common, bool) {
 		f.unavailable("seal step: " + err.Error())
 		return webui.Common{}, false
 	}
-	return webui.Common{AppName: f.st.AppName, CSRFToken: f.st.CSRF, Action: action, Step: step, Lang: f.language()}, true
+	return webui.Common{Frame: f.frame(), AppName: f.st.AppName, CSRFToken: f.st.CSRF, Action: action, Step: step}, true
 }
 
 // sameSession reports whether the browser's usable session is the one that

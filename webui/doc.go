@@ -10,7 +10,7 @@
 // have already validated; html/template escapes them by context.
 //
 // Invariants:
-//   - webui imports nothing of ours and holds no package-level state: all
+//   - webui imports only internal/i18n and holds no package-level state: all
 //     templates and static files are embedded, parsed and hashed once by
 //     New, and every template is executed once there with zero data so
 //     that html/template's escaping errors surface at start-up, not on the
@@ -35,8 +35,9 @@
 //
 // # Languages
 //
-// Texts come from catalogs, locales/<tag>.json (English is the source),
-// loaded at start into an x/text catalog. Each page template is parsed
+// Texts come from catalogs, locales/<tag>/*.json (English is the source),
+// loaded at start by internal/i18n into an x/text catalog; a language
+// lacking a key of English's, or a placeholder, fails New. Each page template is parsed
 // once per language with the functions t (a message: {{t "key" args}}),
 // tStrong (a message whose %s argument is shown in <strong>) and lang
 // (for <html lang>) bound to that language; Negotiate picks the language
@@ -47,7 +48,8 @@
 // Converting a page is mechanical:
 //  1. In its template, replace every visible text (text nodes, and the
 //     placeholder, aria-label, title, alt and label attributes) by
-//     {{t "page.thing"}}; add each key to every locales/*.json.
+//     {{t "page.thing"}}; add each key to a
+//     file of every language's folder (locales/<tag>/<area>.json).
 //  2. Render it with renderIn and the page's Common.Lang (or a Lang
 //     field) instead of render.
 //  3. In its caller, pass texts as catalog keys translated with

@@ -2,10 +2,8 @@ package webui
 
 import (
 	"fmt"
-	"maps"
 	"net/http"
 	"net/http/httptest"
-	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -15,160 +13,31 @@ import (
 
 	"golang.org/x/net/html"
 	"golang.org/x/text/language"
-	"golang.org/x/text/message"
+
+	"github.com/oidcd/oidcd/internal/i18n"
 )
 
-// readCatalogs reads every language's catalog file.
+// readCatalogs is every language's catalog: its keys and texts.
 func readCatalogs(t *testing.T) map[language.Tag]map[string]any {
 	t.Helper()
+	cat, err := i18n.Load(localeFiles, "locales")
+	if err != nil {
+		t.Fatal(err)
+	}
 	all := map[language.Tag]map[string]any{}
 	for _, tag := range languages {
-		body, err := localeFiles.ReadFile(path.Join("locales", tag.String()+".json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		msgs, err := parseLocale(body)
-		if err != nil {
-			t.Fatalf("%s.json: %v", tag, err)
-		}
-		all[tag] = msgs
+		all[tag] = cat.Messages(tag)
 	}
 	return all
 }
 
-// keyDiff names the keys of got that want lacks (extra) and the keys of
-// want that got lacks (missing).
-func keyDiff(want, got map[string]any) (missing, extra []string) {
-	for k := range want {
-		if _, ok := got[k]; !ok {
-			missing = append(missing, k)
-		}
-	}
-	for k := range got {
-		if _, ok := want[k]; !ok {
-			extra = append(extra, k)
-		}
-	}
-	slices.Sort(missing)
-	slices.Sort(extra)
-	return missing, extra
-}
-
-// TestCatalogKeys: every catalog has exactly the keys English has.
+// TestCatalogKeys: the pages' catalogs load, which they do only when
+// every language has exactly the keys English has, with its placeholders
+// (i18n.Load; its own tests check the check).
 func TestCatalogKeys(t *testing.T) {
 	all := readCatalogs(t)
-	en := all[language.English]
-	for _, tag := range languages[1:] {
-		missing, extra := keyDiff(en, all[tag])
-		for _, k := range missing {
-			t.Errorf("locales/%s.json lacks the key %q of en.json", tag, k)
-		}
-		for _, k := range extra {
-			t.Errorf("locales/%s.json has the key %q that en.json does not", tag, k)
-		}
-	}
-}
-
-// TestKeyDiff checks the check itself: a missing and an extra key are
-// both named.
-func TestKeyDiff(t *testing.T) {
-	for _, c := range []struct {
-		name           string
-		want, got      map[string]any
-		missing, extra []string
-	}{
-		{"same", map[string]any{"a": "x"}, map[string]any{"a": "y"}, nil, nil},
-		{"missing", map[string]any{"a": "x", "b": "x"}, map[string]any{"a": "y"}, []string{"b"}, nil},
-		{"extra", map[string]any{"a": "x"}, map[string]any{"a": "y", "c": "z"}, nil, []string{"c"}},
-	} {
-		m, e := keyDiff(c.want, c.got)
-		if !slices.Equal(m, c.missing) || !slices.Equal(e, c.extra) {
-			t.Errorf("%s: got %v %v, want %v %v", c.name, m, e, c.missing, c.extra)
-		}
-	}
-}
-
-var verbRE = regexp.MustCompile(`%[-+# 0]*[0-9]*(?:\.[0-9]+)?[a-zA-Z%]`)
-
-// verbs lists the fmt verbs of a text, %% left out.
-func verbs(s string) []string {
-	var vs []string
-	for _, v := range verbRE.FindAllString(s, -1) {
-		if v != "%%" {
-			vs = append(vs, v)
-		}
-	}
-	return vs
-}
-
-// placeholders is the verbs of a message: of the text, or of the
-// "other" form of a plural; for a plural, also whether every form has
-// at most the "other" form's verbs, in its order.
-func placeholders(v any) (vs []string, plural, formsOK bool) {
-	switch v := v.(type) {
-	case string:
-		return verbs(v), false, true
-	case map[string]string:
-		other := verbs(v["other"])
-		for _, s := range v {
-			if f := verbs(s); len(f) > len(other) || !slices.Equal(f, other[:len(f)]) {
-				return other, true, false
-			}
-		}
-		return other, true, true
-	}
-	return nil, false, false
-}
-
-// TestCatalogPlaceholders: each message has the placeholders English's
-// has, in the same order, and is a plural exactly when English's is.
-func TestCatalogPlaceholders(t *testing.T) {
-	all := readCatalogs(t)
-	en := all[language.English]
-	for _, tag := range languages {
-		for _, key := range slices.Sorted(maps.Keys(all[tag])) {
-			want, wantPlural, _ := placeholders(en[key])
-			got, plural, formsOK := placeholders(all[tag][key])
-			if _, ok := en[key]; !ok {
-				continue // TestCatalogKeys names it
-			}
-			if !slices.Equal(got, want) || plural != wantPlural || !formsOK {
-				t.Errorf("locales/%s.json: %s has placeholders %v (plural %v, forms agree %v); en.json has %v (plural %v)", tag, key, got, plural, formsOK, want, wantPlural)
-			}
-		}
-	}
-}
-
-// TestPlaceholderCheck checks the check on made-up messages.
-func TestPlaceholderCheck(t *testing.T) {
-	for _, c := range []struct {
-		v       any
-		want    []string
-		formsOK bool
-	}{
-		{"to %s", []string{"%s"}, true},
-		{"%d of %s, 100%%", []string{"%d", "%s"}, true},
-		{map[string]string{"one": "a minute", "other": "%d minutes"}, []string{"%d"}, true},
-		{map[string]string{"one": "%d %s", "other": "%d minutes"}, []string{"%d"}, false},
-	} {
-		got, _, ok := placeholders(c.v)
-		if !slices.Equal(got, c.want) || ok != c.formsOK {
-			t.Errorf("%v: got %v %v, want %v %v", c.v, got, ok, c.want, c.formsOK)
-		}
-	}
-}
-
-// TestParseLocaleRefuses: a malformed catalog entry fails loading.
-func TestParseLocaleRefuses(t *testing.T) {
-	for _, body := range []string{
-		`{"a": 1}`,
-		`{"a": {"one": "x"}}`,
-		`{"a": {"single": "x", "other": "y"}}`,
-		`["a"]`,
-	} {
-		if _, err := parseLocale([]byte(body)); err == nil {
-			t.Errorf("%s: parsed, want an error", body)
-		}
+	if len(all[language.English]) == 0 {
+		t.Fatal("no English texts")
 	}
 }
 
@@ -394,7 +263,7 @@ func TestStrayText(t *testing.T) {
 func templateKeys(t *testing.T, name, src string) []string {
 	t.Helper()
 	funcs := map[string]any{}
-	for k := range (&UI{printers: make([]*message.Printer, len(languages))}).localeFuncs(0) {
+	for k := range (&UI{}).localeFuncs(0) {
 		funcs[k] = true
 	}
 	for _, k := range []string{"styleURL", "scriptURL", "jsonData", "has", "pathOnly"} {

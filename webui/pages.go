@@ -6,16 +6,43 @@ import (
 	"golang.org/x/text/language"
 )
 
+// Frame is what every page shows around its own content: the language
+// it is in and the branding it wears.
+type Frame struct {
+	// Lang is the language of a translated page (Negotiate); the zero
+	// value is English. Pages not translated yet ignore it.
+	Lang  language.Tag
+	Brand Brand
+}
+
+// Brand is what a page shows of a branding: the site's, or the
+// organization's of the client being signed in to. Every field may be
+// "": the page then goes without (no logo, the stylesheet's own colours,
+// no support line).
+type Brand struct {
+	// DisplayName names the site (or organization) in the page's header.
+	DisplayName string
+	// LogoURL is a path on the provider's own origin (img-src 'self'),
+	// shown with <img> beside the name, never inlined, so an SVG logo's
+	// content never runs in a page.
+	LogoURL string
+	// StyleURL is a stylesheet on the provider's own origin that sets
+	// the custom properties --brand-primary, --brand-on-primary and
+	// --brand-primary-hover, linked after the page's own: no inline
+	// style, so the pages' CSP stays as it is.
+	StyleURL     string
+	SupportURL   string // a help page, linked in the page's footer
+	SupportEmail string // a help address, linked (mailto:) in the footer
+}
+
 // Common is the data every sign-in step carries.
 type Common struct {
+	Frame
 	Title     string // page title and heading; each page has a default
 	AppName   string // the relying party's display name; may be empty
 	CSRFToken string // posted back unchanged as hidden input csrf_token
 	Action    string // form action URL, path and query, e.g. /authorize?...
 	Step      string // opaque step handle, posted back as hidden input step
-	// Lang is the language of a translated page (Negotiate); the zero
-	// value is English. Pages not translated yet ignore it.
-	Lang language.Tag
 }
 
 // SignInPage is the first sign-in step: email and password, and
@@ -140,6 +167,7 @@ type TOTPSetupPage struct {
 
 // RecoveryCodesPage shows fresh recovery codes once.
 type RecoveryCodesPage struct {
+	Frame
 	Title   string
 	Codes   []string
 	BackURL string
@@ -174,6 +202,7 @@ type ScopeLine struct {
 // ErrorPage is the error page of a request that cannot go back to the
 // client. It shows a reference code and never a link back to the client.
 type ErrorPage struct {
+	Frame
 	Title, Message, Reference string
 	// Detail is a fixed sentence for the application's developer naming
 	// what was wrong with the request; never raw input.
@@ -183,6 +212,7 @@ type ErrorPage struct {
 // MessagePage is a plain notice, such as "You declined" or "You are
 // signed out", with an optional link.
 type MessagePage struct {
+	Frame
 	Title, Message    string
 	LinkURL, LinkText string // optional; the link is shown when LinkURL is set
 }

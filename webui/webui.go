@@ -19,7 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/text/language"
-	"golang.org/x/text/message"
+
+	"github.com/oidcd/oidcd/internal/i18n"
 )
 
 //go:embed templates/*.html
@@ -51,8 +52,7 @@ type UI struct {
 	smsCode, passkey, account, totpSetup, recoveryCodes       localized
 	address, newPassword, confirm                             localized
 
-	printers []*message.Printer  // by index in languages
-	fixed    []map[string]string // by index in languages: the texts without arguments
+	cat *i18n.Catalog // locales/<tag>/*.json
 
 	assets    map[string]asset // by file name under /static/
 	styleURL  string
@@ -88,12 +88,11 @@ func New() (*UI, error) {
 	}
 	u.scriptURL = "/static/passkey.js?v=" + script.hash
 
-	cat, msgs, err := loadCatalog()
+	cat, err := i18n.Load(localeFiles, "locales")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("webui: %w", err)
 	}
-	u.printers = newPrinters(cat)
-	u.fixed = fixedTexts(u.printers, msgs)
+	u.cat = cat
 
 	funcs := template.FuncMap{
 		"styleURL":  func() string { return u.styleURL },
@@ -239,7 +238,7 @@ func (u *UI) renderIn(w http.ResponseWriter, status int, page localized, lang la
 
 // renderCSP is renderIn with another Content-Security-Policy.
 func (u *UI) renderCSP(w http.ResponseWriter, status int, page localized, lang language.Tag, data any, csp string) {
-	t := page[langIndex(lang)]
+	t := page[i18n.Index(lang)]
 	var buf bytes.Buffer
 	u.headers(w, csp)
 	if err := t.ExecuteTemplate(&buf, "layout", data); err != nil {

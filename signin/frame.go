@@ -1,0 +1,48 @@
+package signin
+
+import (
+	"net/http"
+
+	"github.com/oidcd/oidcd/webui"
+)
+
+// Frame is the frame of a page of a sign-in for client clientID: its
+// organization's branding, else the site's, in the language chosen for
+// this browser (uiLocales is the pending request's ui_locales language,
+// "" outside one). It is what the protocol's own pages of a sign-in (the
+// organization picker, consent, the error page) wear.
+func (p *Signin) Frame(r *http.Request, clientID, uiLocales string) webui.Frame {
+	return webui.Frame{Lang: p.language(r, uiLocales), Brand: p.BrandFor(clientID)}
+}
+
+// frame is the frame of this flow's pages.
+func (f *flow) frame() webui.Frame {
+	return webui.Frame{Lang: f.language(), Brand: f.p.BrandFor(f.st.ClientID)}
+}
+
+// frame is the frame of a self-service page: the branding of the
+// organization it is about (an invitation's, a registration's), else of
+// the client of the sign-in it came from, else the site's.
+func (s *selfPage) frame(ctx *signinContext) webui.Frame {
+	f := webui.Frame{Lang: s.p.language(s.r, "")}
+	switch {
+	case ctx != nil && ctx.OrgID != "":
+		f.Brand = s.p.BrandForOrg(ctx.OrgID)
+	case ctx != nil:
+		f.Brand = s.p.BrandFor(ctx.ClientID)
+	default:
+		f.Brand = s.p.BrandForOrg("")
+	}
+	return f
+}
+
+// frame is the frame of /account's pages: the site's branding (a person
+// may belong to several organizations, and /account is none of theirs),
+// or on an invitation's page its organization's.
+func (a *account) frame() webui.Frame {
+	org := ""
+	if a.inv != nil {
+		org = a.inv.org.ID
+	}
+	return webui.Frame{Lang: a.p.language(a.r, ""), Brand: a.p.BrandForOrg(org)}
+}

@@ -19,10 +19,16 @@ func TestFrameOnEveryPage(t *testing.T) {
 	c.Brand = brand
 	f := Frame{Brand: brand}
 	pages := map[string]func(w http.ResponseWriter, f Frame){
-		"signin":  func(w http.ResponseWriter, f Frame) { c.Frame = f; u.SignIn(w, 200, SignInPage{Common: c}) },
-		"second":  func(w http.ResponseWriter, f Frame) { c.Frame = f; u.SecondFactor(w, 200, SecondFactorPage{Common: c, Methods: []string{MethodOTP}}) },
-		"sms":     func(w http.ResponseWriter, f Frame) { c.Frame = f; u.SMSCode(w, 200, SMSCodePage{Common: c}) },
-		"passkey": func(w http.ResponseWriter, f Frame) { c.Frame = f; u.Passkey(w, 200, PasskeyPage{Common: c, Options: "{}"}) },
+		"signin": func(w http.ResponseWriter, f Frame) { c.Frame = f; u.SignIn(w, 200, SignInPage{Common: c}) },
+		"second": func(w http.ResponseWriter, f Frame) {
+			c.Frame = f
+			u.SecondFactor(w, 200, SecondFactorPage{Common: c, Methods: []string{MethodOTP}})
+		},
+		"sms": func(w http.ResponseWriter, f Frame) { c.Frame = f; u.SMSCode(w, 200, SMSCodePage{Common: c}) },
+		"passkey": func(w http.ResponseWriter, f Frame) {
+			c.Frame = f
+			u.Passkey(w, 200, PasskeyPage{Common: c, Options: "{}"})
+		},
 		"account": func(w http.ResponseWriter, f Frame) { c.Frame = f; u.Account(w, 200, AccountPage{Common: c}) },
 		"totp":    func(w http.ResponseWriter, f Frame) { c.Frame = f; u.TOTPSetup(w, 200, TOTPSetupPage{Common: c}) },
 		"codes":   func(w http.ResponseWriter, f Frame) { u.RecoveryCodes(w, 200, RecoveryCodesPage{Frame: f}) },

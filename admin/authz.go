@@ -683,3 +683,16 @@ func findInvitationBody(_ *api, r *http.Request) (scope, error) {
 	}
 	return scope{orgs: []string{org}}, nil
 }
+
+// MayTry reports whether role may call route ("GET /branding") at all:
+// false when decide refuses it whatever record it names, as it does an
+// org_admin the site's branding or the keys. The console leaves such
+// pages out of its navigation; the API still decides every call.
+func MayTry(role, route string) bool {
+	d, ok := declarations[route]
+	if !ok {
+		return false
+	}
+	v, _ := decide(Credential{Role: role, OrgID: "some-organization"}, d, nil)
+	return v == allow || v == needScope
+}

@@ -346,7 +346,20 @@ func TestRoleRefusalKeepsThePersonSession(t *testing.T) {
 	if e.cookie(cookieSession) == "" {
 		t.Fatal("a refusal by role ended the session")
 	}
-	wantStatus(t, "people page", e.get(Prefix+"people"), http.StatusOK)
+	r = e.get(Prefix + "people")
+	wantStatus(t, "people page", r, http.StatusOK)
+	// The navigation offers an org_admin only what its role may open.
+	for _, c := range []struct {
+		page  string
+		shown bool
+	}{
+		{"people", true}, {"organizations", true}, {"invitations", true}, {"audit", true},
+		{"branding", false}, {"keys", false}, {"cluster", false}, {"directories", false}, {"admins", false},
+	} {
+		if got := strings.Contains(r.Body, `<a href="/console/`+c.page+`"`); got != c.shown {
+			t.Errorf("org_admin's navigation: link to %s shown %v, want %v", c.page, got, c.shown)
+		}
+	}
 }
 
 func TestPersonSignsOut(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oidcd/oidcd/admin"
 	"github.com/oidcd/oidcd/internal/httpx"
 )
 
@@ -100,6 +101,14 @@ func (v *view) who(rs *reqSession) {
 	default:
 		v.Who, v.Role = "the admin token", "admin"
 	}
+}
+
+// Offers reports whether the navigation shows the page of route ("GET
+// /branding"): not to a role the API refuses it whatever it names (an
+// org_admin is not shown the site's branding, the keys or the cluster).
+// The page itself still answers with the API's refusal.
+func (v *view) Offers(route string) bool {
+	return v.Role == "" || admin.MayTry(v.Role, route)
 }
 
 // StyleURL is the stylesheet's address.

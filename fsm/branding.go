@@ -116,6 +116,15 @@ func (s *State) BrandingFor(orgID string) (Branding, error) {
 	return b, err
 }
 
+// BrandingGeneration changes right after every commit that may change
+// what BrandingFor answers (a branding set, an organization changed or
+// deleted) and after a restore. A cache that takes the generation before
+// it reads, and keeps the answer under it, is current while the
+// generation is unchanged (give or take the instant between a commit and
+// its count, as if the read came just before the commit). It counts on
+// this replica only.
+func (s *State) BrandingGeneration() uint64 { return s.f.brandingGen.Load() }
+
 // LogoHash is the name a logo is served under: the hex SHA-256 of its
 // bytes ("" for no logo).
 func LogoHash(logo []byte) string {

@@ -124,3 +124,25 @@ func TestBrandingLogoByHash(t *testing.T) {
 		t.Error("a malformed hash was served")
 	}
 }
+
+// TestBrandingGeneration: every command that can change what BrandingFor
+// answers, and a restore, moves the generation a cache keys on; others
+// leave it.
+func TestBrandingGeneration(t *testing.T) {
+	h := newHarness(t)
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := h.f.State()
+	step := func(name string, moves bool, do func()) {
+		t.Helper()
+		before := s.BrandingGeneration()
+		do()
+		if after := s.BrandingGeneration(); (after > before) != moves {
+			t.Errorf("%s: generation %d to %d, want moved %v", name, before, after, moves)
+		}
+	}
+	step("create an organization", false, func() { h.mustApply(TypeCreateOrg, CreateOrg{ID: orgA, Slug: "a", Name: "A", CreatedAt: at}) })
+	step("set the site's branding", true, func() { h.mustApply(TypeSetBranding, SetBranding{Branding: Branding{DisplayName: "S"}}) })
+	step("update an organization", true, func() { h.mustApply(TypeUpdateOrg, UpdateOrg{ID: orgA, Branding: &Branding{DisplayName: "A"}}) })
+	step("delete an organization", true, func() { h.mustApply(TypeDeleteOrg, DeleteOrg{ID: orgA, At: at}) })
+	step("restore", true, func() { restoreFrom(t, h.f, h.f) })
+}

@@ -57,6 +57,9 @@ type FSM struct {
 	expect    uint64 // raft index of the snapshot the next Restore reads
 	expectSet bool
 	restores  atomic.Uint64
+	// brandingGen counts the commits that may have changed what
+	// State.BrandingFor answers, and the restores (BrandingGeneration).
+	brandingGen atomic.Uint64
 
 	// OnApply, when set, is called after each committed batch with the
 	// command types it held. It must not block. Used for metrics and for
@@ -248,6 +251,12 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 			}
 		}
 		f.appliedMu.Unlock()
+		for _, t := range types {
+			if t == TypeSetBranding || t == TypeUpdateOrg || t == TypeDeleteOrg {
+				f.brandingGen.Add(1)
+				break
+			}
+		}
 		f.setApplied(last)
 		if f.OnApply != nil && len(types) > 0 {
 			f.OnApply(types)
@@ -462,6 +471,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	go old.Close()
 	f.setApplied(readApplied(db))
 	f.restores.Add(1)
+	f.brandingGen.Add(1)
 	if f.OnApply != nil {
 		f.OnApply([]Type{TypeAddKey})
 	}

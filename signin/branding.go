@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/httpx"
@@ -27,13 +28,59 @@ func (p *Signin) BrandFor(clientID string) webui.Brand {
 
 // BrandForOrg is the brand of the pages of organization orgID (an
 // invitation, a registration), else the site's ("" for the site's).
+//
+// Brands are cached by organization while fsm's BrandingGeneration
+// holds: a branding record carries its logo (up to 64 KiB), which every
+// page would otherwise decode and hash.
 func (p *Signin) BrandForOrg(orgID string) webui.Brand {
+	gen := p.cfg.State.BrandingGeneration()
+	if b, ok := p.brands.get(orgID, gen); ok {
+		return b
+	}
 	b, err := p.cfg.State.BrandingFor(orgID)
 	if err != nil {
 		p.log.Warn("read branding", "err", err)
 		return webui.Brand{}
 	}
-	return brandOf(b)
+	brand := brandOf(b)
+	p.brands.put(orgID, gen, brand)
+	return brand
+}
+
+// brandCache holds brands by organization ("" for the site's) under the
+// branding generation they were read at.
+type brandCache struct {
+	mu  sync.Mutex
+	gen uint64
+	m   map[string]webui.Brand
+}
+
+// maxCachedBrands bounds the cache: a site with more organizations than
+// this reads the rest each time.
+const maxCachedBrands = 4096
+
+func (c *brandCache) get(org string, gen uint64) (webui.Brand, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen {
+		return webui.Brand{}, false
+	}
+	b, ok := c.m[org]
+	return b, ok
+}
+
+func (c *brandCache) put(org string, gen uint64, b webui.Brand) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case gen < c.gen:
+		return // read before a newer change: not worth keeping
+	case gen > c.gen || c.m == nil:
+		c.gen, c.m = gen, map[string]webui.Brand{}
+	}
+	if len(c.m) < maxCachedBrands {
+		c.m[org] = b
+	}
 }
 
 func brandOf(b fsm.Branding) webui.Brand {

@@ -69,6 +69,7 @@ type Signin struct {
 	metrics *metrics
 	wa      *webauthn.WebAuthn // passkeys; the relying-party id is the issuer's host
 	dirs    directoryClients   // one client per directory (directory.go)
+	brands  brandCache         // BrandForOrg's
 	// floor is answerFloor (selfservice.go); tests that do not time it
 	// set it to 0.
 	floor time.Duration

@@ -60,7 +60,8 @@ func TestAdminReadOnFollowerSeesAcknowledgedWrite(t *testing.T) {
 // answer either way.
 func TestStaleAdminReadOnCutOffFollower(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{Size: 3})
-	leader, f := c.Leader(), c.Followers()[0]
+	leader := c.WaitNewLeader()
+	f := c.Followers()[0]
 	var org struct {
 		ID string `json:"id"`
 	}
@@ -131,7 +132,7 @@ func BenchmarkAdminRead(b *testing.B) {
 	}
 	hc := c.Client()
 	for _, role := range []string{"leader", "follower"} {
-		i := c.Leader()
+		i := c.WaitNewLeader()
 		if role == "follower" {
 			i = c.Followers()[0]
 		}

@@ -181,7 +181,7 @@ func TestAuditTrailOnThreeNodes(t *testing.T) {
 	if resp := do(t, c, "POST", "/admin/v1/organizations", testcluster.AdminToken, map[string]any{"slug": "before-kill", "name": "B"}, nil); resp.StatusCode != 201 {
 		t.Fatalf("write: %d", resp.StatusCode)
 	}
-	leader := c.Leader()
+	leader := c.WaitNewLeader()
 	c.Kill(leader)
 	survivor := (leader + 1) % 3
 	c.WaitNewLeader()

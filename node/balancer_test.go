@@ -94,7 +94,7 @@ func TestDiscoveryAndJWKSOutliveTheQuorumBehindHAProxy(t *testing.T) {
 	hc := from("127.0.0.2", roots)
 	waitThrough(t, hc, issuer+"/.well-known/jwks.json")
 
-	survivor := c.Leader()
+	survivor := c.WaitNewLeader()
 	for i := range c.Size() {
 		if i != survivor {
 			c.Kill(i)

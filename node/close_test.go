@@ -2,9 +2,11 @@ package node_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptrace"
 	"sync"
 	"testing"
 	"time"
@@ -20,10 +22,11 @@ import (
 // connection.
 func TestCloseIsBoundedWithWritesInFlight(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{Size: 3})
-	leader := c.Leader()
+	leader := c.WaitNewLeader()
 	c.Partition(leader)
 	var wg sync.WaitGroup
 	statuses := make(chan int, 20)
+	wrote := make(chan struct{}, 20)
 	var mu sync.Mutex
 	var finished []time.Time
 	for i := range 20 {
@@ -31,7 +34,8 @@ func TestCloseIsBoundedWithWritesInFlight(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			body := fmt.Sprintf(`{"slug":"org-%d","name":"Org %d"}`, i, i)
-			req, _ := http.NewRequest("POST", c.URL(leader)+"/admin/v1/organizations", bytes.NewBufferString(body))
+			trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote <- struct{}{} }}
+			req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "POST", c.URL(leader)+"/admin/v1/organizations", bytes.NewBufferString(body))
 			req.Header.Set("Authorization", "Bearer "+testcluster.AdminToken)
 			req.Header.Set("Content-Type", "application/json")
 			resp, err := c.Client().Do(req)
@@ -46,7 +50,18 @@ func TestCloseIsBoundedWithWritesInFlight(t *testing.T) {
 			statuses <- resp.StatusCode
 		}()
 	}
-	time.Sleep(50 * time.Millisecond) // the writes wait on raft now
+	// Every request is sent before the node closes, then given a moment
+	// to reach its handler and wait on raft (a fixed pause alone let a
+	// loaded machine close the node before some had even connected).
+	timeout := time.After(20 * time.Second)
+	for range 20 {
+		select {
+		case <-wrote:
+		case <-timeout:
+			t.Fatal("the 20 requests were not all sent within 20 s")
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
 	start := time.Now()
 	if err := c.KillErr(leader); err != nil && !errors.Is(err, testcluster.ErrCloseFailed) {
 		t.Fatal(err)

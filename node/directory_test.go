@@ -252,7 +252,7 @@ func TestDirectorySyncRunsOnTheLeaderOnly(t *testing.T) {
 	signInApp(t, c, testcluster.NewBrowser(t), multi, world{email: "ann@corp.example", password: "ann-directory-pw", cb: w.cb, orgB: w.orgB})
 	annID := directory.UserID(dirID, s.EntryUUID(ldaptest.PersonDN("ann")))
 
-	leader := c.Leader()
+	leader := c.WaitNewLeader()
 	waitUntil(t, "the leader syncs", 10*time.Second, func() bool { return syncs(t, c, leader) >= 2 })
 	for _, f := range c.Followers() {
 		if n := syncs(t, c, f); n != 0 {

@@ -15,7 +15,7 @@ import (
 // answers /readyz 503 from the start of the drain.
 func TestDrainHandsLeadershipOver(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{Size: 3})
-	old := c.Leader()
+	old := c.WaitNewLeader()
 	firstReady(t, c, old)
 	done := make(chan struct{})
 	go func() { c.Node(old).Drain(context.Background()); close(done) }()
@@ -47,7 +47,7 @@ func TestDrainHandsLeadershipOver(t *testing.T) {
 // mustCreateOrg writes through the cluster's current leader.
 func mustCreateOrg(t *testing.T, c *testcluster.Cluster) {
 	t.Helper()
-	l := c.Leader()
+	l := c.WaitNewLeader()
 	res, err := c.Node(l).Cluster().Apply(context.Background(), fsm.MustCommand(fsm.TypeCreateOrg, fsm.CreateOrg{ID: "11111111-2222-3333-4444-555555555555", Slug: "after", Name: "After"}))
 	if err != nil || res.Err != nil {
 		t.Fatalf("write after the hand-over: %v %v", err, res.Err)

@@ -259,7 +259,7 @@ func TestEdgeReplicas(t *testing.T) {
 
 	// Leaders come and go among the voters only.
 	for range 2 {
-		old := c.Leader()
+		old := c.WaitNewLeader()
 		c.Kill(old)
 		l := c.WaitNewLeader()
 		if l >= coreSize {
@@ -311,7 +311,7 @@ func TestEdgeReplicas(t *testing.T) {
 func waitSnapshotPast(t *testing.T, c *testcluster.Cluster, index uint64) {
 	t.Helper()
 	snapWait(t, "leader's snapshot", func() (bool, string) {
-		l := c.Leader()
+		l := c.WaitNewLeader()
 		if l < 0 {
 			return false, "no leader"
 		}
@@ -378,7 +378,7 @@ func TestEdgeBecomesTheCoreAfterTheCoreIsLost(t *testing.T) {
 	if _, err := os.Stat(peersPath); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("peers.json after it was applied: %v, want it removed", err)
 	}
-	newCore := c.Leader()
+	newCore := c.WaitNewLeader()
 	if newCore != edgeA && newCore != edgeB {
 		t.Fatalf("leader after the recovery: node %d", newCore)
 	}

@@ -296,7 +296,7 @@ func TestBehindHAProxy(t *testing.T) {
 
 	// Kill the leader behind the balancer: every acknowledged sign-in's
 	// token still works through it.
-	c.Kill(c.Leader())
+	c.Kill(c.WaitNewLeader())
 	c.WaitNewLeader()
 	for i, tok := range tokens {
 		deadline := time.Now().Add(15 * time.Second)

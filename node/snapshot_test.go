@@ -159,7 +159,7 @@ func TestWipedNodeCatchesUpFromSnapshot(t *testing.T) {
 	// victim had: its log starts after that snapshot less the trailing 4
 	// entries, far past entry 1.
 	snapWait(t, "leader snapshot", func() (bool, string) {
-		l := c.Leader()
+		l := c.WaitNewLeader()
 		if l < 0 {
 			return false, "no leader"
 		}
@@ -386,7 +386,7 @@ func snapRestoreBytes(t testing.TB, c *testcluster.Cluster, backup []byte) {
 // catches up from the others.
 func TestDamagedFileIsRefusedAndTheNodeRebuilt(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{Size: 3, Configure: compacting})
-	leader := c.Leader()
+	leader := c.WaitNewLeader()
 	snapCreateOrgs(t, c, leader, "before", 30)
 	for _, file := range []string{"state.db", filepath.Join("raft", "raft.db")} {
 		victim := c.Followers()[0]

@@ -327,6 +327,10 @@ var ErrCloseFailed = errors.New("testcluster: close returned an error")
 // time (node.Close is bounded, so this is a bug).
 func (c *Cluster) KillErr(i int) error {
 	c.mu.Lock()
+	if i < 0 || i >= len(c.nodes) {
+		c.mu.Unlock()
+		return fmt.Errorf("testcluster: no node %d (Leader is -1 while there is none: WaitNewLeader waits for one)", i)
+	}
 	n := c.nodes[i].node
 	c.nodes[i].node = nil
 	c.mu.Unlock()

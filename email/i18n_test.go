@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"text/template/parse"
 	"time"
@@ -433,3 +434,36 @@ func TestOutgoingRecordsTheLanguageUsed(t *testing.T) {
 
 // noKEK seals nothing: bodies in the clear, as without --kek-file.
 var noKEK *kek.KEK
+
+// TestComposeConcurrently: the templates of every language are shared
+// by the nodes' handlers (run with -race).
+func TestComposeConcurrently(t *testing.T) {
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for j := range 20 {
+				locale := Languages()[(g+j)%len(Languages())]
+				m, err := Compose(templates[j%len(templates)], locale, Data{Site: "s", Link: "https://s/l", OrgName: "o", Email: "a@b", Directory: "d", ForgotURL: "https://s/f", Expires: time.Hour})
+				if err != nil || m.Locale != locale {
+					t.Errorf("%s: %v, locale %q", locale, err, m.Locale)
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// BenchmarkCompose composes an invitation in each language.
+func BenchmarkCompose(b *testing.B) {
+	d := Data{Site: "id.example.com", Link: "https://id.example.com/invite/T0KEN", OrgName: "Acme Books", Expires: 7 * 24 * time.Hour}
+	for _, locale := range Languages() {
+		b.Run(locale, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Compose(Invitation, locale, d); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

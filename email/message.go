@@ -10,13 +10,10 @@ import (
 	"fmt"
 	htmltemplate "html/template"
 	"net/url"
-	"slices"
 	"strings"
 	"text/template"
 	"time"
 	"unicode"
-
-	"golang.org/x/text/language"
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/i18n"
@@ -69,7 +66,7 @@ type Data struct {
 	Email     string        // the address concerned
 	Directory string        // the directory's name
 	ForgotURL string        // the forgotten-password page
-	Expires   time.Duration // how long the link works
+	Expires   time.Duration // how long the link works, written in the message's language
 }
 
 // duration is d in words in the language of index i of i18n.Languages,
@@ -137,13 +134,17 @@ func parseAll() ([]*template.Template, []*htmltemplate.Template) {
 // Locale is the language of Languages that locale (a BCP 47 tag) names
 // exactly, or English: the language a message asked for in locale is
 // written in.
-func Locale(locale string) string {
-	for _, t := range languages {
+func Locale(locale string) string { return languages[index(locale)].String() }
+
+// index is the index in languages of the language locale names exactly,
+// 0 (English) for any other.
+func index(locale string) int {
+	for i, t := range languages {
 		if t.String() == locale {
-			return locale
+			return i
 		}
 	}
-	return languages[0].String()
+	return 0
 }
 
 // Languages returns the tags of the languages messages are written in,
@@ -159,8 +160,8 @@ func Compose(name, locale string, d Data) (Message, error) {
 	if kinds[name] == "" {
 		return Message{}, fmt.Errorf("email: no template %q", name)
 	}
-	locale = Locale(locale)
-	i := slices.IndexFunc(languages, func(t language.Tag) bool { return t.String() == locale })
+	i := index(locale)
+	locale = languages[i].String()
 	var subject, text, html bytes.Buffer
 	if err := textTemplates[i].ExecuteTemplate(&subject, name+".subject", d); err != nil {
 		return Message{}, fmt.Errorf("email: %s: %w", name, err)

@@ -64,19 +64,21 @@ func invitationOut(in fsm.Invitation, now time.Time) Invitation {
 }
 
 // invitationBody is the body of POST /invitations. ExpiresIn is seconds,
-// as an API key's.
+// as an API key's; Locale the language of the message (mailLocale).
 type invitationBody struct {
 	Email     string `json:"email"`
 	OrgID     string `json:"organization_id"`
 	ExpiresIn *int64 `json:"expires_in"`
+	Locale    string `json:"locale"`
 }
 
 // check validates the body; it returns the organization id in canonical
-// form and the lifetime.
+// form and the lifetime, and sets Locale to the message's language.
 func (b *invitationBody) check() (string, time.Duration, problems) {
 	var p problems
 	p.email("email", b.Email)
 	org := p.uuid("organization_id", b.OrgID)
+	b.Locale = p.mailLocale("locale", b.Locale)
 	life := DefaultInvitationLifetime
 	if b.ExpiresIn != nil {
 		lo, hi := int64(MinInvitationLifetime/time.Second), int64(MaxInvitationLifetime/time.Second)
@@ -125,7 +127,7 @@ func (a *api) createInvitation(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	out, ok := a.sealed(w, r, email.Invitation, b.Email, "", email.Data{Link: a.linkURL("invite", token), OrgName: o.Name, Expires: life})
+	out, ok := a.sealed(w, r, email.Invitation, b.Locale, b.Email, "", email.Data{Link: a.linkURL("invite", token), OrgName: o.Name, Expires: life})
 	if !ok {
 		return
 	}
@@ -243,13 +245,30 @@ type VerifyEmailSent struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
+// verifyEmailBody is the optional body of POST /users/{id}/verify-email:
+// the language of the message (mailLocale).
+type verifyEmailBody struct {
+	Locale string `json:"locale"`
+}
+
 // verifyEmail is POST /users/{id}/verify-email: a link to prove the
 // person's current address ({issuer}/verify-email/{token}, 24 hours)
 // goes to that address; following it sets email_verified. A newer link
 // voids the person's older ones (fsm.IssueLink). A person of a directory
-// is refused: their address is the directory's to vouch for.
+// is refused: their address is the directory's to vouch for. The body
+// is optional: none is English.
 func (a *api) verifyEmail(w http.ResponseWriter, r *http.Request) {
 	if !a.mailReady(w, r) {
+		return
+	}
+	var b verifyEmailBody
+	if r.ContentLength != 0 && !decode(w, r, &b) {
+		return
+	}
+	var p problems
+	locale := p.mailLocale("locale", b.Locale)
+	if len(p) > 0 {
+		writeInvalid(w, r, p)
 		return
 	}
 	u, ok := a.pathUser(w, r)
@@ -265,7 +284,7 @@ func (a *api) verifyEmail(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	out, ok := a.sealed(w, r, email.VerifyEmail, u.Email, u.ID, email.Data{Link: a.linkURL("verify-email", token), Email: u.Email, Expires: VerifyEmailLifetime})
+	out, ok := a.sealed(w, r, email.VerifyEmail, locale, u.Email, u.ID, email.Data{Link: a.linkURL("verify-email", token), Email: u.Email, Expires: VerifyEmailLifetime})
 	if !ok {
 		return
 	}

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -203,6 +204,11 @@ func TestCreateInvitationRefuses(t *testing.T) {
 		{name: "expires_in negative", method: "POST", path: path, body: body(`"ann@example.com"`, `,"expires_in":-60`), status: 400, code: httpx.CodeValidation, field: "expires_in", dcode: codeOutOfRange},
 		{name: "expires_in a duration", method: "POST", path: path, body: body(`"ann@example.com"`, `,"expires_in":"7d"`), status: 400, code: httpx.CodeValidation, field: "expires_in", dcode: "invalid_type"},
 		{name: "expires_in a fraction", method: "POST", path: path, body: body(`"ann@example.com"`, `,"expires_in":3600.5`), status: 400, code: httpx.CodeValidation, field: "expires_in", dcode: "invalid_type"},
+		{name: "unknown locale", method: "POST", path: path, body: body(`"ann@example.com"`, `,"locale":"ko"`), status: 400, code: httpx.CodeValidation, field: "locale", dcode: codeInvalid},
+		{name: "regional locale", method: "POST", path: path, body: body(`"ann@example.com"`, `,"locale":"de-CH"`), status: 400, code: httpx.CodeValidation, field: "locale", dcode: codeInvalid},
+		{name: "locale in capitals", method: "POST", path: path, body: body(`"ann@example.com"`, `,"locale":"DE"`), status: 400, code: httpx.CodeValidation, field: "locale", dcode: codeInvalid},
+		{name: "locale with a line break", method: "POST", path: path, body: body(`"ann@example.com"`, `,"locale":"de\r\nBcc: x@example.net"`), status: 400, code: httpx.CodeValidation, field: "locale", dcode: codeInvalid},
+		{name: "locale a list", method: "POST", path: path, body: body(`"ann@example.com"`, `,"locale":["de"]`), status: 400, code: httpx.CodeValidation, field: "locale", dcode: "invalid_type"},
 		{name: "unknown field", method: "POST", path: path, body: body(`"ann@example.com"`, `,"link":"x"`), status: 400, code: httpx.CodeValidation, field: "link", dcode: "unknown_field"},
 		{name: "not JSON", method: "POST", path: path, body: `{"email":`, status: 400, code: httpx.CodeBadRequest},
 		{name: "unknown organization", method: "POST", path: path, body: `{"email":"ann@example.com","organization_id":"` + unknownID + `"}`, status: 422, code: httpx.CodeValidation, field: "organization_id", dcode: "not_found"},
@@ -397,6 +403,57 @@ func TestVerifyEmail(t *testing.T) {
 	})
 	if env := checkEnvelope(t, e.do("POST", "/admin/v1/users/"+dirPerson.ID+"/verify-email", ""), 409, httpx.CodeConflict); !strings.Contains(env.Message, "directory") {
 		t.Errorf("directory person: message %q", env.Message)
+	}
+}
+
+// greetings are a word of each language's messages.
+var greetings = map[string]string{"en": "Hello", "de": "Guten Tag", "fr": "Bonjour", "es": "Hola", "ja": "こんにちは"}
+
+// TestMailLocale: an invitation and an address check are written in the
+// language the request names, English when it names none, and the
+// committed message records it; any other language is refused, with
+// nothing written.
+func TestMailLocale(t *testing.T) {
+	e := newEnv(t, withMail)
+	o := e.createOrg("acme")
+	if len(email.Languages()) != len(greetings) {
+		t.Fatalf("the mail's languages %v; the test knows %d", email.Languages(), len(greetings))
+	}
+	for _, locale := range append(email.Languages(), "") {
+		want := cmp.Or(locale, "en")
+		field := ""
+		if locale != "" {
+			field = `,"locale":"` + locale + `"`
+		}
+		addr := "invited-" + want + strings.Repeat("x", len(locale)) + "@example.com"
+		e.must(201, "POST", "/admin/v1/invitations", `{"email":"`+addr+`","organization_id":"`+o.ID+`"`+field+`}`)
+		m, msg := e.sentTo(fsm.EmailInvitation, addr)
+		if m.Locale != want || msg.Locale != want || !strings.Contains(msg.Text, greetings[want]) || !strings.Contains(msg.HTML, `<html lang="`+want+`">`) {
+			t.Errorf("invitation, locale %q: record %q, message %q:\n%s", locale, m.Locale, msg.Locale, msg.Text)
+		}
+
+		for i, body := range []string{`{"locale":"` + locale + `"}`, map[bool]string{true: "", false: `{"locale":"` + locale + `"}`}[locale == ""]} {
+			u := e.createUser(fmt.Sprintf(`{"email":"check-%s-%d-%d@example.com"}`, want, len(locale), i))
+			e.must(202, "POST", "/admin/v1/users/"+u.ID+"/verify-email", body)
+			m, msg := e.sentTo(fsm.EmailVerify, u.Email)
+			if m.Locale != want || msg.Locale != want || !strings.Contains(msg.Text, greetings[want]) {
+				t.Errorf("verify-email, body %q: record %q, message %q:\n%s", body, m.Locale, msg.Locale, msg.Text)
+			}
+		}
+	}
+
+	u := e.createUser(`{"email":"refused@example.com"}`)
+	path := "/admin/v1/users/" + u.ID + "/verify-email"
+	before := e.app.FSM.Applied()
+	e.run(t, []tc{
+		{name: "unknown locale", method: "POST", path: path, body: `{"locale":"klingon"}`, status: 400, code: httpx.CodeValidation, field: "locale", dcode: codeInvalid},
+		{name: "regional locale", method: "POST", path: path, body: `{"locale":"ja-JP"}`, status: 400, code: httpx.CodeValidation, field: "locale", dcode: codeInvalid},
+		{name: "locale a number", method: "POST", path: path, body: `{"locale":7}`, status: 400, code: httpx.CodeValidation, field: "locale", dcode: "invalid_type"},
+		{name: "unknown field", method: "POST", path: path, body: `{"lang":"de"}`, status: 400, code: httpx.CodeValidation, field: "lang", dcode: "unknown_field"},
+		{name: "not JSON", method: "POST", path: path, body: `de`, status: 400, code: httpx.CodeBadRequest},
+	})
+	if e.app.FSM.Applied() != before {
+		t.Error("a refused verify-email proposed a write")
 	}
 }
 

@@ -36,9 +36,19 @@ const (
 	VerifyEmailLifetime = 24 * time.Hour
 )
 
-// mailLocale is the language of the messages the admin API sends; every
-// message is in English today (email.Compose).
-const mailLocale = "en"
+// defaultMailLocale is the language of the messages the admin API sends
+// when the request names none (its field locale).
+const defaultMailLocale = "en"
+
+// mailLocale checks a request's locale, the language of the message it
+// sends: one of email.Languages, or "" for defaultMailLocale.
+func (p *problems) mailLocale(field, locale string) string {
+	if locale == "" {
+		return defaultMailLocale
+	}
+	p.oneOf(field, locale, email.Languages()...)
+	return locale
+}
 
 // noMailMessage is the answer of a route that sends mail on a provider
 // without any.
@@ -59,15 +69,16 @@ func (a *api) linkURL(page, token string) string {
 	return strings.TrimSuffix(a.Issuer, "/") + "/" + page + "/" + token
 }
 
-// sealed composes template for d and seals it for the outbox, to address
-// to about the person userID ("" for none). A failure is the node's (a
-// template or the KEK), answered 500 here and logged without the message.
-func (a *api) sealed(w http.ResponseWriter, r *http.Request, template, to, userID string, d email.Data) (fsm.OutgoingEmail, bool) {
+// sealed composes template for d in locale (checked by mailLocale) and
+// seals it for the outbox, to address to about the person userID (""
+// for none). A failure is the node's (a template or the KEK), answered
+// 500 here and logged without the message.
+func (a *api) sealed(w http.ResponseWriter, r *http.Request, template, locale, to, userID string, d email.Data) (fsm.OutgoingEmail, bool) {
 	d.Site = email.Site(a.Issuer)
-	msg, err := email.Compose(template, mailLocale, d)
+	msg, err := email.Compose(template, locale, d)
 	if err == nil {
 		var out fsm.OutgoingEmail
-		if out, err = email.Outgoing(a.KEK, to, email.Kind(template), mailLocale, userID, msg); err == nil {
+		if out, err = email.Outgoing(a.KEK, to, email.Kind(template), locale, userID, msg); err == nil {
 			return out, true
 		}
 	}

@@ -142,6 +142,8 @@ func TestOpenAPIDocumentsMatchTheNode(t *testing.T) {
 	a.call("DELETE", "/memberships/"+m2["id"].(string), nil, 204)
 	inv := a.call("POST", "/invitations", map[string]any{"email": "inv@example.com", "organization_id": org["id"], "expires_in": 86400}, 201)
 	a.call("POST", "/invitations", map[string]any{"email": "Inv <inv@example.com>", "organization_id": org["id"]}, 400)
+	a.call("POST", "/invitations", map[string]any{"email": "de@example.com", "organization_id": org["id"], "locale": "de"}, 201)
+	a.call("POST", "/invitations", map[string]any{"email": "ko@example.com", "organization_id": org["id"], "locale": "ko"}, 400)
 	a.call("POST", "/invitations", map[string]any{"email": "ann@example.com", "organization_id": org["id"]}, 409)
 	a.call("POST", "/invitations", map[string]any{"email": "inv@example.com", "organization_id": "00000000-0000-4000-8000-000000000000"}, 422)
 	a.call("GET", "/invitations", nil, 200)
@@ -150,6 +152,8 @@ func TestOpenAPIDocumentsMatchTheNode(t *testing.T) {
 	a.call("DELETE", "/invitations/"+inv["id"].(string), nil, 204)
 	a.call("DELETE", "/invitations/"+inv["id"].(string), nil, 404)
 	a.call("POST", "/users/"+uid+"/verify-email", nil, 202)
+	a.call("POST", "/users/"+uid+"/verify-email", map[string]any{"locale": "ja"}, 202)
+	a.call("POST", "/users/"+uid+"/verify-email", map[string]any{"locale": "ja-JP"}, 400)
 	a.call("POST", "/users/00000000-0000-4000-8000-000000000000/verify-email", nil, 404)
 	a.call("PATCH", "/organizations/"+org["id"].(string), map[string]any{"name": "Alpha Inc.",
 		"registration": map[string]any{"enabled": true, "email_domains": []string{"alpha.example", "Bücher.example."}}}, 200)

@@ -13,8 +13,10 @@ import (
 	"strings"
 	"text/template"
 	"time"
+	"unicode"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/i18n"
 	"github.com/oidcd/oidcd/internal/kek"
 	"github.com/oidcd/oidcd/internal/password"
 )
@@ -27,6 +29,7 @@ type Message struct {
 	Text    string `json:"text"`
 	HTML    string `json:"html,omitempty"`
 	Link    string `json:"link,omitempty"`
+	Locale  string `json:"locale,omitempty"` // the language it is written in (Compose)
 }
 
 // Templates: what a message says. Each is one kind of fsm's (Kind).
@@ -63,60 +66,119 @@ type Data struct {
 	Email     string        // the address concerned
 	Directory string        // the directory's name
 	ForgotURL string        // the forgotten-password page
-	Expires   time.Duration // how long the link works
+	Expires   time.Duration // how long the link works, written in the message's language
 }
 
-// ExpiresText is Expires in words: "30 minutes", "24 hours", "7 days".
-func (d Data) ExpiresText() string {
-	switch e := d.Expires; {
-	case e <= 0:
+// duration is d in words in the language of index i of i18n.Languages,
+// as the catalog's plurals write it: "30 minutes", "24 hours", "7 days"
+// (the largest unit that divides it; minutes rounded up); "" for none.
+func duration(i int, d time.Duration) string {
+	switch {
+	case d <= 0:
 		return ""
-	case e%(24*time.Hour) == 0:
-		return plural(int(e/(24*time.Hour)), "day")
-	case e%time.Hour == 0:
-		return plural(int(e/time.Hour), "hour")
+	case d%(24*time.Hour) == 0:
+		return catalog.TextAt(i, "duration.days", int(d/(24*time.Hour)))
+	case d%time.Hour == 0:
+		return catalog.TextAt(i, "duration.hours", int(d/time.Hour))
 	default:
-		return plural(int((e+time.Minute-1)/time.Minute), "minute")
+		return catalog.TextAt(i, "duration.minutes", int((d+time.Minute-1)/time.Minute))
 	}
-}
-
-func plural(n int, unit string) string {
-	if n == 1 {
-		return "1 " + unit
-	}
-	return fmt.Sprintf("%d %ss", n, unit)
 }
 
 //go:embed templates/*.txt templates/*.html
 var files embed.FS
 
-var (
-	textTemplates = template.Must(template.New("").Option("missingkey=error").ParseFS(files, "templates/*.txt"))
-	htmlTemplates = htmltemplate.Must(htmltemplate.New("").Option("missingkey=error").ParseFS(files, "templates/*.html"))
-)
+//go:embed locales
+var localeFiles embed.FS
 
-// Compose renders template for d. The subject is the template's first
-// line ("Subject: ..."), the text the rest; the HTML alternative comes
-// from the template of the same name in HTML. Locale is the language the
-// message is in; today every message is in English ("en").
+// catalog holds the messages' texts, locales/<tag>/*.json (i18n.Load: a
+// language that lacks a key or a placeholder of English's is refused).
+var catalog = mustLoad()
+
+func mustLoad() *i18n.Catalog {
+	c, err := i18n.Load(localeFiles, "locales")
+	if err != nil {
+		panic(fmt.Sprintf("email: %v", err))
+	}
+	return c
+}
+
+// languages are the languages of the mail, English (the fallback) first.
+var languages = i18n.Languages()
+
+// funcs are the templates' functions bound to the language of index i:
+// t (a text of the catalog with its arguments), duration (a link's
+// lifetime in words) and lang (the BCP 47 tag, for <html lang>).
+func funcs(i int) map[string]any {
+	return map[string]any{
+		"t":        func(key string, args ...any) string { return catalog.TextAt(i, key, args...) },
+		"duration": func(d time.Duration) string { return duration(i, d) },
+		"lang":     func() string { return languages[i].String() },
+	}
+}
+
+// The templates, parsed once for each language (by index in languages)
+// with funcs bound to it.
+var textTemplates, htmlTemplates = parseAll()
+
+func parseAll() ([]*template.Template, []*htmltemplate.Template) {
+	var texts []*template.Template
+	var htmls []*htmltemplate.Template
+	for i := range languages {
+		texts = append(texts, template.Must(template.New("").Funcs(funcs(i)).Option("missingkey=error").ParseFS(files, "templates/*.txt")))
+		htmls = append(htmls, htmltemplate.Must(htmltemplate.New("").Funcs(funcs(i)).Option("missingkey=error").ParseFS(files, "templates/*.html")))
+	}
+	return texts, htmls
+}
+
+// Locale is the language of Languages that locale (a BCP 47 tag) names
+// exactly, or English: the language a message asked for in locale is
+// written in.
+func Locale(locale string) string { return languages[index(locale)].String() }
+
+// index is the index in languages of the language locale names exactly,
+// 0 (English) for any other.
+func index(locale string) int {
+	for i, t := range languages {
+		if t.String() == locale {
+			return i
+		}
+	}
+	return 0
+}
+
+// Languages returns the tags of the languages messages are written in,
+// English first.
+func Languages() []string { return i18n.Tags() }
+
+// Compose renders template for d in the language locale (one of
+// Languages; any other is English). The subject is the text template's
+// "<name>.subject" template, on one line; the text the rest; the HTML
+// alternative comes from the template of the same name in HTML, with
+// <html lang> of its language. Message.Locale is the language used.
 func Compose(name, locale string, d Data) (Message, error) {
 	if kinds[name] == "" {
 		return Message{}, fmt.Errorf("email: no template %q", name)
 	}
-	var text bytes.Buffer
-	if err := textTemplates.ExecuteTemplate(&text, name+".txt", d); err != nil {
+	i := index(locale)
+	locale = languages[i].String()
+	var subject, text, html bytes.Buffer
+	if err := textTemplates[i].ExecuteTemplate(&subject, name+".subject", d); err != nil {
 		return Message{}, fmt.Errorf("email: %s: %w", name, err)
 	}
-	subject, body, ok := strings.Cut(text.String(), "\n")
-	subject, ok2 := strings.CutPrefix(subject, "Subject: ")
-	if !ok || !ok2 {
-		return Message{}, fmt.Errorf("email: %s: the text template does not start with a Subject: line", name)
-	}
-	var html bytes.Buffer
-	if err := htmlTemplates.ExecuteTemplate(&html, name+".html", d); err != nil {
+	if err := textTemplates[i].ExecuteTemplate(&text, name+".txt", d); err != nil {
 		return Message{}, fmt.Errorf("email: %s: %w", name, err)
 	}
-	return Message{Subject: strings.TrimSpace(subject), Text: strings.TrimLeft(body, "\n"), HTML: html.String(), Link: d.Link}, nil
+	if err := htmlTemplates[i].ExecuteTemplate(&html, name+".html", d); err != nil {
+		return Message{}, fmt.Errorf("email: %s: %w", name, err)
+	}
+	return Message{Subject: oneLine(subject.String()), Text: text.String(), HTML: html.String(), Link: d.Link, Locale: locale}, nil
+}
+
+// oneLine is s with every run of spaces and control characters (a line
+// break in a name it holds) made one space: a subject is one header line.
+func oneLine(s string) string {
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")
 }
 
 // aad binds a sealed body to its recipient and kind: a body moved to
@@ -124,8 +186,13 @@ func Compose(name, locale string, d Data) (Message, error) {
 func aad(to, kind string) string { return "email/" + kind + "/" + strings.ToLower(to) }
 
 // Outgoing seals m for the outbox: the message of kind (fsm.EmailKinds)
-// to address to, in locale, about the person userID ("" for none).
+// to address to, in locale, about the person userID ("" for none). A
+// composed message's own language (m.Locale) is the one recorded: the
+// language it is written in, English when locale had no catalog.
 func Outgoing(k *kek.KEK, to, kind, locale, userID string, m Message) (fsm.OutgoingEmail, error) {
+	if m.Locale != "" {
+		locale = m.Locale
+	}
 	if strings.ContainsAny(to, "\r\n") || strings.ContainsAny(m.Subject, "\r\n") {
 		return fsm.OutgoingEmail{}, errors.New("email: a line break in the address or subject")
 	}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/oidcd/oidcd/internal/i18n"
 )
 
 // noun is a group of verbs: `org`, `user`, ...
@@ -220,9 +222,10 @@ func commands() []noun {
 				setup: userFactors},
 			{name: "unlock", args: []string{"ID"}, summary: "clear the user's password and code lockouts",
 				setup: deleteSub("/users", "/lockouts", "lockouts of user")},
-			{name: "verify-email", args: []string{"ID"}, summary: "send the user a link that proves their address (email_verified)",
+			{name: "verify-email", args: []string{"ID"}, synopsis: "[--locale L]", summary: "send the user a link that proves their address (email_verified)",
 				details: "A verify_email message goes to the user's current address with a link that\n" +
-					"works once, for 24 hours; following it sets email_verified. A newer link\n" +
+					"works once, for 24 hours; following it sets email_verified. The message is\n" +
+					"in the language --locale names (" + strings.Join(i18n.Tags(), ", ") + "; default en). A newer link\n" +
 					"voids older ones. A person of a directory is refused (their address is the\n" +
 					"directory's), and so is every request while the provider sends no mail.",
 				setup: userVerifyEmail},
@@ -249,11 +252,12 @@ func commands() []noun {
 				setup: deleteOne("/directories", "directory")},
 		}},
 		{name: "invitation", aliases: []string{"invitations", "invite", "invites"}, summary: "invitations by email to join an organization", verbs: []verb{
-			{name: "create", synopsis: "--email E --org O [--expires-in D]", summary: "invite an address; the message with its link goes out at once", setup: invitationCreate,
+			{name: "create", synopsis: "--email E --org O [--expires-in D] [--locale L]", summary: "invite an address; the message with its link goes out at once", setup: invitationCreate,
 				details: "The link works once, until --expires-in has passed (from 1h to 720h, 30 days;\n" +
 					"default 7 days): it asks a new person for a password, or lets a person who\n" +
 					"has the address sign in, and makes them an active member of --org. The\n" +
-					"link itself is never shown. The provider must send mail (--smtp-url or\n" +
+					"message is in the language --locale names (" + strings.Join(i18n.Tags(), ", ") + "; default en).\n" +
+					"The link itself is never shown. The provider must send mail (--smtp-url or\n" +
 					"--email-outbox)."},
 			{name: "list", synopsis: "[--org O] [--status pending|accepted|expired] [--page N] [--page-size N]", summary: "list invitations, newest first", setup: invitationList},
 			{name: "get", args: []string{"ID"}, summary: "show one invitation", setup: getOne("/invitations", invitationTable)},

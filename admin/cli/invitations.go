@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
+
+	"github.com/oidcd/oidcd/internal/i18n"
 )
 
 // The people's own way in, from the command line: invitations, a user's
@@ -24,11 +27,15 @@ func invitationCreate(fs *flag.FlagSet) func(in *inv) (*request, error) {
 	org := fs.String("org", "", "organization `ID` to join (required)")
 	var expires secondsFlag
 	fs.Var(&expires, "expires-in", "how long the link works, in `seconds` or as a duration like 72h, from 1h to 720h (default: the server's, 7 days)")
+	locale := localeFlag(fs)
 	return func(in *inv) (*request, error) {
 		if err := required("email", *addr, "org", *org); err != nil {
 			return nil, err
 		}
 		b := map[string]any{"email": *addr, "organization_id": *org}
+		if err := locale(in, b); err != nil {
+			return nil, err
+		}
 		if in.given("expires-in") {
 			if d := time.Duration(expires.n) * time.Second; d < minInvitationLifetime || d > maxInvitationLifetime {
 				return nil, errUsage("--expires-in must be from 1h to 720h (30 days)")
@@ -74,9 +81,34 @@ func invitationDelete(fs *flag.FlagSet) func(in *inv) (*request, error) {
 	}
 }
 
+// localeFlag is --locale, the language of a message sent: it adds the
+// body's locale when given, one of the mail's languages.
+func localeFlag(fs *flag.FlagSet) func(in *inv, body map[string]any) error {
+	locale := fs.String("locale", "", "the `language` of the message: "+strings.Join(i18n.Tags(), ", ")+" (default: en)")
+	return func(in *inv, body map[string]any) error {
+		if !in.given("locale") {
+			return nil
+		}
+		if err := checkEnum("locale", *locale, i18n.Tags()); err != nil {
+			return err
+		}
+		body["locale"] = *locale
+		return nil
+	}
+}
+
 func userVerifyEmail(fs *flag.FlagSet) func(in *inv) (*request, error) {
+	locale := localeFlag(fs)
 	return func(in *inv) (*request, error) {
-		return &request{method: http.MethodPost, path: idPath("/users", in.args[0]) + "/verify-email", show: func(w io.Writer, body []byte) error {
+		b := map[string]any{}
+		if err := locale(in, b); err != nil {
+			return nil, err
+		}
+		var send any // no body without --locale: the server's default
+		if len(b) > 0 {
+			send = b
+		}
+		return &request{method: http.MethodPost, path: idPath("/users", in.args[0]) + "/verify-email", body: send, show: func(w io.Writer, body []byte) error {
 			obj, err := decodeObject(body)
 			if err != nil {
 				return err

@@ -47,8 +47,14 @@ func TestInvitationsAgainstAdminAPI(t *testing.T) {
 
 	out, _ = c.run(cli.ExitOK, "", "user", "verify-email", user)
 	contains(t, "verify-email", out, "sent a link to ann@example.com; it works until")
-	if p, _ := c.state.PendingEmails(10); len(p) != 2 || p[1].Kind != fsm.EmailVerify {
-		t.Errorf("outbox %+v, want the invitation and the address check", p)
+	if p, _ := c.state.PendingEmails(10); len(p) != 2 || p[1].Kind != fsm.EmailVerify || p[0].Locale != "en" || p[1].Locale != "en" {
+		t.Errorf("outbox %+v, want the invitation and the address check, in English", p)
+	}
+	// --locale: the messages are in the language named.
+	c.run(cli.ExitOK, "", "user", "verify-email", user, "--locale", "ja")
+	c.field("id", "", "invitation", "create", "--email", "carl@example.com", "--org", org, "--locale", "de")
+	if p, _ := c.state.PendingEmails(10); len(p) != 4 || p[2].Kind != fsm.EmailVerify || p[2].Locale != "ja" || p[3].Kind != fsm.EmailInvitation || p[3].Locale != "de" {
+		t.Errorf("outbox %+v, want an address check in Japanese and an invitation in German", p)
 	}
 
 	// Without mail: a clear refusal, and nothing sent.

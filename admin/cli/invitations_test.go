@@ -22,6 +22,9 @@ func TestInvitationUsageErrors(t *testing.T) {
 		{[]string{"invitation", "list", "--status", "withdrawn"}, "--status must be one of pending, accepted, expired"},
 		{[]string{"invitation", "delete"}, "ID"},
 		{[]string{"user", "verify-email"}, "ID"},
+		{[]string{"user", "verify-email", "u1", "--locale", "ko"}, "--locale must be one of en, de, fr, es, ja"},
+		{[]string{"user", "verify-email", "u1", "--locale", ""}, "--locale must be one of"},
+		{[]string{"invitation", "create", "--email", "a@example.com", "--org", "o1", "--locale", "de-CH"}, "--locale must be one of en, de, fr, es, ja"},
 		{[]string{"org", "update", "o1"}, "nothing to update"},
 		{[]string{"org", "update", "o1", "--registration", "yes"}, "--registration must be one of on, off"},
 	} {

@@ -217,6 +217,9 @@ func TestRequests(t *testing.T) {
 		{name: "invitation get", args: []string{"invitation", "get", id}, method: "GET", path: "/invitations/" + id},
 		{name: "invitation delete", args: []string{"invitation", "delete", id}, status: 204, method: "DELETE", path: "/invitations/" + id},
 		{name: "user verify-email", args: []string{"user", "verify-email", id}, status: 202, method: "POST", path: "/users/" + id + "/verify-email"},
+		{name: "user verify-email locale", args: []string{"user", "verify-email", id, "--locale", "ja"}, status: 202, method: "POST", path: "/users/" + id + "/verify-email", body: `{"locale":"ja"}`},
+		{name: "invitation create locale", args: []string{"invitation", "create", "--email", "ann@example.com", "--org", "o1", "--locale", "de"},
+			status: 201, method: "POST", path: "/invitations", body: `{"email":"ann@example.com","locale":"de","organization_id":"o1"}`},
 
 		{name: "global flags before", args: []string{"--json", "--timeout", "5s", "org", "get", id}, method: "GET", path: "/organizations/" + id},
 		{name: "global flags after the args", args: []string{"org", "get", id, "--json", "--timeout=5s"}, method: "GET", path: "/organizations/" + id},

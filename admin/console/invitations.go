@@ -95,6 +95,9 @@ func (c *Console) renderInvitations(w http.ResponseWriter, r *http.Request, v *v
 func (c *Console) createInvitation(w http.ResponseWriter, r *http.Request) {
 	f := r.PostForm
 	body := map[string]any{"email": strings.TrimSpace(f.Get("email")), "organization_id": f.Get("organization_id")}
+	if l := f.Get("locale"); l != "" {
+		body["locale"] = l
+	}
 	var err error
 	if n, perr := strconv.ParseInt(f.Get("expires_in"), 10, 64); perr != nil {
 		err = &apiError{Status: http.StatusBadRequest, Code: httpx.CodeValidation, Message: "request validation failed",
@@ -126,7 +129,11 @@ func (c *Console) deleteInvitation(w http.ResponseWriter, r *http.Request) {
 // verifyEmail is POST /console/people/{id}/verify-email.
 func (c *Console) verifyEmail(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if err := c.call(r, "POST", "/users/"+pathID(id)+"/verify-email", nil, nil); err != nil {
+	var body any
+	if l := r.PostForm.Get("locale"); l != "" {
+		body = map[string]any{"locale": l}
+	}
+	if err := c.call(r, "POST", "/users/"+pathID(id)+"/verify-email", body, nil); err != nil {
 		c.apiMessage(w, r, err)
 		return
 	}

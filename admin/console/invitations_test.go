@@ -48,7 +48,11 @@ func TestInvitationsPage(t *testing.T) {
 		t.Fatalf("invitations after refusals: %+v", l)
 	}
 
-	r = e.post(Prefix+"invitations", url.Values{"email": {" ann@example.com "}, "organization_id": {org.ID}, "expires_in": {"259200"}})
+	r = e.post(Prefix+"invitations", url.Values{"email": {"ann@example.com"}, "organization_id": {org.ID}, "expires_in": {"86400"}, "locale": {"klingon"}})
+	wantStatus(t, "a language the mail is not in", r, http.StatusBadRequest)
+	wantBody(t, "a language the mail is not in", r, `role="alert"`, "locale")
+
+	r = e.post(Prefix+"invitations", url.Values{"email": {" ann@example.com "}, "organization_id": {org.ID}, "expires_in": {"259200"}, "locale": {"ja"}})
 	if r.Status != http.StatusSeeOther || r.Location != Prefix+"invitations?done=invitation-created" {
 		t.Fatalf("create: got %d to %q\n%s", r.Status, r.Location, r.Body)
 	}
@@ -56,7 +60,7 @@ func TestInvitationsPage(t *testing.T) {
 	if len(l) != 1 || l[0].Email != "ann@example.com" || l[0].OrgID != org.ID || l[0].ExpiresAt.Sub(l[0].CreatedAt).Hours() != 72 {
 		t.Fatalf("stored %+v", l)
 	}
-	if p, _ := e.state.PendingEmails(10); len(p) != 1 || p[0].Kind != fsm.EmailInvitation || p[0].To != "ann@example.com" {
+	if p, _ := e.state.PendingEmails(10); len(p) != 1 || p[0].Kind != fsm.EmailInvitation || p[0].To != "ann@example.com" || p[0].Locale != "ja" {
 		t.Errorf("outbox %+v", p)
 	}
 	r = e.get(r.Location)
@@ -90,12 +94,13 @@ func TestVerifyEmailButton(t *testing.T) {
 	e.signIn()
 	id := e.personID("ada@example.com")
 	r := e.get(Prefix + "people/" + id)
-	wantBody(t, "person page", r, "<code>ada@example.com</code> is <strong>not verified</strong>", `action="/console/people/`+id+`/verify-email"`, "Send a link to prove the address")
-	r = e.post(Prefix+"people/"+id+"/verify-email", nil)
+	wantBody(t, "person page", r, "<code>ada@example.com</code> is <strong>not verified</strong>", `action="/console/people/`+id+`/verify-email"`, "Send a link to prove the address",
+		`<option value="en" lang="en" selected>English</option>`, `<option value="de" lang="de">Deutsch</option>`)
+	r = e.post(Prefix+"people/"+id+"/verify-email", url.Values{"locale": {"de"}})
 	if r.Status != http.StatusSeeOther || r.Location != Prefix+"people/"+id+"?done=verify-sent" {
 		t.Fatalf("verify: got %d to %q\n%s", r.Status, r.Location, r.Body)
 	}
-	if p, _ := e.state.PendingEmails(10); len(p) != 1 || p[0].Kind != fsm.EmailVerify || p[0].UserID != id {
+	if p, _ := e.state.PendingEmails(10); len(p) != 1 || p[0].Kind != fsm.EmailVerify || p[0].UserID != id || p[0].Locale != "de" {
 		t.Errorf("outbox %+v", p)
 	}
 	wantBody(t, "after verify", e.get(r.Location), "A link to prove the address is on its way")

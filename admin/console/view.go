@@ -16,6 +16,7 @@ import (
 
 	"github.com/oidcd/oidcd/admin"
 	"github.com/oidcd/oidcd/internal/httpx"
+	"github.com/oidcd/oidcd/internal/i18n"
 )
 
 //go:embed templates/*.html
@@ -109,6 +110,23 @@ func (v *view) who(rs *reqSession) {
 // The page itself still answers with the API's refusal.
 func (v *view) Offers(route string) bool {
 	return v.Role == "" || admin.MayTry(v.Role, route)
+}
+
+// MailLocale is one choice of a message's language.
+type MailLocale struct {
+	Tag, Name string
+	Selected  bool
+}
+
+// MailLocales are the languages an administrator's message can be sent
+// in (i18n.Languages), the re-filled one selected, else English.
+func (v *view) MailLocales() []MailLocale {
+	picked := v.Val("locale")
+	var out []MailLocale
+	for i, t := range i18n.Languages() {
+		out = append(out, MailLocale{Tag: t.String(), Name: i18n.Autonym(t), Selected: t.String() == picked || (picked == "" && i == 0)})
+	}
+	return out
 }
 
 // StyleURL is the stylesheet's address.

@@ -50,6 +50,18 @@ func Tags() []string {
 
 var matcher = language.NewMatcher(languages)
 
+// autonyms are the languages' names in themselves, by index.
+var autonyms = []string{"English", "Deutsch", "Français", "Español", "日本語"}
+
+// Autonym is the name of one of Languages in itself (Deutsch, 日本語),
+// for a choice of language; "" for any other tag.
+func Autonym(tag language.Tag) string {
+	if i := slices.Index(languages, tag); i >= 0 {
+		return autonyms[i]
+	}
+	return ""
+}
+
 // Negotiate chooses a language: the first of uiLocales (space-separated
 // BCP 47 tags, OIDC Core 3.1.2.1) that matches one of Languages, else
 // picked (one tag, such as a cookie's value), else the best match of the

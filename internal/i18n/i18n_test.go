@@ -117,3 +117,12 @@ func TestNegotiate(t *testing.T) {
 		t.Errorf("UILocale of a long list: %q, want none", got)
 	}
 }
+
+func TestAutonyms(t *testing.T) {
+	if len(autonyms) != len(languages) {
+		t.Fatalf("%d autonyms for %d languages", len(autonyms), len(languages))
+	}
+	if Autonym(language.Japanese) != "日本語" || Autonym(language.German) != "Deutsch" || Autonym(language.Portuguese) != "" {
+		t.Error("autonyms out of order")
+	}
+}

@@ -165,3 +165,14 @@ func TestPasskeyScriptTexts(t *testing.T) {
 		}
 	}
 }
+
+// TestTextOfNoKey: the empty key is the empty text, so that a caller may
+// pass "" for "no error" through UI.Text.
+func TestTextOfNoKey(t *testing.T) {
+	u := newUI(t)
+	for _, tag := range languages {
+		if got := u.Text(tag, ""); got != "" {
+			t.Errorf("%s: Text(\"\") = %q", tag, got)
+		}
+	}
+}

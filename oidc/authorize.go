@@ -586,8 +586,8 @@ func (f *flow) pageErr(err error) {
 }
 
 // page shows the error page, never a redirect, with the constant message
-// of the catalog key message, and logs the real reason under the
-// reference it shows.
+// of the catalog key message (and showError the developer's detail, a
+// key too), and logs the real reason under the reference it shows.
 func (f *flow) page(status int, message, reason string) {
 	f.showError(status, message, "", httpx.LogValue(reason))
 }
@@ -595,7 +595,7 @@ func (f *flow) page(status int, message, reason string) {
 func (f *flow) showError(status int, message, detail, reason string) {
 	ref, fr := f.reference(), f.frame()
 	f.p.log.Warn("authorize: error page", "status", status, "reason", reason, "reference", ref)
-	f.p.cfg.UI.Error(f.w, status, webui.ErrorPage{Frame: fr, Message: f.p.cfg.UI.Text(fr.Lang, message), Detail: detail, Reference: ref})
+	f.p.cfg.UI.Error(f.w, status, webui.ErrorPage{Frame: fr, Message: f.p.cfg.UI.Text(fr.Lang, message), Detail: f.p.cfg.UI.Text(fr.Lang, detail), Reference: ref})
 }
 
 // frame is the language and branding of the flow's pages (Steps.Frame).

@@ -18,7 +18,7 @@ import (
 // the sign-in page is in Japanese, the texts its callers pass included:
 // the second-factor page and its error, the consent page with its scope
 // lines, the page after a refusal. An error page before any request is
-// known is in the language of Accept-Language.
+// known is in the language of Accept-Language, its developer's line too.
 func TestFlowInUILocales(t *testing.T) {
 	h := newHarness(t)
 	ui, err := webui.New()
@@ -76,11 +76,11 @@ func TestFlowInUILocales(t *testing.T) {
 		path, accept string
 		tag          language.Tag
 		status       int
-		key          string
+		key, detail  string
 	}{
-		{"/authorize?client_id=" + hConfidential, "de-DE,de;q=0.9", language.German, http.StatusBadRequest, msgBadRequest},
-		{PathAuthorize + "/nowhere", "es", language.Spanish, http.StatusNotFound, msgNotFound},
-		{"/authorize?client_id=" + hConfidential, "", language.English, http.StatusBadRequest, msgBadRequest},
+		{"/authorize?client_id=" + hConfidential, "de-DE,de;q=0.9", language.German, http.StatusBadRequest, msgBadRequest, detailRedirectURI},
+		{PathAuthorize + "/nowhere", "es", language.Spanish, http.StatusNotFound, msgNotFound, ""},
+		{"/authorize?client_id=" + hConfidential, "", language.English, http.StatusBadRequest, msgBadRequest, detailRedirectURI},
 	} {
 		req, err := http.NewRequest(http.MethodGet, b.abs(c.path), nil)
 		if err != nil {
@@ -89,7 +89,7 @@ func TestFlowInUILocales(t *testing.T) {
 		req.Header.Set("Accept-Language", c.accept)
 		p := h.browser().do(req)
 		wantErrorPage(t, p, c.status)
-		want(c.path+" "+c.accept, p, c.tag, ui.Text(c.tag, "error.title"), ui.Text(c.tag, c.key), ui.Text(c.tag, "error.hint.reference"))
+		want(c.path+" "+c.accept, p, c.tag, ui.Text(c.tag, "error.title"), ui.Text(c.tag, c.key), ui.Text(c.tag, c.detail), ui.Text(c.tag, "error.hint.reference"))
 	}
 }
 

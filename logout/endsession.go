@@ -42,16 +42,17 @@ const (
 	hintSkew = 5 * time.Second
 )
 
-// Constant texts of the pages; details go to the log with the reference.
+// Catalog keys (webui/locales) of the pages' constant texts, translated
+// into the page's language; details go to the log with the reference.
 const (
-	titleSignedOut   = "Signed out"
-	msgSignedOut     = "You are signed out."
-	msgOtherSession  = "The application has signed you out. The sign-out request was for a different session, so your session in this browser was not ended."
-	titleInvalid     = "Sign-out request not valid"
-	msgInvalid       = "This sign-out request is not valid. Return to the application and try again."
-	titleUnavailable = "Temporarily unavailable"
-	msgUnavailable   = "The service is temporarily unavailable. Please try again in a moment."
-	msgInternal      = "Something went wrong while signing you out. Please try again."
+	titleSignedOut   = "logout.title"
+	msgSignedOut     = "logout.done"
+	msgOtherSession  = "logout.other_session"
+	titleInvalid     = "logout.invalid.title"
+	msgInvalid       = "logout.invalid"
+	titleUnavailable = "error.unavailable.title"
+	msgUnavailable   = "error.unavailable"
+	msgInternal      = "logout.internal"
 )
 
 // eventBackchannelLogout is the key of the events claim (OpenID Connect
@@ -94,7 +95,7 @@ func unavailable(format string, args ...any) *requestError {
 func (s *Service) handleGet(w http.ResponseWriter, r *http.Request) {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
-		s.fail(w, r, invalid("query: %v", err))
+		s.fail(w, r, "", invalid("query: %v", err))
 		return
 	}
 	s.endSession(w, r, q)
@@ -105,7 +106,7 @@ func (s *Service) handleGet(w http.ResponseWriter, r *http.Request) {
 func (s *Service) handlePost(w http.ResponseWriter, r *http.Request) {
 	form, err := readForm(w, r)
 	if err != nil {
-		s.fail(w, r, err)
+		s.fail(w, r, "", err)
 		return
 	}
 	s.endSession(w, r, form)
@@ -139,18 +140,18 @@ func (s *Service) endSession(w http.ResponseWriter, r *http.Request, params url.
 	now := s.now()
 	req, rerr := s.validate(params, now)
 	if rerr != nil {
-		s.fail(w, r, rerr)
+		s.fail(w, r, "", rerr)
 		return
 	}
 	ended, endedHere, rerr := s.endBrowserSession(w, r, req, now)
 	if rerr != nil {
-		s.fail(w, r, rerr)
+		s.fail(w, r, req.client.ID, rerr)
 		return
 	}
 	s.log.Info("logout", "client_id", req.client.ID, "sid", req.hint.sid, "ended", endedHere,
 		"app_sessions", len(ended.Apps), "deliveries", len(ended.Deliveries), "reference", reference(r))
 	if req.redirectURI == "" {
-		s.signedOut(w, r, endedHere)
+		s.signedOut(w, r, req.client.ID, endedHere)
 		return
 	}
 	if len(ended.Deliveries) > 0 {
@@ -353,9 +354,10 @@ func anyPending(ds []fsm.Delivery) bool {
 	return false
 }
 
-// signedOut answers a logout without a redirect: the signed-out page, or
-// 200 without a body to a POST.
-func (s *Service) signedOut(w http.ResponseWriter, r *http.Request, endedHere bool) {
+// signedOut answers a logout without a redirect: the signed-out page, in
+// the branding of the client clientID that asked for it, or 200 without a
+// body to a POST.
+func (s *Service) signedOut(w http.ResponseWriter, r *http.Request, clientID string, endedHere bool) {
 	if r.Method == http.MethodPost {
 		w.Header().Set("Cache-Control", "no-store")
 		w.WriteHeader(http.StatusOK)
@@ -365,7 +367,8 @@ func (s *Service) signedOut(w http.ResponseWriter, r *http.Request, endedHere bo
 	if !endedHere && s.browserHasLiveSession(r) {
 		msg = msgOtherSession
 	}
-	s.cfg.UI.Message(w, http.StatusOK, webui.MessagePage{Frame: s.frame(r, ""), Title: titleSignedOut, Message: msg})
+	fr := s.frame(r, clientID)
+	s.cfg.UI.Message(w, http.StatusOK, webui.MessagePage{Frame: fr, Title: s.cfg.UI.Text(fr.Lang, titleSignedOut), Message: s.cfg.UI.Text(fr.Lang, msg)})
 }
 
 // frame is the language and branding of a page for clientID ("" for the
@@ -389,8 +392,10 @@ func (s *Service) browserHasLiveSession(r *http.Request) bool {
 }
 
 // fail answers a request that cannot be honoured: an error page with a
-// reference to a GET, the status alone to a POST; never a redirect.
-func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error) {
+// reference to a GET (in the branding of clientID, the validated
+// request's client, "" before), the status alone to a POST; never a
+// redirect.
+func (s *Service) fail(w http.ResponseWriter, r *http.Request, clientID string, err error) {
 	rerr, ok := err.(*requestError)
 	if !ok {
 		rerr = invalid("%v", err)
@@ -406,14 +411,15 @@ func (s *Service) fail(w http.ResponseWriter, r *http.Request, err error) {
 		w.WriteHeader(rerr.status)
 		return
 	}
-	page := webui.ErrorPage{Frame: s.frame(r, ""), Title: titleInvalid, Message: msgInvalid, Reference: ref}
+	title, msg := titleInvalid, msgInvalid
 	switch rerr.status {
 	case http.StatusServiceUnavailable:
-		page.Title, page.Message = titleUnavailable, msgUnavailable
+		title, msg = titleUnavailable, msgUnavailable
 	case http.StatusInternalServerError:
-		page.Title, page.Message = "", msgInternal
+		title, msg = "", msgInternal
 	}
-	s.cfg.UI.Error(w, rerr.status, page)
+	fr := s.frame(r, clientID)
+	s.cfg.UI.Error(w, rerr.status, webui.ErrorPage{Frame: fr, Title: s.cfg.UI.Text(fr.Lang, title), Message: s.cfg.UI.Text(fr.Lang, msg), Reference: ref})
 }
 
 // clearCookie tells the browser to drop the SSO cookie, with the

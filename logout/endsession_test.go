@@ -276,7 +276,7 @@ func TestLogoutHintOfAnotherSessionEndsNothingButRedirects(t *testing.T) {
 		t.Fatalf("page for another session's hint: %d\n%s", r.status, r.body)
 	}
 	r = h.get(q("id_token_hint", hint), "")
-	if r.status != http.StatusOK || !strings.Contains(r.body, msgSignedOut) {
+	if r.status != http.StatusOK || !strings.Contains(r.body, "You are signed out.") {
 		t.Fatalf("page without a session: %d\n%s", r.status, r.body)
 	}
 }
@@ -286,7 +286,7 @@ func TestLogoutWithoutRedirect(t *testing.T) {
 	sess := h.ssoSession(hUser)
 	_, hint := h.signIn(sess, hUser, hAppA, hOrgA)
 	r := h.get(q("id_token_hint", hint, "state", "ignored"), sess.secret)
-	if r.status != http.StatusOK || r.location() != "" || !strings.Contains(r.body, msgSignedOut) || !strings.Contains(r.body, titleSignedOut) {
+	if r.status != http.StatusOK || r.location() != "" || !strings.Contains(r.body, "You are signed out.") || !strings.Contains(r.body, "Signed out") {
 		t.Fatalf("got %d %q:\n%s", r.status, r.location(), r.body)
 	}
 	if !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") || r.header.Get("Cache-Control") != "no-store" {
@@ -363,7 +363,7 @@ func TestLogoutStoreUnavailable(t *testing.T) {
 	h.applier.failOn(fsm.TypeEndSSOSession, errors.New("no leader"))
 	r := h.get(q("id_token_hint", hint, "post_logout_redirect_uri", hRedirect), sess.secret)
 	ref := r.header.Get(httpx.HeaderCorrelationID)
-	if r.status != http.StatusServiceUnavailable || r.location() != "" || !strings.Contains(r.body, ref) || !strings.Contains(r.body, titleUnavailable) {
+	if r.status != http.StatusServiceUnavailable || r.location() != "" || !strings.Contains(r.body, ref) || !strings.Contains(r.body, "Temporarily unavailable") {
 		t.Fatalf("GET: got %d %q:\n%s", r.status, r.location(), r.body)
 	}
 	if len(r.header.Values("Set-Cookie")) != 0 {

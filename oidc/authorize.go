@@ -48,15 +48,14 @@ const (
 	maxPickerLen = 64                // q of the organization picker
 )
 
-// Constant texts of the pages (the sign-in's own are package signin's).
+// Catalog keys (webui/locales) of the pages' constant texts (the
+// sign-in's own are package signin's).
 const (
-	msgBadRequest    = authn.MsgBadRequest
-	msgExpired       = authn.MsgExpired
-	msgForbidden     = authn.MsgForbidden
-	msgNotFound      = "This page does not exist."
-	msgUnavailable   = authn.MsgUnavailable
-	msgPickOrg       = "Choose one of the organizations listed."
-	titleUnavailable = authn.TitleUnavailable
+	msgBadRequest = authn.MsgBadRequest
+	msgExpired    = authn.MsgExpired
+	msgForbidden  = authn.MsgForbidden
+	msgNotFound   = "error.not_found"
+	msgPickOrg    = "picker.error.choose"
 )
 
 // The errors redirected to the client. Descriptions are
@@ -578,22 +577,25 @@ func (f *flow) pageErr(err error) {
 		f.unavailable(err.Error())
 		return
 	}
-	ref := f.reference()
 	var re *requestError
 	detail := ""
 	if errors.As(err, &re) {
 		detail = re.detail
 	}
-	f.p.log.Warn("authorize: error page", "status", http.StatusBadRequest, "reason", err.Error(), "reference", ref)
-	f.p.cfg.UI.Error(f.w, http.StatusBadRequest, webui.ErrorPage{Frame: f.frame(), Message: msgBadRequest, Detail: detail, Reference: ref})
+	f.showError(http.StatusBadRequest, msgBadRequest, detail, err.Error())
 }
 
-// page shows the error page, never a redirect, with a constant message and
-// logs the real reason under the reference it shows.
+// page shows the error page, never a redirect, with the constant message
+// of the catalog key message (and showError the developer's detail, a
+// key too), and logs the real reason under the reference it shows.
 func (f *flow) page(status int, message, reason string) {
-	ref := f.reference()
-	f.p.log.Warn("authorize: error page", "status", status, "reason", httpx.LogValue(reason), "reference", ref)
-	f.p.cfg.UI.Error(f.w, status, webui.ErrorPage{Frame: f.frame(), Message: message, Reference: ref})
+	f.showError(status, message, "", httpx.LogValue(reason))
+}
+
+func (f *flow) showError(status int, message, detail, reason string) {
+	ref, fr := f.reference(), f.frame()
+	f.p.log.Warn("authorize: error page", "status", status, "reason", reason, "reference", ref)
+	f.p.cfg.UI.Error(f.w, status, webui.ErrorPage{Frame: fr, Message: f.p.cfg.UI.Text(fr.Lang, message), Detail: f.p.cfg.UI.Text(fr.Lang, detail), Reference: ref})
 }
 
 // frame is the language and branding of the flow's pages (Steps.Frame).
@@ -605,12 +607,13 @@ func (f *flow) frame() webui.Frame {
 	return f.p.cfg.Steps.Frame(f.r, f.client.ID, ui)
 }
 
-// unavailable is the 503 page for store and key problems.
+// unavailable is the 503 page for store and key problems, in the flow's
+// language and without branding.
 func (f *flow) unavailable(reason string) {
-	ref := f.reference()
+	ref, lang := f.reference(), f.frame().Lang
 	f.p.log.Error("authorize: unavailable", "reason", reason, "reference", ref)
-	f.p.cfg.UI.Error(f.w, http.StatusServiceUnavailable, webui.ErrorPage{
-		Title: titleUnavailable, Message: msgUnavailable, Reference: ref,
+	f.p.cfg.UI.Error(f.w, http.StatusServiceUnavailable, webui.ErrorPage{Frame: webui.Frame{Lang: lang},
+		Title: f.p.cfg.UI.Text(lang, authn.TitleUnavailable), Message: f.p.cfg.UI.Text(lang, authn.MsgUnavailable), Reference: ref,
 	})
 }
 

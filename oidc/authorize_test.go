@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/text/language"
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/authn"
@@ -108,7 +109,7 @@ func TestAuthorizeErrorPages(t *testing.T) {
 				"prompt": detailPrompt, "max_age": detailMaxAge, "acr_values": detailACRValues,
 				"organization_hint": detailOrgHint, "parameter repeated": detailRepeated,
 			} {
-				if strings.HasPrefix(tc.name, prefix) && !strings.Contains(p.body, detail) {
+				if detail = h.p.cfg.UI.Text(language.English, detail); strings.HasPrefix(tc.name, prefix) && !strings.Contains(p.body, detail) {
 					t.Errorf("got page without %q:\n%s", detail, p.body)
 				}
 			}

@@ -125,21 +125,22 @@ func validateAuthorize(st clientSource, q url.Values) (authzRequest, fsm.Client,
 	return req, client, nil
 }
 
-// The fixed sentences an error page shows the application's developer, one
-// per page-check rule. They name the rule, never the input.
+// The catalog keys (webui/locales) of the fixed sentences an error page
+// shows the application's developer, one per page-check rule. They name
+// the rule, never the input.
 const (
-	detailRepeated     = "A parameter of the request appears more than once."
-	detailClient       = "The client_id is missing, unknown, or the application is suspended."
-	detailRedirectURI  = "The redirect_uri is missing or not registered for this application."
-	detailResponseType = "The response_type must be code."
-	detailPKCE         = "PKCE is required: a code_challenge of 43 characters with code_challenge_method S256."
-	detailScope        = "The scope is missing, or names a scope that is unknown or not registered for this application."
-	detailState        = "The state must be 8 to 1024 bytes long."
-	detailNonce        = "The nonce must be 8 to 512 bytes long."
-	detailPrompt       = "The prompt is malformed: use none, login or select_account, each once, and none alone."
-	detailMaxAge       = "The max_age must be a non-negative integer."
-	detailACRValues    = "The acr_values are malformed: at most 512 bytes of visible ASCII values, separated by single spaces."
-	detailOrgHint      = "The organization_hint is malformed."
+	detailRepeated     = "error.detail.repeated"
+	detailClient       = "error.detail.client"
+	detailRedirectURI  = "error.detail.redirect_uri"
+	detailResponseType = "error.detail.response_type"
+	detailPKCE         = "error.detail.pkce"
+	detailScope        = "error.detail.scope"
+	detailState        = "error.detail.state"
+	detailNonce        = "error.detail.nonce"
+	detailPrompt       = "error.detail.prompt"
+	detailMaxAge       = "error.detail.max_age"
+	detailACRValues    = "error.detail.acr_values"
+	detailOrgHint      = "error.detail.organization_hint"
 )
 
 // requestError is a validation error of GET /authorize shown as a page: the

@@ -17,13 +17,6 @@ const (
 	decisionDeny  = "deny"
 )
 
-// scopeDescriptions are the consent page's lines.
-var scopeDescriptions = map[string]string{
-	ScopeOpenID:  "Sign you in",
-	ScopeEmail:   "Your email address",
-	ScopeProfile: "Your basic profile",
-}
-
 // consentCovers reports whether the person's stored consent for the client
 // includes every scope.
 func (p *Provider) consentCovers(userID, clientID string, scopes []string) (bool, error) {
@@ -63,7 +56,9 @@ func (f *flow) showConsent(org fsm.Org) {
 	}
 	lines := make([]webui.ScopeLine, 0, len(f.pend.Req.Scopes))
 	for _, s := range f.pend.Req.Scopes {
-		lines = append(lines, webui.ScopeLine{Name: s, Description: scopeDescriptions[s]})
+		// Every scope a request may name (checkScope) has its line,
+		// consent.scope.<scope>.
+		lines = append(lines, webui.ScopeLine{Name: s, Description: f.p.cfg.UI.Text(c.Lang, "consent.scope."+s)})
 	}
 	f.p.cfg.UI.Consent(f.w, http.StatusOK, webui.ConsentPage{Common: c, Scopes: lines, OrgName: org.Name})
 }
@@ -81,11 +76,9 @@ func (f *flow) consentDecision(form url.Values) {
 			f.p.clearCookie(f.w, cookieAuthz, authzCookiePath)
 		}
 		f.p.log.Info("authorize: consent declined", "client_id", f.client.ID, "reference", f.reference())
-		f.p.cfg.UI.Message(f.w, http.StatusOK, webui.MessagePage{
-			Frame:   f.frame(),
-			Title:   "Access declined",
-			Message: "You declined to share your details with " + f.client.Name + ".",
-		})
+		fr := f.frame()
+		f.p.cfg.UI.Message(f.w, http.StatusOK, webui.MessagePage{Frame: fr, Title: f.p.cfg.UI.Text(fr.Lang, "consent.declined.title"),
+			Message: f.p.cfg.UI.Text(fr.Lang, "consent.declined", f.client.Name)})
 	default:
 		f.page(http.StatusBadRequest, msgBadRequest, "consent decision missing or unknown")
 	}

@@ -196,14 +196,15 @@ func (f *flow) pickerCandidates() ([]fsm.Org, bool) {
 	return cands, true
 }
 
-// showPicker renders one page of the picker (stage picker).
+// showPicker renders one page of the picker (stage picker), with the
+// error of the catalog key errMsg ("" for none).
 func (f *flow) showPicker(status int, cands []fsm.Org, pq pickerQuery, errMsg string) {
 	c, ok := f.common(stagePicker, pathPicker)
 	if !ok {
 		return
 	}
 	page, prev, next := pickerPage(cands, pq, pickerPageSize)
-	data := webui.PickerPage{Common: c, Query: pq.Q, Error: errMsg}
+	data := webui.PickerPage{Common: c, Query: pq.Q, Error: f.p.cfg.UI.Text(c.Lang, errMsg)}
 	for _, o := range page {
 		data.Orgs = append(data.Orgs, webui.PickerOrg{ID: o.ID, Name: o.Name, Slug: o.Slug})
 	}

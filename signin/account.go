@@ -120,7 +120,7 @@ func (a *account) fresh() bool { return a.now.Sub(a.sess.AuthTime) <= accountFre
 func (a *account) handleForm() (url.Values, bool) {
 	a.r.Body = http.MaxBytesReader(a.w, a.r.Body, authn.MaxPageForm)
 	if err := a.r.ParseForm(); err != nil {
-		a.page(http.StatusBadRequest, authn.MsgBadRequest)
+		a.page(http.StatusBadRequest, a.text(authn.MsgBadRequest))
 		return nil, false
 	}
 	form := a.r.PostForm
@@ -131,12 +131,12 @@ func (a *account) handleForm() (url.Values, bool) {
 		return nil, false
 	}
 	if sealed == "" || box.Open(accountPurpose, sealed, a.now, &a.step) != nil {
-		a.page(http.StatusBadRequest, authn.MsgExpired)
+		a.page(http.StatusBadRequest, a.text(authn.MsgExpired))
 		return nil, false
 	}
 	token, _ := authn.FormValue(form, "csrf_token")
 	if !authn.CSRFMatch(a.p.cookieValue(a.r, authn.CSRFCookie, "/"), token, a.step.CSRF) {
-		a.page(http.StatusForbidden, authn.MsgForbidden)
+		a.page(http.StatusForbidden, a.text(authn.MsgForbidden))
 		return nil, false
 	}
 	a.csrf = a.step.CSRF
@@ -204,7 +204,7 @@ func (p *Signin) handleAccountPost(w http.ResponseWriter, r *http.Request) {
 		}
 		a.apply(fsm.MustCommand(fsm.TypeRemovePasskey, fsm.RemovePasskey{UserID: a.user.ID, ID: id, EndSessions: a.endOthers()}), "The passkey was removed.")
 	default:
-		a.page(http.StatusBadRequest, authn.MsgBadRequest)
+		a.page(http.StatusBadRequest, a.text(authn.MsgBadRequest))
 	}
 }
 
@@ -369,7 +369,7 @@ func (a *account) totpConfirm(code string) {
 	secret := a.step.Secret
 	step, ok := factor.TOTPStep(secret, code, a.now)
 	if secret == "" || !ok {
-		a.showTOTP(http.StatusBadRequest, secret, "", msgBadCode)
+		a.showTOTP(http.StatusBadRequest, secret, "", a.text(msgBadCode))
 		return
 	}
 	sealed, err := a.p.cfg.KEK.Seal([]byte(secret), factor.TOTPAAD(a.user.ID))
@@ -453,7 +453,7 @@ func (a *account) page(status int, msg string) {
 
 func (a *account) unavailable(reason string) {
 	a.p.log.Error("account: unavailable", "reason", reason)
-	a.p.cfg.UI.Error(a.w, http.StatusServiceUnavailable, webui.ErrorPage{Frame: webui.Frame{Lang: a.p.language(a.r, "")}, Title: authn.TitleUnavailable, Message: authn.MsgUnavailable})
+	a.p.cfg.UI.Error(a.w, http.StatusServiceUnavailable, webui.ErrorPage{Frame: webui.Frame{Lang: a.p.language(a.r, "")}, Title: a.text(authn.TitleUnavailable), Message: a.text(authn.MsgUnavailable)})
 }
 
 // endOthers ends every other session of the person with the change this
@@ -557,7 +557,7 @@ func (a *account) verify(form url.Values) {
 		a.beginVerifyPasskey(f)
 		return
 	case !pf.known():
-		a.page(http.StatusBadRequest, authn.MsgBadRequest)
+		a.page(http.StatusBadRequest, a.text(authn.MsgBadRequest))
 		return
 	}
 	amr, settled, err := a.p.checkFactor(ctx, a.r, a.user, f, pf, a.step.Challenge, "")
@@ -571,7 +571,7 @@ func (a *account) verify(form url.Values) {
 		if pf.method == webui.MethodPasskey {
 			msg = msgPasskeyFailed
 		}
-		a.showVerify(http.StatusBadRequest, f, msg)
+		a.showVerify(http.StatusBadRequest, f, a.text(msg))
 		return
 	case err != nil:
 		a.unavailable("account verify: " + err.Error())
@@ -587,7 +587,7 @@ func (a *account) verify(form url.Values) {
 // beginVerifyPasskey starts a passkey assertion for the verification page.
 func (a *account) beginVerifyPasskey(f fsm.Factors) {
 	if len(f.Passkeys) == 0 || a.p.wa == nil {
-		a.showVerify(http.StatusBadRequest, f, msgPasskeyFailed)
+		a.showVerify(http.StatusBadRequest, f, a.text(msgPasskeyFailed))
 		return
 	}
 	opts, id, err := a.p.beginPasskeyAssertion(a.r.Context(), a.user, f)

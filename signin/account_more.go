@@ -74,7 +74,7 @@ func (a *account) endAction(action string, form url.Values) {
 	case "consent-revoke":
 		clientID, _ := authn.FormValue(form, "client_id")
 		if clientID == "" || len(clientID) > 256 {
-			a.page(http.StatusBadRequest, authn.MsgBadRequest)
+			a.page(http.StatusBadRequest, a.text(authn.MsgBadRequest))
 			return
 		}
 		_, err := a.applyStamped(fsm.MustCommand(fsm.TypeRevokeConsent, fsm.RevokeConsent{UserID: a.user.ID, ClientID: clientID, At: a.now}),

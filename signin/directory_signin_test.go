@@ -43,7 +43,7 @@ func TestDirectorySignIn(t *testing.T) {
 
 	b := h.browser()
 	p := b.signIn(b.get(authzPath(authzQuery(hPublic, false))), "dee@corp.example", "wrong")
-	if p.status != http.StatusBadRequest || !strings.Contains(p.body, authn.MsgBadPassword) {
+	if p.status != http.StatusBadRequest || !strings.Contains(p.body, "Incorrect email or password.") {
 		t.Fatalf("wrong directory password: %d\n%s", p.status, p.body)
 	}
 	if _, err := h.applier.State().User(want); err == nil {

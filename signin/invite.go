@@ -78,7 +78,7 @@ func (p *Signin) handleInvitePost(w http.ResponseWriter, r *http.Request) {
 		}
 		a.inviteAccept()
 	default:
-		a.page(http.StatusBadRequest, authn.MsgBadRequest)
+		a.page(http.StatusBadRequest, a.text(authn.MsgBadRequest))
 	}
 }
 

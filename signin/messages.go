@@ -11,7 +11,7 @@ import (
 	"github.com/oidcd/oidcd/webui"
 )
 
-// Catalog keys (webui/locales) of the messages the sign-in page shows:
+// Catalog keys (webui/locales) of the messages the sign-in pages show:
 // they are translated into the page's language when shown (flow.text,
 // account.text), or into English on a page not translated yet
 // (Signin.english).
@@ -30,14 +30,10 @@ const (
 	msgInviteSignIn       = "signin.invitation.lead"
 	titleSignInAccount    = "signin.title.account"
 	titleSignInInvitation = "signin.title.invitation"
-)
-
-// Constant texts of the pages not translated yet (the ones the
-// authorization flow shows as well are in internal/authn).
-const (
-	msgBadCode       = "That code is not correct. Check it and try again."
-	msgNoCode        = "Enter the code."
-	msgPasskeyFailed = "The passkey could not be verified. Try again or use another method." // #nosec G101 -- a message shown to people, not a credential
+	msgBadCode            = "code.error.wrong"
+	msgNoCode             = "code.error.missing"
+	msgPasskeyFailed      = "passkey.error.failed" // #nosec G101 -- a message key, not a credential
+	msgSMSText            = "smscode.text"         // the text message: code, host, minutes
 )
 
 // methodLanguage is the language picker's method button: its lang field

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/text/language"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/oidcd/oidcd/fsm"
@@ -41,7 +43,7 @@ func TestPasswordSignIn(t *testing.T) {
 	}
 
 	p = b.signIn(p, hEmail, "not the password")
-	if p.status != http.StatusBadRequest || !strings.Contains(p.body, authn.MsgBadPassword) {
+	if p.status != http.StatusBadRequest || !strings.Contains(p.body, "Incorrect email or password.") {
 		t.Fatalf("wrong password: %d\n%s", p.status, p.body)
 	}
 	if b.cookie("/", authn.SessionCookie) != "" {
@@ -92,7 +94,7 @@ func TestPasswordUnknownAddressAnswersAlike(t *testing.T) {
 	h := newHarness(t)
 	b := h.browser()
 	p := b.signIn(b.get(authzPath(authzQuery(hPublic, false))), "nobody@example.com", hPassword)
-	if p.status != http.StatusBadRequest || !strings.Contains(p.body, authn.MsgBadPassword) {
+	if p.status != http.StatusBadRequest || !strings.Contains(p.body, "Incorrect email or password.") {
 		t.Fatalf("unknown address: %d\n%s", p.status, p.body)
 	}
 	evs := h.signinEvents("")
@@ -114,7 +116,7 @@ func TestSignInWithoutBrowserKeyIs503(t *testing.T) {
 	h.p.sealer = authn.NewSealer(func() ([]byte, error) { return nil, authn.ErrNoBrowserKey })
 	h.box = h.p.sealer
 	p := h.browser().get(authzPath(authzQuery(hPublic, false)))
-	if p.status != http.StatusServiceUnavailable || !strings.Contains(p.body, authn.MsgUnavailable) {
+	if p.status != http.StatusServiceUnavailable || !strings.Contains(p.body, testText(t, language.English, authn.MsgUnavailable)) {
 		t.Fatalf("got %d\n%s", p.status, p.body)
 	}
 }

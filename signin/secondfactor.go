@@ -71,7 +71,7 @@ func (f *flow) secondFactor(form url.Values) {
 	amr, settled, err := f.p.checkFactor(ctx, f.r, u, fac, pf, f.pend.Challenge, f.st.ClientID)
 	switch {
 	case errors.Is(err, errLocked):
-		f.lockedOrUnavailable(err, f.p.english, func(status int, msg string) { f.showSecondFactor(status, fac, msg) })
+		f.lockedOrUnavailable(err, f.text, func(status int, msg string) { f.showSecondFactor(status, fac, msg) })
 		return
 	case errors.Is(err, errCodeWrong):
 		f.p.log.Info("authorize: second factor failed", "method", pf.method, "user_id", u.ID, "reference", f.reference())
@@ -81,7 +81,7 @@ func (f *flow) secondFactor(form url.Values) {
 		} else if strings.TrimSpace(pf.code) == "" {
 			msg = msgNoCode
 		}
-		f.showSecondFactor(http.StatusBadRequest, fac, msg)
+		f.showSecondFactor(http.StatusBadRequest, fac, f.text(msg))
 		return
 	case err != nil:
 		f.unavailable("second factor: " + err.Error())
@@ -107,7 +107,7 @@ func (f *flow) secondFactor(form url.Values) {
 // script runs it and posts the result back (method=passkey, credential).
 func (f *flow) beginPasskey(fac fsm.Factors) {
 	if len(fac.Passkeys) == 0 {
-		f.showSecondFactor(http.StatusBadRequest, fac, msgPasskeyFailed)
+		f.showSecondFactor(http.StatusBadRequest, fac, f.text(msgPasskeyFailed))
 		return
 	}
 	opts, id, err := f.p.beginPasskeyAssertion(f.r.Context(), f.user, fac)
@@ -214,7 +214,7 @@ func (f *flow) startSMS(email, rawPhone string) {
 		sctx, cancel := context.WithTimeout(ctx, smsSendDeadline)
 		err = f.p.cfg.SMS.Send(sctx, sms.Message{
 			To: phone, Code: code, SentAt: f.now,
-			Text: fmt.Sprintf("%s is your sign-in code for %s. It expires in %d minutes. Do not share it.", code, f.p.issuer.Host, int(smsCodeTTL.Minutes())),
+			Text: f.text(msgSMSText, code, f.p.issuer.Host, int(smsCodeTTL.Minutes())),
 		})
 		cancel()
 		if err != nil {
@@ -251,12 +251,12 @@ func (f *flow) smsCode(form url.Values) {
 	code, _ := authn.FormValue(form, "code")
 	code = factor.NormalizeCode(code)
 	if code == "" || len(code) > 16 {
-		f.showSMSCode(http.StatusBadRequest, msgNoCode)
+		f.showSMSCode(http.StatusBadRequest, f.text(msgNoCode))
 		return
 	}
 	rules := []fsm.ThrottleRule{throttleCode.rule("tel" + f.pend.Phone), throttleIP.rule(remoteIP(f.r))}
 	if _, err := f.p.reserve(ctx, f.p.lockoutEvent("", f.st.ClientID), rules...); err != nil {
-		f.lockedOrUnavailable(err, f.p.english, f.showSMSCode)
+		f.lockedOrUnavailable(err, f.text, f.showSMSCode)
 		return
 	}
 	f.p.metrics.guesses.WithLabelValues("code").Inc()
@@ -274,7 +274,7 @@ func (f *flow) smsCode(form url.Values) {
 	}
 	switch {
 	case errors.Is(res.Err, fsm.ErrWrongCode):
-		f.showSMSCode(http.StatusBadRequest, msgBadCode)
+		f.showSMSCode(http.StatusBadRequest, f.text(msgBadCode))
 		return
 	case errors.Is(res.Err, fsm.ErrNotFound), errors.Is(res.Err, fsm.ErrExpired):
 		f.showSignIn(http.StatusBadRequest, "", f.text(msgSMSExpired))

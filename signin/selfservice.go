@@ -194,7 +194,7 @@ func (s *selfPage) common(step selfStep, action, title string) (webui.Common, bo
 func (s *selfPage) form(stages ...string) (url.Values, bool) {
 	s.r.Body = http.MaxBytesReader(s.w, s.r.Body, authn.MaxPageForm)
 	if err := s.r.ParseForm(); err != nil {
-		s.page(http.StatusBadRequest, "", authn.MsgBadRequest)
+		s.page(http.StatusBadRequest, "", s.p.cfg.UI.Text(s.p.language(s.r, ""), authn.MsgBadRequest))
 		return nil, false
 	}
 	form := s.r.PostForm
@@ -229,7 +229,7 @@ func (s *selfPage) message(status int, title, msg, linkURL, linkText string) {
 
 func (s *selfPage) unavailable(reason string) {
 	s.p.log.Error("self-service: unavailable", "reason", reason)
-	s.p.cfg.UI.Error(s.w, http.StatusServiceUnavailable, webui.ErrorPage{Frame: webui.Frame{Lang: s.p.language(s.r, "")}, Title: authn.TitleUnavailable, Message: authn.MsgUnavailable})
+	s.p.cfg.UI.Error(s.w, http.StatusServiceUnavailable, webui.ErrorPage{Frame: webui.Frame{Lang: s.p.language(s.r, "")}, Title: s.p.cfg.UI.Text(s.p.language(s.r, ""), authn.TitleUnavailable), Message: s.p.cfg.UI.Text(s.p.language(s.r, ""), authn.MsgUnavailable)})
 }
 
 // invalidLink is the one page of a link that is unknown, used, voided,

@@ -442,7 +442,7 @@ func TestInvitationExistingPerson(t *testing.T) {
 	if got := parseForms(t, p.body)[0]; got.action != PathInvite {
 		t.Errorf("sign-in form action %q", got.action)
 	}
-	wantPage(t, "wrong password", b.signIn(p, hEmailB, "wrong"), http.StatusBadRequest, authn.MsgBadPassword)
+	wantPage(t, "wrong password", b.signIn(p, hEmailB, "wrong"), http.StatusBadRequest, "Incorrect email or password.")
 	p = b.signIn(b.get(path), hEmailB, hPassword)
 	wantPage(t, "accept page", p, http.StatusOK, "Join Org alpha", "Accept the invitation")
 	wantPage(t, "accepted", b.fill(onlyPostForm(t, p), nil), http.StatusOK, "You joined Org alpha")

@@ -250,12 +250,13 @@ func (f *flow) reference() string {
 	return f.st.Reference
 }
 
-// page shows the error page, never a redirect, with a constant message and
-// logs the real reason under the reference it shows.
+// page shows the error page, never a redirect, with the constant message
+// of the catalog key message and logs the real reason under the
+// reference it shows.
 func (f *flow) page(status int, message, reason string) {
 	ref := f.reference()
 	f.p.log.Warn("authorize: error page", "status", status, "reason", httpx.LogValue(reason), "reference", ref)
-	f.p.cfg.UI.Error(f.w, status, webui.ErrorPage{Frame: f.frame(), Message: message, Reference: ref})
+	f.p.cfg.UI.Error(f.w, status, webui.ErrorPage{Frame: f.frame(), Message: f.text(message), Reference: ref})
 }
 
 // unavailable is the 503 page for store and key problems.
@@ -263,7 +264,7 @@ func (f *flow) unavailable(reason string) {
 	ref := f.reference()
 	f.p.log.Error("authorize: unavailable", "reason", reason, "reference", ref)
 	f.p.cfg.UI.Error(f.w, http.StatusServiceUnavailable, webui.ErrorPage{
-		Frame: webui.Frame{Lang: f.language()}, Title: authn.TitleUnavailable, Message: authn.MsgUnavailable, Reference: ref,
+		Frame: webui.Frame{Lang: f.language()}, Title: f.text(authn.TitleUnavailable), Message: f.text(authn.MsgUnavailable), Reference: ref,
 	})
 }
 

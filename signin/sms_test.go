@@ -76,7 +76,7 @@ func TestTextMessageSignIn(t *testing.T) {
 		wrong = "111111"
 	}
 	p = b.postCode(p, wrong)
-	if p.status != http.StatusBadRequest || !strings.Contains(p.body, msgBadCode) {
+	if p.status != http.StatusBadRequest || !strings.Contains(p.body, testText(t, language.English, msgBadCode)) {
 		t.Fatalf("wrong code: %d\n%s", p.status, p.body)
 	}
 	got := done(t, b.postCode(p, msgs[0].Code))

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/text/language"
+
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/factor"
@@ -61,7 +63,7 @@ func TestTOTPSecondFactor(t *testing.T) {
 		t.Fatalf("methods offered: %v", form.buttons)
 	}
 	p = b.submit(form, "method", webui.MethodOTP, map[string]string{"code": "000000"})
-	if p.status != http.StatusBadRequest || !strings.Contains(p.body, msgBadCode) {
+	if p.status != http.StatusBadRequest || !strings.Contains(p.body, testText(t, language.English, msgBadCode)) {
 		t.Fatalf("wrong code: %d\n%s", p.status, p.body)
 	}
 	code, err := factor.TOTPCode(secret, h.clock.Now())
@@ -104,7 +106,7 @@ func TestRecoveryCodeSecondFactor(t *testing.T) {
 	}
 	other := h.browser()
 	p = other.submit(postForm(t, other.secondFactorPage(), "method"), "method", webui.MethodRecovery, map[string]string{"code": codes[0]})
-	if p.status != http.StatusBadRequest || !strings.Contains(p.body, msgBadCode) {
+	if p.status != http.StatusBadRequest || !strings.Contains(p.body, testText(t, language.English, msgBadCode)) {
 		t.Fatalf("spent code: %d\n%s", p.status, p.body)
 	}
 }

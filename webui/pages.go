@@ -262,18 +262,18 @@ func (u *UI) SignIn(w http.ResponseWriter, status int, p SignInPage) {
 
 // SecondFactor renders the second-factor step.
 func (u *UI) SecondFactor(w http.ResponseWriter, status int, p SecondFactorPage) {
-	u.render(w, status, u.secondFactor, p)
+	u.renderIn(w, status, u.secondFactor, p.Lang, p)
 }
 
 // SMSCode renders the text-message code step.
 func (u *UI) SMSCode(w http.ResponseWriter, status int, p SMSCodePage) {
-	u.render(w, status, u.smsCode, p)
+	u.renderIn(w, status, u.smsCode, p.Lang, p)
 }
 
 // Passkey renders a passkey ceremony page. It is the one page with script,
 // and its CSP allows only our own script file.
 func (u *UI) Passkey(w http.ResponseWriter, status int, p PasskeyPage) {
-	u.renderCSP(w, status, u.passkey, language.English, p, scriptPolicy)
+	u.renderCSP(w, status, u.passkey, p.Lang, p, scriptPolicy)
 }
 
 // Account renders the /account page.
@@ -293,22 +293,22 @@ func (u *UI) RecoveryCodes(w http.ResponseWriter, status int, p RecoveryCodesPag
 
 // OrganizationPicker renders the organization picker.
 func (u *UI) OrganizationPicker(w http.ResponseWriter, status int, p PickerPage) {
-	u.render(w, status, u.picker, p)
+	u.renderIn(w, status, u.picker, p.Lang, p)
 }
 
 // Consent renders the consent step.
 func (u *UI) Consent(w http.ResponseWriter, status int, p ConsentPage) {
-	u.render(w, status, u.consent, p)
+	u.renderIn(w, status, u.consent, p.Lang, p)
 }
 
 // Error renders the error page.
 func (u *UI) Error(w http.ResponseWriter, status int, p ErrorPage) {
-	u.render(w, status, u.errorPage, p)
+	u.renderIn(w, status, u.errorPage, p.Lang, p)
 }
 
 // Message renders a message page.
 func (u *UI) Message(w http.ResponseWriter, status int, p MessagePage) {
-	u.render(w, status, u.message, p)
+	u.renderIn(w, status, u.message, p.Lang, p)
 }
 
 // Address renders a page that asks for an email address.

@@ -175,14 +175,15 @@ const MaxPageForm = 16 << 10
 // MaxEmailLen is the longest address a sign-in looks up.
 const MaxEmailLen = 254
 
-// Constant texts both the flow's pages and the sign-in pages show.
+// Catalog keys (webui/locales) of the texts both the flow's pages and the
+// sign-in pages show: translated into the page's language where they are
+// rendered (webui.UI.Text).
 const (
-	MsgBadRequest    = "This sign-in request is not valid. Return to the application and try again."
-	MsgExpired       = "This sign-in has expired or is invalid. Return to the application and try again."
-	MsgForbidden     = "This form could not be verified. Return to the application and try again."
-	MsgUnavailable   = "The service is temporarily unavailable. Please try again in a moment."
-	MsgBadPassword   = "Incorrect email or password."
-	TitleUnavailable = "Temporarily unavailable"
+	MsgBadRequest    = "error.bad_request"
+	MsgExpired       = "error.expired"
+	MsgForbidden     = "error.forbidden"
+	MsgUnavailable   = "error.unavailable"
+	TitleUnavailable = "error.unavailable.title"
 )
 
 // Stages of a pending authorization request: which form its step answers.

@@ -7,8 +7,14 @@
   var form = document.getElementById("passkey-form");
   var out = document.getElementById("passkey-credential");
   var status = document.getElementById("passkey-status");
+  // The page's texts, in its language, come in data-* attributes of the
+  // status line; the English ones are the fallback.
+  function text(name, fallback) {
+    var v = status && status.getAttribute("data-" + name);
+    return v || fallback;
+  }
   if (!form || !out || !window.PublicKeyCredential) {
-    if (status) status.textContent = "This browser cannot use passkeys. Use another method.";
+    if (status) status.textContent = text("unsupported", "This browser cannot use passkeys. Use another method.");
     return;
   }
   var options = JSON.parse(document.getElementById("passkey-options").textContent);
@@ -62,7 +68,8 @@
     }).catch(function (err) {
       running = false;
       options = JSON.parse(document.getElementById("passkey-options").textContent);
-      status.textContent = "The passkey prompt was closed or failed (" + err.name + "). Press the button to try again.";
+      // data-failed holds %s where the error's name goes.
+      status.textContent = text("failed", "The passkey prompt was closed or failed (%s). Press the button to try again.").replace("%s", function () { return String(err.name); });
     });
   }
   form.addEventListener("submit", function (ev) { if (!out.value) run(ev); });

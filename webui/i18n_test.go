@@ -175,12 +175,12 @@ func find(n *node, ok func(*node) bool) *node {
 
 // notConverted are the templates that still hold English text; each
 // page's conversion removes its name (see doc.go), and the test below
-// then holds it to the catalog. (confirm.html and message.html hold no
-// text of their own: their callers' texts are still English.)
+// then holds it to the catalog. (message.html holds no text of its own:
+// its callers' texts are still English.)
 var notConverted = []string{
-	"account.html", "address.html", "consent.html", "error.html",
-	"newpassword.html", "passkey.html", "picker.html", "recoverycodes.html", "secondfactor.html",
-	"smscode.html", "totpsetup.html",
+	"consent.html", "error.html",
+	"passkey.html", "picker.html", "secondfactor.html",
+	"smscode.html",
 }
 
 // textAttrs are the attributes whose values people see or hear.

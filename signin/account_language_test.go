@@ -186,3 +186,52 @@ func TestMailNamesTheBrand(t *testing.T) {
 		}
 	}
 }
+
+// TestRegistrationKeepsTheSignInLanguage: a registration started from a
+// sign-in with ui_locales=es is Spanish throughout: its page, its
+// message (locale es), and the link's page even in another browser
+// that prefers German, which wears the organization's branding.
+func TestRegistrationKeepsTheSignInLanguage(t *testing.T) {
+	h := newMailHarness(t)
+	h.openRegistration("allowed.example")
+	h.apply(fsm.TypeUpdateOrg, fsm.UpdateOrg{ID: hOrgA, Branding: &fsm.Branding{DisplayName: "Alpha Sign-in"}})
+	es := language.Spanish
+	b := h.browser()
+	q := authzQuery(hPublic, false)
+	q.Set("ui_locales", "es-MX")
+	signin := b.get(authzPath(q))
+	rp := b.get(oneHref(t, signin, testUI().Text(es, "signin.register")))
+	if got := pageLang(t, rp); rp.status != http.StatusOK || got != "es" || !strings.Contains(rp.body, inLang(es, keyRegisterLead, "Org alpha")) {
+		t.Fatalf("registration page: %d in %q:\n%s", rp.status, got, rp.body)
+	}
+	bad := b.fill(onlyPostForm(t, rp), map[string]string{"email": "someone@evil.example"})
+	if got := pageLang(t, bad); bad.status != http.StatusBadRequest || got != "es" || !strings.Contains(bad.body, inLang(es, keyRegisterDomain, "allowed.example")) {
+		t.Fatalf("a domain not allowed: %d in %q:\n%s", bad.status, got, bad.body)
+	}
+	const addr = "nueva@allowed.example"
+	p := b.fill(onlyPostForm(t, bad), map[string]string{"email": addr})
+	if p.status != http.StatusOK || !strings.Contains(p.body, inLang(es, keyRegisterSent, addr)) {
+		t.Fatalf("registration sent: %d:\n%s", p.status, p.body)
+	}
+	ms := h.mailsTo(addr)
+	if len(ms) != 1 || ms[0].Locale != "es" {
+		t.Fatalf("the registration message: %+v, want one in es", ms)
+	}
+	if !strings.Contains(ms[0].msg.Text, "Alpha Sign-in") {
+		t.Errorf("the message does not name the organization's brand:\n%s", ms[0].msg.Text)
+	}
+	other := h.browser()
+	lp := other.getIn(h.lastLink(addr, fsm.EmailRegistration), "de")
+	if got := pageLang(t, lp); lp.status != http.StatusOK || got != "es" {
+		t.Fatalf("the link's page: %d in %q:\n%s", lp.status, got, lp.body)
+	}
+	for _, want := range []string{`<span class="site">Alpha Sign-in</span>`, inLang(es, keyRegisterPwTitle), inLang(es, keyRegisterPwLeadOrg, "Org alpha"), inLang(es, keyCreateAccount)} {
+		if !strings.Contains(lp.body, want) {
+			t.Errorf("the link's page lacks %q:\n%s", want, lp.body)
+		}
+	}
+	short := other.fill(onlyPostForm(t, lp), map[string]string{"new_password": "short"})
+	if got := pageLang(t, short); short.status != http.StatusBadRequest || got != "es" || !strings.Contains(short.body, inLang(es, keyPasswordLength)) {
+		t.Errorf("a short password on the link's page: %d in %q", short.status, got)
+	}
+}

@@ -159,6 +159,7 @@ func (p *Signin) handleRegisterLink(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	s.step.Ctx = registrationContext(l)
 	if _, err := p.cfg.State.UserByEmail(l.Email); err == nil {
 		s.accountExists()
 		return
@@ -166,8 +167,18 @@ func (p *Signin) handleRegisterLink(w http.ResponseWriter, r *http.Request) {
 	s.showRegisterPassword(http.StatusOK, l, "")
 }
 
+// registrationContext is the sign-in a registration link goes on with:
+// its application, the organization joined, and its language (the
+// ui_locales of the request it resumes), so that the link's pages wear
+// the organization's branding and speak the language the registration
+// was started in, whichever browser opens the link.
+func registrationContext(l fsm.Link) *signinContext {
+	q, _ := url.ParseQuery(l.Continue)
+	return &signinContext{ClientID: q.Get("client_id"), OrgID: l.OrgID, UILocale: webui.UILocale(q.Get("ui_locales"))}
+}
+
 func (s *selfPage) showRegisterPassword(status int, l fsm.Link, errMsg string) {
-	c, ok := s.common(selfStep{Stage: stageRegisterPassword, Hash: l.Hash}, PathRegister, s.text(keyRegisterPwTitle))
+	c, ok := s.common(selfStep{Stage: stageRegisterPassword, Hash: l.Hash, Ctx: s.step.Ctx}, PathRegister, s.text(keyRegisterPwTitle))
 	if !ok {
 		return
 	}

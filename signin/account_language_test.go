@@ -234,4 +234,10 @@ func TestRegistrationKeepsTheSignInLanguage(t *testing.T) {
 	if got := pageLang(t, short); short.status != http.StatusBadRequest || got != "es" || !strings.Contains(short.body, inLang(es, keyPasswordLength)) {
 		t.Errorf("a short password on the link's page: %d in %q", short.status, got)
 	}
+	// The request it goes on with asks for Spanish too.
+	fin := other.fill(onlyPostForm(t, short), map[string]string{"new_password": "long enough passphrase"})
+	loc, err := url.Parse(fin.header.Get("Location"))
+	if fin.status != http.StatusSeeOther || err != nil || loc.Path != "/authorize" || loc.Query().Get("ui_locales") != "es" || loc.Query().Get("client_id") != hPublic {
+		t.Errorf("registration done: %d to %q, want /authorize with ui_locales=es", fin.status, fin.header.Get("Location"))
+	}
 }

@@ -152,7 +152,6 @@ type testRequest struct {
 	ClientID    string    `json:"client_id"`
 	MFA         bool      `json:"mfa,omitempty"`
 	OrgHint     string    `json:"organization_hint,omitempty"`
-	UILocales   string    `json:"ui_locales,omitempty"`
 	RequestedAt time.Time `json:"requested_at"`
 }
 
@@ -161,9 +160,6 @@ func (r testRequest) resume() string {
 	q := authzQuery(r.ClientID, r.MFA)
 	if r.OrgHint != "" {
 		q.Set("organization_hint", r.OrgHint)
-	}
-	if r.UILocales != "" {
-		q.Set("ui_locales", r.UILocales)
 	}
 	return q.Encode()
 }
@@ -212,8 +208,7 @@ type turn struct {
 func (h *harness) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	tr := &turn{h: h, w: w, r: r, pend: &testPending{Req: testRequest{
-		ClientID: q.Get("client_id"), MFA: q.Get("acr_values") == authn.ACRMFA, OrgHint: q.Get("organization_hint"), UILocales: q.Get("ui_locales"),
-		RequestedAt: h.clock.Now().UTC(),
+		ClientID: q.Get("client_id"), MFA: q.Get("acr_values") == authn.ACRMFA, OrgHint: q.Get("organization_hint"), RequestedAt: h.clock.Now().UTC(),
 	}, Pending: authn.Pending{UILocales: webui.UILocale(q.Get("ui_locales"))}}}
 	if !tr.load() {
 		return

@@ -139,7 +139,7 @@ func (p *Signin) requestRegistration(r *http.Request, f webui.Frame, addr string
 		ev.Subject, ev.Detail["message"] = existing.ID, "exists"
 	} else {
 		m, err = p.outgoing(f, email.Registration, addr, "", email.Data{Link: p.linkURL(PathRegister, token), OrgName: org.Name, Expires: registerTTL})
-		cmd.Link = &fsm.Link{Hash: hash, Purpose: fsm.LinkRegistration, Email: addr, OrgID: org.ID, Continue: ctx.Resume,
+		cmd.Link = &fsm.Link{Hash: hash, Purpose: fsm.LinkRegistration, Email: addr, OrgID: org.ID, Continue: resumeIn(ctx),
 			CreatedAt: now, ExpiresAt: now.Add(registerTTL)}
 		ev.Detail["message"] = "link"
 	}
@@ -167,11 +167,26 @@ func (p *Signin) handleRegisterLink(w http.ResponseWriter, r *http.Request) {
 	s.showRegisterPassword(http.StatusOK, l, "")
 }
 
+// resumeIn is the request ctx resumes, asking (ui_locales) for the
+// language of its sign-in: the registration link's pages and the request
+// it goes on with keep to it. "" without a request.
+func resumeIn(ctx *signinContext) string {
+	if ctx.Resume == "" || ctx.UILocale == "" {
+		return ctx.Resume
+	}
+	q, err := url.ParseQuery(ctx.Resume)
+	if err != nil {
+		return ctx.Resume
+	}
+	q.Set("ui_locales", ctx.UILocale)
+	return q.Encode()
+}
+
 // registrationContext is the sign-in a registration link goes on with:
 // its application, the organization joined, and its language (the
-// ui_locales of the request it resumes), so that the link's pages wear
-// the organization's branding and speak the language the registration
-// was started in, whichever browser opens the link.
+// ui_locales of the request it resumes, resumeIn), so that the link's
+// pages wear the organization's branding and speak the language the
+// registration was started in, whichever browser opens the link.
 func registrationContext(l fsm.Link) *signinContext {
 	q, _ := url.ParseQuery(l.Continue)
 	return &signinContext{ClientID: q.Get("client_id"), OrgID: l.OrgID, UILocale: webui.UILocale(q.Get("ui_locales"))}

@@ -131,6 +131,10 @@ func TestForgotKeepsTheSignInLanguage(t *testing.T) {
 			t.Errorf("the forgot page lacks %s in Japanese:\n%s", key, p.body)
 		}
 	}
+	back, err := url.Parse(oneHref(t, p, testUI().Text(ja, keyBackToSignIn)))
+	if err != nil || back.Path != "/authorize" || back.Query().Get("ui_locales") != "ja" {
+		t.Errorf("the way back to the sign-in %q, want it in Japanese", back)
+	}
 	form := onlyPostForm(t, p)
 	bad := b.fill(form, map[string]string{"email": "not an address"})
 	if got := pageLang(t, bad); bad.status != http.StatusBadRequest || got != "ja" || !strings.Contains(bad.body, inLang(ja, keyBadAddress)) {

@@ -421,12 +421,13 @@ func (s *selfPage) openContext() *signinContext {
 	return &ctx
 }
 
-// backURL leads back to the sign-in of ctx ("" without one).
+// backURL leads back to the sign-in of ctx, in its language ("" without
+// one).
 func backURL(ctx *signinContext) string {
 	if ctx == nil || ctx.Resume == "" {
 		return ""
 	}
-	return authn.PathAuthorize + "?" + ctx.Resume
+	return authn.PathAuthorize + "?" + resumeIn(ctx)
 }
 
 // appName names the application of ctx ("" without one).

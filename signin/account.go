@@ -186,7 +186,7 @@ func (p *Signin) handleAccountPost(w http.ResponseWriter, r *http.Request) {
 		code, _ := authn.FormValue(form, "code")
 		a.totpConfirm(code)
 	case a.step.Stage == accountHome && action == "totp-remove":
-		a.apply(fsm.MustCommand(fsm.TypeSetTOTP, fsm.SetTOTP{UserID: a.user.ID, At: a.now, EndSessions: a.endOthers()}), "The authenticator app was removed.")
+		a.apply(fsm.MustCommand(fsm.TypeSetTOTP, fsm.SetTOTP{UserID: a.user.ID, At: a.now, EndSessions: a.endOthers()}), a.text(keyTOTPRemoved))
 	case a.step.Stage == accountHome && action == "recovery-new":
 		a.recoveryNew()
 	case a.step.Stage == accountHome && action == "passkey-add":
@@ -199,10 +199,10 @@ func (p *Signin) handleAccountPost(w http.ResponseWriter, r *http.Request) {
 		raw, _ := authn.FormValue(form, "credential_id")
 		id, err := base64.RawURLEncoding.DecodeString(raw)
 		if err != nil || len(id) == 0 {
-			a.showHome(http.StatusBadRequest, "", "That passkey does not exist.")
+			a.showHome(http.StatusBadRequest, "", a.text(keyNoPasskey))
 			return
 		}
-		a.apply(fsm.MustCommand(fsm.TypeRemovePasskey, fsm.RemovePasskey{UserID: a.user.ID, ID: id, EndSessions: a.endOthers()}), "The passkey was removed.")
+		a.apply(fsm.MustCommand(fsm.TypeRemovePasskey, fsm.RemovePasskey{UserID: a.user.ID, ID: id, EndSessions: a.endOthers()}), a.text(keyPasskeyRemoved))
 	default:
 		a.page(http.StatusBadRequest, a.text(authn.MsgBadRequest))
 	}
@@ -322,7 +322,7 @@ func (a *account) showHome(status int, notice, errMsg string) {
 	}
 	for _, pk := range f.Passkeys {
 		page.Passkeys = append(page.Passkeys, webui.PasskeyLine{
-			ID: base64.RawURLEncoding.EncodeToString(pk.ID), Name: pk.Name, Created: pk.CreatedAt.Format("2 Jan 2006"),
+			ID: base64.RawURLEncoding.EncodeToString(pk.ID), Name: pk.Name, Created: a.dateTime(pk.CreatedAt),
 		})
 	}
 	a.p.cfg.UI.Account(a.w, status, page)
@@ -336,7 +336,7 @@ func (a *account) apply(cmd fsm.Command, notice string) {
 		return
 	}
 	if res.Err != nil {
-		a.showHome(http.StatusBadRequest, "", "That change could not be made. Reload the page and try again.")
+		a.showHome(http.StatusBadRequest, "", a.text(keyChangeFailed))
 		return
 	}
 	a.showHome(http.StatusOK, notice, "")
@@ -369,7 +369,7 @@ func (a *account) totpConfirm(code string) {
 	secret := a.step.Secret
 	step, ok := factor.TOTPStep(secret, code, a.now)
 	if secret == "" || !ok {
-		a.showTOTP(http.StatusBadRequest, secret, "", a.text(msgBadCode))
+		a.showTOTP(http.StatusBadRequest, secret, "", a.text(keyBadCode))
 		return
 	}
 	sealed, err := a.p.cfg.KEK.Seal([]byte(secret), factor.TOTPAAD(a.user.ID))
@@ -392,7 +392,7 @@ func (a *account) totpConfirm(code string) {
 			return
 		}
 	}
-	a.showHome(http.StatusOK, "Your authenticator app is set up.", "")
+	a.showHome(http.StatusOK, a.text(keyTOTPSet), "")
 }
 
 func (a *account) recoveryNew() {
@@ -417,14 +417,14 @@ func (a *account) passkeyBegin() {
 	}
 	opts, id, err := a.p.beginPasskeyRegistration(a.r.Context(), a.user, f)
 	if errors.Is(err, errPasskeysOff) {
-		a.showHome(http.StatusBadRequest, "", "Passkeys need the service to be reached by a domain name, not an IP address.")
+		a.showHome(http.StatusBadRequest, "", a.text(keyPasskeysOff))
 		return
 	}
 	if err != nil {
 		a.unavailable("passkey begin: " + err.Error())
 		return
 	}
-	a.ceremony(accountPasskey, id, "Add a passkey", webui.PasskeyPage{Ceremony: webui.CeremonyCreate, Options: opts, Field: "action", Method: "passkey-finish"})
+	a.ceremony(accountPasskey, id, a.text(keyAddPasskey), webui.PasskeyPage{Ceremony: webui.CeremonyCreate, Options: opts, Field: "action", Method: "passkey-finish"})
 }
 
 func (a *account) passkeyFinish(cred, name string) {
@@ -434,16 +434,16 @@ func (a *account) passkeyFinish(cred, name string) {
 		return
 	}
 	if name == "" || len(name) > 64 {
-		name = "Passkey"
+		name = a.text(keyPasskeyName)
 	}
 	err = a.p.finishPasskeyRegistration(a.r.Context(), a.user, f, a.step.Challenge, cred, name, a.endOthers())
 	switch {
 	case errors.Is(err, errCodeWrong):
-		a.showHome(http.StatusBadRequest, "", "The passkey could not be registered. Try again.")
+		a.showHome(http.StatusBadRequest, "", a.text(keyPasskeyRegister))
 	case err != nil:
 		a.unavailable("passkey finish: " + err.Error())
 	default:
-		a.showHome(http.StatusOK, "Your passkey was added.", "")
+		a.showHome(http.StatusOK, a.text(keyPasskeyAdded), "")
 	}
 }
 
@@ -505,17 +505,12 @@ func (a *account) mayChange() bool {
 	case proofFactor:
 		a.showVerify(http.StatusOK, f, "")
 	case proofAdmin:
-		a.showHome(http.StatusForbidden, "", msgAskAdmin)
+		a.showHome(http.StatusForbidden, "", a.text(keyAskAdmin))
 	default:
 		return true
 	}
 	return false
 }
-
-// Messages of the change gate.
-const (
-	msgAskAdmin = "A text-message sign-in cannot change how you sign in. Ask your administrator to set up a second factor."
-)
 
 // verifyMethods are the second factors the person can verify here.
 func (a *account) verifyMethods(f fsm.Factors) []string {
@@ -537,7 +532,7 @@ func (a *account) showVerify(status int, f fsm.Factors, errMsg string) {
 	if !ok {
 		return
 	}
-	c.Title = "Confirm it’s you"
+	c.Title = a.text(keyVerifyTitle)
 	a.p.cfg.UI.SecondFactor(a.w, status, webui.SecondFactorPage{Common: c, Methods: a.verifyMethods(f), Error: errMsg})
 }
 
@@ -563,13 +558,13 @@ func (a *account) verify(form url.Values) {
 	amr, settled, err := a.p.checkFactor(ctx, a.r, a.user, f, pf, a.step.Challenge, "")
 	switch {
 	case errors.Is(err, errLocked):
-		a.showVerify(http.StatusTooManyRequests, f, lockout(a.w, err, a.p.now(), a.p.english))
+		a.showVerify(http.StatusTooManyRequests, f, lockout(a.w, err, a.p.now(), a.text))
 		return
 	case errors.Is(err, errCodeWrong):
 		a.p.log.Info("account: second factor failed", "method", pf.method, "user_id", a.user.ID)
-		msg := msgBadCode
+		msg := keyBadCode
 		if pf.method == webui.MethodPasskey {
-			msg = msgPasskeyFailed
+			msg = keyPasskeyFailed
 		}
 		a.showVerify(http.StatusBadRequest, f, a.text(msg))
 		return
@@ -581,13 +576,13 @@ func (a *account) verify(form url.Values) {
 		a.unavailable("account step-up: " + err.Error())
 		return
 	}
-	a.next(http.StatusOK, "Confirmed. You can change how you sign in for the next 15 minutes.")
+	a.next(http.StatusOK, a.text(keyConfirmed))
 }
 
 // beginVerifyPasskey starts a passkey assertion for the verification page.
 func (a *account) beginVerifyPasskey(f fsm.Factors) {
 	if len(f.Passkeys) == 0 || a.p.wa == nil {
-		a.showVerify(http.StatusBadRequest, f, a.text(msgPasskeyFailed))
+		a.showVerify(http.StatusBadRequest, f, a.text(keyPasskeyFailed))
 		return
 	}
 	opts, id, err := a.p.beginPasskeyAssertion(a.r.Context(), a.user, f)
@@ -595,7 +590,7 @@ func (a *account) beginVerifyPasskey(f fsm.Factors) {
 		a.unavailable("passkey begin: " + err.Error())
 		return
 	}
-	a.ceremony(accountVerify, id, "Confirm it’s you", webui.PasskeyPage{Ceremony: webui.CeremonyGet, Options: opts, Method: webui.MethodPasskey})
+	a.ceremony(accountVerify, id, a.text(keyVerifyTitle), webui.PasskeyPage{Ceremony: webui.CeremonyGet, Options: opts, Method: webui.MethodPasskey})
 }
 
 // ceremony shows page, a passkey ceremony of stage with the challenge id.

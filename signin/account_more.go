@@ -4,8 +4,8 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
+	"time"
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/authn"
@@ -48,13 +48,13 @@ func (a *account) endAction(action string, form url.Values) {
 	case "session-end":
 		id, _ := authn.FormValue(form, "session_id")
 		if !a.ownSession(id) || id == a.sess.ID {
-			a.showHome(http.StatusBadRequest, "", "That session is not one of yours, or already ended.")
+			a.showHome(http.StatusBadRequest, "", a.text(keyNoSession))
 			return
 		}
 		if !a.endSession(id) {
 			return
 		}
-		a.showHome(http.StatusOK, "The session was signed out.", "")
+		a.showHome(http.StatusOK, a.text(keySessionEnded), "")
 	case "sessions-end-others":
 		sessions, _, err := a.p.cfg.State.SSOSessionsOf(a.user.ID, a.now)
 		if err != nil {
@@ -70,7 +70,7 @@ func (a *account) endAction(action string, form url.Values) {
 				n++
 			}
 		}
-		a.showHome(http.StatusOK, plural(n, "other session was", "other sessions were")+" signed out.", "")
+		a.showHome(http.StatusOK, a.text(keyOthersEnded, n), "")
 	case "consent-revoke":
 		clientID, _ := authn.FormValue(form, "client_id")
 		if clientID == "" || len(clientID) > 256 {
@@ -81,11 +81,11 @@ func (a *account) endAction(action string, form url.Values) {
 			"consent-revoke", map[string]string{"client_id": clientID})
 		switch {
 		case errors.Is(err, fsm.ErrNotFound):
-			a.showHome(http.StatusBadRequest, "", "That application has no consent of yours.")
+			a.showHome(http.StatusBadRequest, "", a.text(keyNoConsent))
 		case err != nil:
 			a.unavailable("revoke consent: " + err.Error())
 		default:
-			a.showHome(http.StatusOK, "The application's access was revoked and its sessions signed out.", "")
+			a.showHome(http.StatusOK, a.text(keyConsentRevoked), "")
 		}
 	}
 }
@@ -115,22 +115,22 @@ func (a *account) changePassword(form url.Values) {
 	current, _ := authn.FormValue(form, "current_password")
 	next, _ := authn.FormValue(form, "new_password")
 	if a.user.DirectoryID != "" {
-		a.showHome(http.StatusBadRequest, "", "Your password is kept by your organization's directory: change it there.")
+		a.showHome(http.StatusBadRequest, "", a.text(keyPasswordDirectory))
 		return
 	}
 	if a.user.PasswordHash == "" {
-		a.showHome(http.StatusBadRequest, "", "This account has no password to change. Ask your administrator.")
+		a.showHome(http.StatusBadRequest, "", a.text(keyNoPassword))
 		return
 	}
 	if msg := newPasswordProblem(next); msg != "" {
-		a.showHome(http.StatusBadRequest, "", msg)
+		a.showHome(http.StatusBadRequest, "", a.text(msg))
 		return
 	}
 	ctx := a.r.Context()
 	rules := passwordRules(a.user.Email, remoteIP(a.r))
 	if _, err := a.p.reserve(ctx, a.p.lockoutEvent(a.user.ID, ""), rules...); err != nil {
 		if errors.Is(err, errLocked) {
-			a.showHome(http.StatusTooManyRequests, "", lockout(a.w, err, a.p.now(), a.p.english))
+			a.showHome(http.StatusTooManyRequests, "", lockout(a.w, err, a.p.now(), a.text))
 		} else {
 			a.unavailable(err.Error())
 		}
@@ -143,7 +143,7 @@ func (a *account) changePassword(form url.Values) {
 	}
 	if !ok {
 		a.p.recordFailure(ctx, a.user.ID, "", "wrong_password")
-		a.showHome(http.StatusBadRequest, "", "Your current password is not correct.")
+		a.showHome(http.StatusBadRequest, "", a.text(keyWrongPassword))
 		return
 	}
 	hash, err := a.p.cfg.Hasher.Hash(ctx, next)
@@ -160,10 +160,11 @@ func (a *account) changePassword(form url.Values) {
 	// The attempt was right: forget the account's counters, as a sign-in does.
 	a.p.cfg.Applier.Apply(ctx, fsm.MustCommand(fsm.TypeThrottleClear, *settle(rules, 2)))
 	a.user.PasswordHash = hash
-	a.showHome(http.StatusOK, "Your password was changed. Every other session was signed out.", "")
+	a.showHome(http.StatusOK, a.text(keyPasswordChanged), "")
 }
 
-// overview fills the page's activity, sessions and applications.
+// overview fills the page's activity, sessions and applications, their
+// times in the page's language (a.dateTime).
 func (a *account) overview(page *webui.AccountPage) error {
 	st := a.p.cfg.State
 	events, err := st.AuditEvents(fsm.AuditQuery{Subject: a.user.ID, Type: fsm.EventSignin, Newest: true, Limit: activityShown})
@@ -173,7 +174,7 @@ func (a *account) overview(page *webui.AccountPage) error {
 	names := map[string]string{}
 	appName := func(id string) string {
 		if id == "" {
-			return "This account page"
+			return a.text(keyThisPage)
 		}
 		if n, ok := names[id]; ok {
 			return n
@@ -186,10 +187,10 @@ func (a *account) overview(page *webui.AccountPage) error {
 		return n
 	}
 	for _, e := range events {
-		line := webui.ActivityLine{Time: e.Time.Format("2 Jan 2006, 15:04 MST"), App: appName(e.ClientID), Address: e.IP,
-			Strength: strength(e.Detail["acr"]), OK: e.Outcome == fsm.OutcomeSuccess}
+		line := webui.ActivityLine{Time: a.dateTime(e.Time), App: appName(e.ClientID), Address: e.IP,
+			Strength: a.strength(e.Detail["acr"]), OK: e.Outcome == fsm.OutcomeSuccess}
 		if !line.OK {
-			line.Strength = strings.ReplaceAll(e.Detail["reason"], "_", " ")
+			line.Strength = a.reason(e.Detail["reason"])
 		}
 		page.Activity = append(page.Activity, line)
 	}
@@ -198,7 +199,7 @@ func (a *account) overview(page *webui.AccountPage) error {
 		return err
 	}
 	for _, s := range sessions {
-		line := webui.SessionLine{ID: s.ID, Started: s.CreatedAt.Format("2 Jan 2006, 15:04 MST"), Strength: strength(s.ACR), Current: s.ID == a.sess.ID}
+		line := webui.SessionLine{ID: s.ID, Started: a.dateTime(s.CreatedAt), Strength: a.strength(s.ACR), Current: s.ID == a.sess.ID}
 		for _, app := range apps[s.ID] {
 			line.Apps = append(line.Apps, appName(app.ClientID))
 		}
@@ -210,28 +211,49 @@ func (a *account) overview(page *webui.AccountPage) error {
 	}
 	for _, c := range consents {
 		page.Apps = append(page.Apps, webui.ConsentLine{ClientID: c.ClientID, Name: appName(c.ClientID),
-			Scopes: strings.Join(c.Scopes, " "), Granted: c.At.Format("2 Jan 2006")})
+			Scopes: strings.Join(c.Scopes, " "), Granted: a.dateTime(c.At)})
 	}
 	page.HasPassword = a.user.PasswordHash != ""
 	return nil
 }
 
-// strength names an acr for a person.
-func strength(acr string) string {
+// strength names an acr for a person, in the page's language.
+func (a *account) strength(acr string) string {
 	switch acr {
 	case authn.ACRPwd:
-		return "password"
+		return a.text("account.strength.pwd")
 	case authn.ACRMFA:
-		return "two factors"
+		return a.text("account.strength.mfa")
 	case authn.ACRPhone:
-		return "text message"
+		return a.text("account.strength.phone")
 	}
 	return acr
 }
 
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
+// failureReasons are the reasons of failed sign-in events
+// (recordFailure) that the page names in the person's language; another
+// is shown as recorded, its underscores as spaces.
+var failureReasons = map[string]string{
+	"wrong_password":        "account.reason.wrong_password",
+	"wrong_code":            "account.reason.wrong_code",
+	"unknown_account":       "account.reason.unknown_account",
+	"directory_refused":     "account.reason.directory_refused",
+	"directory_disabled":    "account.reason.directory_disabled",
+	"directory_unavailable": "account.reason.directory_unavailable",
+	"address_taken":         "account.reason.address_taken",
+}
+
+// reason names a failed sign-in's reason for a person.
+func (a *account) reason(r string) string {
+	if key, ok := failureReasons[r]; ok {
+		return a.text(key)
 	}
-	return strconv.Itoa(n) + " " + many
+	return strings.ReplaceAll(r, "_", " ")
+}
+
+// dateTime is t as the page shows it: in the page's language, in UTC
+// (the zone the page has always named; a server's local zone would
+// differ between the nodes of a cluster).
+func (a *account) dateTime(t time.Time) string {
+	return a.p.cfg.UI.DateTime(a.lang(), t.UTC())
 }

@@ -23,39 +23,39 @@ import (
 // "User@Allowed.Example" is user@allowed.example.
 
 // normalizeAddress returns typed as the address an account is made for
-// (lower case, the domain in its IDNA ASCII form), or the message that
-// tells the person what is wrong with it.
+// (lower case, the domain in its IDNA ASCII form), or the message (a
+// catalog key) that tells the person what is wrong with it.
 func normalizeAddress(typed string) (string, string) {
 	s := strings.TrimSpace(typed)
 	if s == "" || len(s) > authn.MaxEmailLen {
-		return "", msgBadAddress
+		return "", keyBadAddress
 	}
 	for _, r := range s {
 		if r <= ' ' || r == 0x7f || unicode.IsSpace(r) || unicode.IsControl(r) || r == unicode.ReplacementChar {
-			return "", msgBadAddress
+			return "", keyBadAddress
 		}
 	}
 	if strings.Count(s, "@") != 1 {
-		return "", msgBadAddress
+		return "", keyBadAddress
 	}
 	parsed, err := mail.ParseAddress(s)
 	if err != nil || parsed.Name != "" || parsed.Address != s {
-		return "", msgBadAddress
+		return "", keyBadAddress
 	}
 	local, domain, _ := strings.Cut(s, "@")
 	if !dotAtom(local) {
-		return "", msgAddressLocal
+		return "", keyAddressLocal
 	}
 	if domain == "" || strings.HasSuffix(domain, ".") || strings.HasPrefix(domain, ".") {
-		return "", msgBadAddress
+		return "", keyBadAddress
 	}
 	ascii, ok := email.ASCIIDomain(domain)
 	if !ok {
-		return "", msgBadAddress
+		return "", keyBadAddress
 	}
 	out := strings.ToLower(local) + "@" + ascii
 	if len(out) > authn.MaxEmailLen {
-		return "", msgBadAddress
+		return "", keyBadAddress
 	}
 	return out, ""
 }

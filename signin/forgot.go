@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/text/language"
+
 	"github.com/oidcd/oidcd/email"
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/authn"
@@ -23,12 +25,12 @@ func (p *Signin) handleForgot(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *selfPage) showForgot(status int, typed, errMsg string, ctx *signinContext) {
-	c, ok := s.common(selfStep{Stage: stageForgot, Ctx: ctx}, PathForgot, "Forgot your password?")
+	c, ok := s.common(selfStep{Stage: stageForgot, Ctx: ctx}, PathForgot, s.text(keyForgotTitle))
 	if !ok {
 		return
 	}
-	s.p.cfg.UI.Address(s.w, status, webui.AddressPage{Common: c, Lead: msgForgotLead, Email: typed, Error: errMsg,
-		Button: "Send the link", BackURL: backURL(ctx), BackText: "Back to sign in"})
+	s.p.cfg.UI.Address(s.w, status, webui.AddressPage{Common: c, Lead: s.text(keyForgotLead), Email: typed, Error: errMsg,
+		Button: s.text(keySendLink), BackURL: backURL(ctx), BackText: s.text(keyBackToSignIn)})
 }
 
 func (p *Signin) handleForgotPost(w http.ResponseWriter, r *http.Request) {
@@ -43,20 +45,20 @@ func (p *Signin) handleForgotPost(w http.ResponseWriter, r *http.Request) {
 	if !plausibleAddress(typed) {
 		// What was typed cannot be anyone's address: that says nothing of
 		// any account.
-		s.showForgot(http.StatusBadRequest, typed, msgBadAddress, s.step.Ctx)
+		s.showForgot(http.StatusBadRequest, typed, s.text(keyBadAddress), s.step.Ctx)
 		return
 	}
 	clientID := ""
 	if s.step.Ctx != nil {
 		clientID = s.step.Ctx.ClientID
 	}
-	err := p.requestReset(r.Context(), typed, remoteIP(r), clientID)
+	err := p.requestReset(r.Context(), s.frame(s.step.Ctx), typed, remoteIP(r), clientID)
 	p.waitFloor(r.Context(), start)
 	if err != nil {
 		s.unavailable("password reset: " + err.Error())
 		return
 	}
-	s.message(http.StatusOK, titleCheckEmail, msgForgotSent, backURL(s.step.Ctx), "Back to sign in")
+	s.message(http.StatusOK, s.text(keyCheckEmail), s.text(keyForgotSent), backURL(s.step.Ctx), s.text(keyBackToSignIn))
 }
 
 // plausibleAddress reports whether typed may be an address at all: one
@@ -75,8 +77,9 @@ func plausibleAddress(typed string) bool {
 	return true
 }
 
-// requestReset is one request of the forgotten-password page for the
-// address typed, from the client address ip: exactly one fsm.IssueLink,
+// requestReset is one request of the forgotten-password page (its frame
+// f: the mail is in its language and names its site) for the address
+// typed, from the client address ip: exactly one fsm.IssueLink,
 // whose Rules (3 an hour per address, 20 per client address) are counted
 // before anything is stored or sent. A local person with a password gets
 // a password_reset link (30 minutes) and its message; a person of a
@@ -90,7 +93,7 @@ func plausibleAddress(typed string) bool {
 // when an account has the address, and otherwise nothing but the client
 // address it came from; detail.message says what was sent (link,
 // directory, none). The token is in no event and no log line.
-func (p *Signin) requestReset(ctx context.Context, typed, ip, clientID string) error {
+func (p *Signin) requestReset(ctx context.Context, f webui.Frame, typed, ip, clientID string) error {
 	now := p.now()
 	rules := []fsm.ThrottleRule{throttleResetTo.rule(emailSubject(typed)), throttleResetIP.rule(ip)}
 	if !p.localLock(rules, now).IsZero() {
@@ -118,12 +121,12 @@ func (p *Signin) requestReset(ctx context.Context, typed, ip, clientID string) e
 	switch {
 	case found && u.DirectoryID != "":
 		template, to, sent = email.PasswordResetDirectory, u.Email, "directory"
-		d.Link, d.Directory = "", p.directoryName(u.DirectoryID)
+		d.Link, d.Directory = "", p.directoryName(f.Lang, u.DirectoryID)
 	case found && u.PasswordHash != "":
 		to, sent = u.Email, "link"
 		link = &fsm.Link{Hash: hash, Purpose: fsm.LinkPasswordReset, UserID: u.ID, CreatedAt: now, ExpiresAt: now.Add(resetTTL)}
 	}
-	msg, err := p.outgoing(template, to, u.ID, d)
+	msg, err := p.outgoing(f, template, to, u.ID, d)
 	if err != nil && sent != "none" {
 		p.log.Error("password reset: compose the message", "user_id", u.ID, "err", err)
 		sent, link = "none", nil
@@ -140,12 +143,13 @@ func (p *Signin) requestReset(ctx context.Context, typed, ip, clientID string) e
 	return p.issueQuietly(ctx, "password reset", cmd, ev)
 }
 
-// directoryName names the directory directoryID for a message.
-func (p *Signin) directoryName(directoryID string) string {
+// directoryName names the directory directoryID for a message in the
+// language lang.
+func (p *Signin) directoryName(lang language.Tag, directoryID string) string {
 	if d, err := p.cfg.State.Directory(directoryID); err == nil && d.Name != "" {
 		return d.Name
 	}
-	return "your organization's directory"
+	return p.cfg.UI.Text(lang, keyMailDirectory)
 }
 
 // handleReset is the reset link's page: a new-password form, or the
@@ -183,11 +187,11 @@ func (s *selfPage) resetPerson(l fsm.Link) (fsm.User, bool) {
 }
 
 func (s *selfPage) showReset(status int, hash, address, errMsg string) {
-	c, ok := s.common(selfStep{Stage: stageReset, Hash: hash}, PathReset, "Choose a new password")
+	c, ok := s.common(selfStep{Stage: stageReset, Hash: hash}, PathReset, s.text(keyResetTitle))
 	if !ok {
 		return
 	}
-	s.p.cfg.UI.NewPassword(s.w, status, webui.NewPasswordPage{Common: c, Lead: msgResetLead, Email: address, Error: errMsg, Button: "Set the new password"})
+	s.p.cfg.UI.NewPassword(s.w, status, webui.NewPasswordPage{Common: c, Lead: s.text(keyResetLead), Email: address, Error: errMsg, Button: s.text(keyResetSubmit)})
 }
 
 // handleResetPost sets the new password: the policy of /account's
@@ -212,7 +216,7 @@ func (p *Signin) handleResetPost(w http.ResponseWriter, r *http.Request) {
 	}
 	next, _ := authn.FormValue(form, "new_password")
 	if msg := newPasswordProblem(next); msg != "" {
-		s.showReset(http.StatusBadRequest, s.step.Hash, u.Email, msg)
+		s.showReset(http.StatusBadRequest, s.step.Hash, u.Email, s.text(msg))
 		return
 	}
 	ctx := r.Context()
@@ -237,5 +241,5 @@ func (p *Signin) handleResetPost(w http.ResponseWriter, r *http.Request) {
 	}
 	used := res.Value.(fsm.LinkUsed)
 	p.log.Info("password reset", "user_id", u.ID, "app_sessions_ended", len(used.Ended.Apps))
-	s.message(http.StatusOK, titlePasswordSet, msgPasswordSet, PathAccount, "Sign in")
+	s.message(http.StatusOK, s.text(keyPasswordSetTitle), s.text(keyPasswordSet), PathAccount, s.text(keySignIn))
 }

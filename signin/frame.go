@@ -3,6 +3,8 @@ package signin
 import (
 	"net/http"
 
+	"golang.org/x/text/language"
+
 	"github.com/oidcd/oidcd/webui"
 )
 
@@ -22,9 +24,11 @@ func (f *flow) frame() webui.Frame {
 
 // frame is the frame of a self-service page: the branding of the
 // organization it is about (an invitation's, a registration's), else of
-// the client of the sign-in it came from, else the site's.
+// the client of the sign-in it came from, else the site's; in the
+// language of that sign-in (its ui_locales, or the one picked on its
+// page), else the browser's.
 func (s *selfPage) frame(ctx *signinContext) webui.Frame {
-	f := webui.Frame{Lang: s.p.language(s.r, "")}
+	f := webui.Frame{Lang: s.p.language(s.r, ctx.uiLocale())}
 	switch {
 	case ctx != nil && ctx.OrgID != "":
 		f.Brand = s.p.BrandForOrg(ctx.OrgID)
@@ -45,4 +49,21 @@ func (a *account) frame() webui.Frame {
 		org = a.inv.org.ID
 	}
 	return webui.Frame{Lang: a.p.language(a.r, ""), Brand: a.p.BrandForOrg(org)}
+}
+
+// uiLocale is the language of the sign-in ctx came from ("" without one).
+func (ctx *signinContext) uiLocale() string {
+	if ctx == nil {
+		return ""
+	}
+	return ctx.UILocale
+}
+
+// lang is the language of this self-service page: that of the sign-in it
+// continues (s.step.Ctx), else the browser's.
+func (s *selfPage) lang() language.Tag { return s.p.language(s.r, s.step.Ctx.uiLocale()) }
+
+// text is a catalog message in the language of this self-service page.
+func (s *selfPage) text(key string, args ...any) string {
+	return s.p.cfg.UI.Text(s.lang(), key, args...)
 }

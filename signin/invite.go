@@ -11,7 +11,6 @@ package signin
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 
@@ -147,9 +146,9 @@ func (a *account) inviteReady(status int) {
 	if !ok {
 		return
 	}
-	c.Title = "Join " + a.inv.org.Name
-	a.p.cfg.UI.Confirm(a.w, status, webui.ConfirmPage{Common: c, Button: "Accept the invitation",
-		Lead: fmt.Sprintf("You are invited to join %s as %s.", a.inv.org.Name, a.user.Email)})
+	c.Title = a.text(keyInviteTitle, a.inv.org.Name)
+	a.p.cfg.UI.Confirm(a.w, status, webui.ConfirmPage{Common: c, Button: a.text(keyInviteAccept),
+		Lead: a.text(keyInviteLeadMember, a.inv.org.Name, a.user.Email)})
 }
 
 // inviteGate passes when this session may accept: the proof /account
@@ -172,7 +171,7 @@ func (a *account) inviteGate() bool {
 		return false
 	case proofAdmin:
 		if !a.fresh() {
-			a.page(http.StatusForbidden, msgInviteFresh)
+			a.page(http.StatusForbidden, a.text(keyInviteFresh))
 			return false
 		}
 	}
@@ -184,9 +183,9 @@ func (a *account) showInviteNew(status int, errMsg string) {
 	if !ok {
 		return
 	}
-	c.Title = "Join " + a.inv.org.Name
-	a.p.cfg.UI.NewPassword(a.w, status, webui.NewPasswordPage{Common: c, Email: a.inv.link.Email, Error: errMsg, Button: "Create the account",
-		Lead: fmt.Sprintf("You are invited to join %s. Choose a password for your new account.", a.inv.org.Name)})
+	c.Title = a.text(keyInviteTitle, a.inv.org.Name)
+	a.p.cfg.UI.NewPassword(a.w, status, webui.NewPasswordPage{Common: c, Email: a.inv.link.Email, Error: errMsg, Button: a.text(keyCreateAccount),
+		Lead: a.text(keyInviteLeadNew, a.inv.org.Name)})
 }
 
 // inviteEvent is the audit stamp of an accepted invitation.
@@ -206,7 +205,7 @@ func (a *account) inviteNew(form url.Values) {
 	}
 	next, _ := authn.FormValue(form, "new_password")
 	if msg := newPasswordProblem(next); msg != "" {
-		a.showInviteNew(http.StatusBadRequest, msg)
+		a.showInviteNew(http.StatusBadRequest, a.text(msg))
 		return
 	}
 	ctx := a.r.Context()
@@ -231,13 +230,13 @@ func (a *account) inviteNew(form url.Values) {
 			a.inviteReady(http.StatusConflict)
 			return
 		}
-		s.message(http.StatusConflict, titleAccountExists, msgAccountExists, PathAccount, "Sign in")
+		s.message(http.StatusConflict, a.text(keyAccountExistsTitle), a.text(keyAccountExists), PathAccount, a.text(keySignIn))
 		return
 	case !s.useLinkFailed(err):
 		return
 	}
 	a.p.log.Info("invitation accepted", "user_id", u.ID, "organization_id", a.inv.org.ID, "new", true)
-	s.message(http.StatusOK, titleAccountMade, fmt.Sprintf(msgAccountMade, a.inv.org.Name), PathAccount, "Go to your account")
+	s.message(http.StatusOK, a.text(keyAccountMadeTitle), a.text(keyInviteMade, a.inv.org.Name), PathAccount, a.text(keyToAccount))
 }
 
 // inviteAccept gives the signed-in person the membership: fsm.UseLink
@@ -257,14 +256,14 @@ func (a *account) inviteAccept() {
 	var conflict *fsm.ConflictError
 	switch {
 	case errors.Is(err, fsm.ErrMismatch):
-		s.page(http.StatusForbidden, titleInviteOther, msgInviteOther)
+		s.page(http.StatusForbidden, a.text(keyInviteOtherTitle), a.text(keyInviteOther))
 		return
 	case errors.As(err, &conflict) && conflict.Field == "membership":
-		s.page(http.StatusConflict, titleSuspended, fmt.Sprintf(msgSuspended, a.inv.org.Name))
+		s.page(http.StatusConflict, a.text(keyInviteSuspendedTitle), a.text(keyInviteSuspended, a.inv.org.Name))
 		return
 	case !s.useLinkFailed(err):
 		return
 	}
 	a.p.log.Info("invitation accepted", "user_id", a.user.ID, "organization_id", a.inv.org.ID, "new", false)
-	s.message(http.StatusOK, fmt.Sprintf(titleInviteJoined, a.inv.org.Name), msgInviteJoined, PathAccount, "Go to your account")
+	s.message(http.StatusOK, a.text(keyInviteJoinedTitle, a.inv.org.Name), a.text(keyInviteJoined), PathAccount, a.text(keyToAccount))
 }

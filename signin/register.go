@@ -10,7 +10,6 @@ package signin
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -40,24 +39,24 @@ func (p *Signin) handleRegister(w http.ResponseWriter, r *http.Request) {
 // it has answered (no context: 400; registration closed: 403).
 func (s *selfPage) registrationOf(ctx *signinContext) (fsm.Org, bool) {
 	if ctx == nil || ctx.OrgID == "" {
-		s.page(http.StatusBadRequest, "", msgRegisterStart)
+		s.page(http.StatusBadRequest, "", s.text(keyRegisterStart))
 		return fsm.Org{}, false
 	}
 	org, ok := s.p.registrationOpen(ctx.OrgID)
 	if !ok {
-		s.page(http.StatusForbidden, titleRegisterOff, msgRegisterOff)
+		s.page(http.StatusForbidden, s.text(keyRegisterOffTitle), s.text(keyRegisterOff))
 		return fsm.Org{}, false
 	}
 	return org, true
 }
 
 func (s *selfPage) showRegister(status int, typed, errMsg string, ctx *signinContext, org fsm.Org) {
-	c, ok := s.common(selfStep{Stage: stageRegister, Ctx: ctx}, PathRegister, "Create an account")
+	c, ok := s.common(selfStep{Stage: stageRegister, Ctx: ctx}, PathRegister, s.text(keyRegisterTitle))
 	if !ok {
 		return
 	}
-	s.p.cfg.UI.Address(s.w, status, webui.AddressPage{Common: c, Lead: fmt.Sprintf(msgRegisterLead, org.Name), Email: typed, Error: errMsg,
-		Button: "Send the link", BackURL: backURL(ctx), BackText: "Back to sign in"})
+	s.p.cfg.UI.Address(s.w, status, webui.AddressPage{Common: c, Lead: s.text(keyRegisterLead, org.Name), Email: typed, Error: errMsg,
+		Button: s.text(keySendLink), BackURL: backURL(ctx), BackText: s.text(keyBackToSignIn)})
 }
 
 func (p *Signin) handleRegisterPost(w http.ResponseWriter, r *http.Request) {
@@ -78,32 +77,36 @@ func (p *Signin) handleRegisterPost(w http.ResponseWriter, r *http.Request) {
 	}
 	typed, _ := authn.FormValue(form, "email")
 	addr, problem := normalizeAddress(typed)
-	if problem == "" && !org.Registration.Allows(addr) {
-		problem = domainsMessage(org.Registration.EmailDomains)
+	if problem != "" {
+		problem = s.text(problem)
+	} else if !org.Registration.Allows(addr) {
+		problem = domainsMessage(s.text, org.Registration.EmailDomains)
 	}
 	if problem != "" {
 		s.showRegister(http.StatusBadRequest, strings.TrimSpace(typed), problem, ctx, org)
 		return
 	}
-	err := p.requestRegistration(r, addr, ctx, org)
+	err := p.requestRegistration(r, s.frame(ctx), addr, ctx, org)
 	p.waitFloor(r.Context(), start)
 	if err != nil {
 		s.unavailable("registration: " + err.Error())
 		return
 	}
-	s.message(http.StatusOK, titleCheckEmail, fmt.Sprintf(msgRegisterSent, addr), backURL(ctx), "Back to sign in")
+	s.message(http.StatusOK, s.text(keyCheckEmail), s.text(keyRegisterSent, addr), backURL(ctx), s.text(keyBackToSignIn))
 }
 
-// domainsMessage tells which domains may register: a short list by name.
-func domainsMessage(domains []string) string {
+// domainsMessage tells which domains may register, through text (a
+// page's): a short list by name.
+func domainsMessage(text func(string, ...any) string, domains []string) string {
 	if len(domains) == 0 || len(domains) > 5 {
-		return msgRegisterDomainX
+		return text(keyRegisterDomainAny)
 	}
-	return fmt.Sprintf(msgRegisterDomain, strings.Join(domains, ", "))
+	return text(keyRegisterDomain, strings.Join(domains, ", "))
 }
 
-// requestRegistration is one registration request for the normalized
-// address addr inside org's domains: exactly one fsm.IssueLink, with the
+// requestRegistration is one registration request of the registration
+// page (its frame f: the mail is in its language and names its site) for
+// the normalized address addr inside org's domains: exactly one fsm.IssueLink, with the
 // limits of the forgotten-password page (3 an hour per address, 20 per
 // client address), counted before anything is stored or sent, and either
 // a registration link (24 hours, going on with ctx's request) and its
@@ -111,7 +114,7 @@ func domainsMessage(domains []string) string {
 // pointing to /password/forgot. A locked key is answered like the rest.
 // The audit event (registration, action requested) names the person only
 // when an account has the address.
-func (p *Signin) requestRegistration(r *http.Request, addr string, ctx *signinContext, org fsm.Org) error {
+func (p *Signin) requestRegistration(r *http.Request, f webui.Frame, addr string, ctx *signinContext, org fsm.Org) error {
 	now := p.now()
 	rules := []fsm.ThrottleRule{throttleRegisterTo.rule(emailSubject(addr)), throttleRegisterIP.rule(remoteIP(r))}
 	if !p.localLock(rules, now).IsZero() {
@@ -132,11 +135,11 @@ func (p *Signin) requestRegistration(r *http.Request, addr string, ctx *signinCo
 		Detail: map[string]string{"action": "requested"}}
 	var m fsm.OutgoingEmail
 	if found {
-		m, err = p.outgoing(email.RegistrationExists, existing.Email, existing.ID, email.Data{ForgotURL: p.cfg.Issuer + PathForgot})
+		m, err = p.outgoing(f, email.RegistrationExists, existing.Email, existing.ID, email.Data{ForgotURL: p.cfg.Issuer + PathForgot})
 		ev.Subject, ev.Detail["message"] = existing.ID, "exists"
 	} else {
-		m, err = p.outgoing(email.Registration, addr, "", email.Data{Link: p.linkURL(PathRegister, token), OrgName: org.Name, Expires: registerTTL})
-		cmd.Link = &fsm.Link{Hash: hash, Purpose: fsm.LinkRegistration, Email: addr, OrgID: org.ID, Continue: ctx.Resume,
+		m, err = p.outgoing(f, email.Registration, addr, "", email.Data{Link: p.linkURL(PathRegister, token), OrgName: org.Name, Expires: registerTTL})
+		cmd.Link = &fsm.Link{Hash: hash, Purpose: fsm.LinkRegistration, Email: addr, OrgID: org.ID, Continue: resumeIn(ctx),
 			CreatedAt: now, ExpiresAt: now.Add(registerTTL)}
 		ev.Detail["message"] = "link"
 	}
@@ -156,6 +159,7 @@ func (p *Signin) handleRegisterLink(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	s.step.Ctx = registrationContext(l)
 	if _, err := p.cfg.State.UserByEmail(l.Email); err == nil {
 		s.accountExists()
 		return
@@ -163,22 +167,47 @@ func (p *Signin) handleRegisterLink(w http.ResponseWriter, r *http.Request) {
 	s.showRegisterPassword(http.StatusOK, l, "")
 }
 
+// resumeIn is the request ctx resumes, asking (ui_locales) for the
+// language of its sign-in: the registration link's pages and the request
+// it goes on with keep to it. "" without a request.
+func resumeIn(ctx *signinContext) string {
+	if ctx.Resume == "" || ctx.UILocale == "" {
+		return ctx.Resume
+	}
+	q, err := url.ParseQuery(ctx.Resume)
+	if err != nil {
+		return ctx.Resume
+	}
+	q.Set("ui_locales", ctx.UILocale)
+	return q.Encode()
+}
+
+// registrationContext is the sign-in a registration link goes on with:
+// its application, the organization joined, and its language (the
+// ui_locales of the request it resumes, resumeIn), so that the link's
+// pages wear the organization's branding and speak the language the
+// registration was started in, whichever browser opens the link.
+func registrationContext(l fsm.Link) *signinContext {
+	q, _ := url.ParseQuery(l.Continue)
+	return &signinContext{ClientID: q.Get("client_id"), OrgID: l.OrgID, UILocale: webui.UILocale(q.Get("ui_locales"))}
+}
+
 func (s *selfPage) showRegisterPassword(status int, l fsm.Link, errMsg string) {
-	c, ok := s.common(selfStep{Stage: stageRegisterPassword, Hash: l.Hash}, PathRegister, "Create your account")
+	c, ok := s.common(selfStep{Stage: stageRegisterPassword, Hash: l.Hash, Ctx: s.step.Ctx}, PathRegister, s.text(keyRegisterPwTitle))
 	if !ok {
 		return
 	}
-	lead := "Choose a password for your new account."
+	lead := s.text(keyRegisterPwLead)
 	if o, err := s.p.cfg.State.Org(l.OrgID); err == nil {
-		lead = fmt.Sprintf("Choose a password for your new account with %s.", o.Name)
+		lead = s.text(keyRegisterPwLeadOrg, o.Name)
 	}
-	s.p.cfg.UI.NewPassword(s.w, status, webui.NewPasswordPage{Common: c, Lead: lead, Email: l.Email, Error: errMsg, Button: "Create the account"})
+	s.p.cfg.UI.NewPassword(s.w, status, webui.NewPasswordPage{Common: c, Lead: lead, Email: l.Email, Error: errMsg, Button: s.text(keyCreateAccount)})
 }
 
 // accountExists is the page of a registration whose address has an
 // account by now.
 func (s *selfPage) accountExists() {
-	s.message(http.StatusConflict, titleAccountExists, msgAccountExists, PathForgot, "Choose a new password")
+	s.message(http.StatusConflict, s.text(keyAccountExistsTitle), s.text(keyAccountExists), PathForgot, s.text(keyResetTitle))
 }
 
 // finishRegistration creates the person of a registration link: the
@@ -197,7 +226,7 @@ func (s *selfPage) finishRegistration(form url.Values) {
 	}
 	next, _ := authn.FormValue(form, "new_password")
 	if msg := newPasswordProblem(next); msg != "" {
-		s.showRegisterPassword(http.StatusBadRequest, l, msg)
+		s.showRegisterPassword(http.StatusBadRequest, l, s.text(msg))
 		return
 	}
 	ctx := s.r.Context()
@@ -222,7 +251,7 @@ func (s *selfPage) finishRegistration(form url.Values) {
 		s.accountExists()
 		return
 	case errors.Is(err, fsm.ErrMismatch):
-		s.page(http.StatusForbidden, titleRegisterOff, msgRegisterOff)
+		s.page(http.StatusForbidden, s.text(keyRegisterOffTitle), s.text(keyRegisterOff))
 		return
 	case !s.useLinkFailed(err):
 		return
@@ -236,12 +265,12 @@ func (s *selfPage) finishRegistration(form url.Values) {
 	if _, err := p.openSession(s.w, s.r, u, authn.AMRPassword, supersedes, s.now, nil, clientID); err != nil {
 		// The account exists: the person signs in with it.
 		p.log.Warn("registration: open a session", "user_id", u.ID, "err", err)
-		s.message(http.StatusOK, titleAccountMade, "You can now sign in with your email address and the password you chose.", PathAccount, "Sign in")
+		s.message(http.StatusOK, s.text(keyAccountMadeTitle), s.text(keyRegisteredSignIn), PathAccount, s.text(keySignIn))
 		return
 	}
 	p.jar.RotateCSRF(s.w)
 	if l.Continue == "" || clientID == "" {
-		s.message(http.StatusOK, titleAccountMade, "You are signed in.", PathAccount, "Go to your account")
+		s.message(http.StatusOK, s.text(keyAccountMadeTitle), s.text(keyRegisteredSignedIn), PathAccount, s.text(keyToAccount))
 		return
 	}
 	s.w.Header().Set("Cache-Control", "no-store")

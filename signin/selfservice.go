@@ -31,6 +31,8 @@ import (
 	"slices"
 	"time"
 
+	"golang.org/x/text/language"
+
 	"github.com/oidcd/oidcd/email"
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/authn"
@@ -69,9 +71,6 @@ const (
 	// with a state and nonce of nearly their largest, in escapes, is
 	// longer.
 	maxResume = 4 << 10
-	// mailLocale is the language of the messages: English until the
-	// pages have others.
-	mailLocale = "en"
 )
 
 // Stages of the self-service forms.
@@ -147,6 +146,10 @@ type signinContext struct {
 	ClientID string `json:"client,omitempty"`
 	OrgID    string `json:"org,omitempty"`
 	Resume   string `json:"resume,omitempty"`
+	// UILocale is the sign-in's language (authn.Pending.UILocales: its
+	// ui_locales, or the one picked on its page), a short tag or "": the
+	// pages it leads to, and the mail they send, keep to it.
+	UILocale string `json:"ui,omitempty"`
 }
 
 // selfStep is the sealed state of a self-service form.
@@ -205,12 +208,12 @@ func (s *selfPage) form(stages ...string) (url.Values, bool) {
 		return nil, false
 	}
 	if sealed == "" || box.Open(selfPurpose, sealed, s.now, &s.step) != nil || !slices.Contains(stages, s.step.Stage) {
-		s.page(http.StatusBadRequest, "", msgFormExpired)
+		s.page(http.StatusBadRequest, "", s.text(keyFormExpired))
 		return nil, false
 	}
 	token, _ := authn.FormValue(form, "csrf_token")
 	if !authn.CSRFMatch(s.p.cookieValue(s.r, authn.CSRFCookie, "/"), token, s.step.CSRF) {
-		s.page(http.StatusForbidden, "", msgFormExpired)
+		s.page(http.StatusForbidden, "", s.text(keyFormExpired))
 		return nil, false
 	}
 	s.csrf = s.step.CSRF
@@ -235,7 +238,9 @@ func (s *selfPage) unavailable(reason string) {
 // invalidLink is the one page of a link that is unknown, used, voided,
 // withdrawn, expired or of another purpose: 410, and nothing changed.
 func (s *selfPage) invalidLink() {
-	s.p.cfg.UI.Error(s.w, http.StatusGone, webui.ErrorPage{Frame: s.frame(nil), Title: titleLinkInvalid, Message: msgLinkInvalid})
+	f := s.frame(nil)
+	f.Lang = s.lang()
+	s.p.cfg.UI.Error(s.w, http.StatusGone, webui.ErrorPage{Frame: f, Title: s.text(keyLinkInvalidTitle), Message: s.text(keyLinkInvalid)})
 }
 
 // tokenHash is the hash a link's token is stored under, "" for what
@@ -291,14 +296,29 @@ func (s *selfPage) useLinkFailed(err error) bool {
 }
 
 // outgoing composes template for the address to and seals it for the
-// outbox, about the person userID ("" for none).
-func (p *Signin) outgoing(template, to, userID string, d email.Data) (fsm.OutgoingEmail, error) {
-	d.Site = email.Site(p.cfg.Issuer)
-	msg, err := email.Compose(template, mailLocale, d)
+// outbox, about the person userID ("" for none), as the page f that
+// causes it: in its language, naming the site as its branding does (its
+// display name, else the issuer's host).
+func (p *Signin) outgoing(f webui.Frame, template, to, userID string, d email.Data) (fsm.OutgoingEmail, error) {
+	d.Site = f.Brand.DisplayName
+	if d.Site == "" {
+		d.Site = email.Site(p.cfg.Issuer)
+	}
+	locale := mailLocale(f.Lang)
+	msg, err := email.Compose(template, locale, d)
 	if err != nil {
 		return fsm.OutgoingEmail{}, err
 	}
-	return email.Outgoing(p.cfg.KEK, to, email.Kind(template), mailLocale, userID, msg)
+	return email.Outgoing(p.cfg.KEK, to, email.Kind(template), locale, userID, msg)
+}
+
+// mailLocale is the tag of a page's language, one of webui.Languages
+// ("en" for any other): the language of the mail the page sends.
+func mailLocale(lang language.Tag) string {
+	if tag := webui.UILocale(lang.String()); tag != "" {
+		return tag
+	}
+	return "en"
 }
 
 // linkURL is the address of a link's page.
@@ -332,11 +352,11 @@ func (p *Signin) issueQuietly(ctx context.Context, what string, cmd fsm.IssueLin
 	return nil
 }
 
-// newPasswordProblem is what is wrong with a new password, "" for
-// nothing: the policy /account's password change applies.
+// newPasswordProblem is what is wrong with a new password (a catalog
+// key), "" for nothing: the policy /account's password change applies.
 func newPasswordProblem(pw string) string {
 	if len(pw) < password.MinLength || len(pw) > password.MaxLength {
-		return msgPasswordLength
+		return keyPasswordLength
 	}
 	return ""
 }
@@ -354,6 +374,9 @@ func (p *Signin) selfServiceLinks(page *webui.SignInPage, st *authn.Step, now ti
 	}
 	page.ForgotURL = PathForgot
 	ctx := signinContext{ClientID: st.ClientID, Resume: st.Resume, OrgID: p.registrationOrg(st.ClientID, st.OrgHint)}
+	if st.Pending != nil {
+		ctx.UILocale = webui.UILocale(st.Pending.UILocales)
+	}
 	if len(ctx.Resume) > maxResume {
 		// Sealed again inside a form's step it would not open: the pages
 		// work without the way back (a registration ends on a page of
@@ -378,8 +401,9 @@ func (p *Signin) selfServiceLinks(page *webui.SignInPage, st *authn.Step, now ti
 	}
 }
 
-// openContext opens the r parameter of a self-service page; nil when it
-// is absent, expired or not ours.
+// openContext opens the r parameter of a self-service page, and keeps it
+// as the context of the page's step; nil when it is absent, expired or
+// not ours.
 func (s *selfPage) openContext() *signinContext {
 	v := s.r.URL.Query().Get("r")
 	if v == "" {
@@ -393,15 +417,17 @@ func (s *selfPage) openContext() *signinContext {
 	if box.Open(contextPurpose, v, s.now, &ctx) != nil {
 		return nil
 	}
+	s.step.Ctx = &ctx // the page's language is the sign-in's (s.lang)
 	return &ctx
 }
 
-// backURL leads back to the sign-in of ctx ("" without one).
+// backURL leads back to the sign-in of ctx, in its language ("" without
+// one).
 func backURL(ctx *signinContext) string {
 	if ctx == nil || ctx.Resume == "" {
 		return ""
 	}
-	return authn.PathAuthorize + "?" + ctx.Resume
+	return authn.PathAuthorize + "?" + resumeIn(ctx)
 }
 
 // appName names the application of ctx ("" without one).

@@ -52,7 +52,7 @@ func TestAddressChange(t *testing.T) {
 		t.Fatal("the GET changed the address")
 	}
 	done := other.fill(onlyPostForm(t, cp), nil)
-	wantPage(t, "confirmed", done, http.StatusOK, titleEmailVerified, newAddr)
+	wantPage(t, "confirmed", done, http.StatusOK, en(keyEmailVerifiedTitle), newAddr)
 	if u, _ := h.applier.State().User(hUser); u.Email != newAddr || !u.EmailVerified {
 		t.Fatalf("after the link: %+v", u)
 	}
@@ -80,8 +80,8 @@ func TestAddressChangeRules(t *testing.T) {
 		t.Helper()
 		return b.submit(formWith(t, home, "action", "email-change"), "action", "email-change", map[string]string{"new_email": addr})
 	}
-	wantPage(t, "same address", change(hEmail), http.StatusBadRequest, msgEmailSame)
-	wantPage(t, "bad address", change("ann@example.com."), http.StatusBadRequest, msgBadAddress)
+	wantPage(t, "same address", change(hEmail), http.StatusBadRequest, en(keyEmailSame))
+	wantPage(t, "bad address", change("ann@example.com."), http.StatusBadRequest, en(keyBadAddress))
 
 	// Bob's address: the same notice, nothing sent, nothing stored.
 	p := change(hEmailB)
@@ -94,7 +94,7 @@ func TestAddressChangeRules(t *testing.T) {
 		wantPage(t, "change", change("ann"+string(rune('a'+i))+"@example.com"), http.StatusOK, "Pending")
 	}
 	wantPage(t, "limit", change("ann.limit@example.com"), http.StatusOK, "Pending") // the 5th
-	wantPage(t, "over the limit", change("ann.over@example.com"), http.StatusTooManyRequests, msgEmailLimit)
+	wantPage(t, "over the limit", change("ann.over@example.com"), http.StatusTooManyRequests, en(keyEmailLimit))
 	if n := len(h.mailsTo("ann.over@example.com")); n != 0 {
 		t.Errorf("the 6th change was sent")
 	}
@@ -150,7 +150,7 @@ func TestAddressTakenMeanwhile(t *testing.T) {
 	b.submit(formWith(t, home, "action", "email-change"), "action", "email-change", map[string]string{"new_email": target})
 	cp := b.get(h.lastLink(target, fsm.EmailVerify))
 	h.apply(fsm.TypeUpdateUser, fsm.UpdateUser{ID: hUserB, Email: ptr(target), At: h.clock.Now()})
-	wantPage(t, "taken", b.fill(onlyPostForm(t, cp), nil), http.StatusConflict, titleEmailTaken)
+	wantPage(t, "taken", b.fill(onlyPostForm(t, cp), nil), http.StatusConflict, en(keyEmailTakenTitle))
 	if u, _ := h.applier.State().User(hUser); u.Email != hEmail {
 		t.Errorf("ann: %+v", u)
 	}
@@ -190,7 +190,7 @@ func TestRegistration(t *testing.T) {
 	}
 	p := b.fill(onlyPostForm(t, rp), map[string]string{"email": "New.Person@Allowed.Example"})
 	const addr = "new.person@allowed.example"
-	wantPage(t, "registration sent", p, http.StatusOK, titleCheckEmail, addr)
+	wantPage(t, "registration sent", p, http.StatusOK, en(keyCheckEmail), addr)
 	path := h.lastLink(addr, fsm.EmailRegistration)
 	if !strings.HasPrefix(path, PathRegister+"/") {
 		t.Fatalf("registration link %q", path)
@@ -205,7 +205,7 @@ func TestRegistration(t *testing.T) {
 		t.Error("the registration page leaks its token")
 	}
 	f := onlyPostForm(t, lp)
-	wantPage(t, "short password", b.fill(f, map[string]string{"new_password": "short"}), http.StatusBadRequest, msgPasswordLength)
+	wantPage(t, "short password", b.fill(f, map[string]string{"new_password": "short"}), http.StatusBadRequest, en(keyPasswordLength))
 	const pw = "my very own passphrase"
 	p = b.fill(f, map[string]string{"new_password": pw})
 	if p.status != http.StatusSeeOther || p.header.Get("Location") != authzPath(q) {
@@ -247,14 +247,14 @@ func TestRegistrationDomains(t *testing.T) {
 	rp := b.registerPage(authzQuery(hPublic, false))
 	for _, tc := range []struct{ address, want string }{
 		{"user@evil.example", "Use your address at allowed.example, example.com."},
-		{"user@allowed.example@evil.example", msgBadAddress},
-		{`"user@allowed.example"@evil.example`, msgBadAddress},
-		{"user@allowed.example.", msgBadAddress},
+		{"user@allowed.example@evil.example", en(keyBadAddress)},
+		{`"user@allowed.example"@evil.example`, en(keyBadAddress)},
+		{"user@allowed.example.", en(keyBadAddress)},
 		{"user@\u0430llowed.example", "Use your address at allowed.example"}, // a Cyrillic а
 		{"user@allowed.example.evil.example", "Use your address at allowed.example"},
 		{"user@sub.allowed.example", "Use your address at allowed.example"},
-		{"User <user@allowed.example>", msgBadAddress},
-		{"\u0430nn@allowed.example", msgAddressLocal},
+		{"User <user@allowed.example>", en(keyBadAddress)},
+		{"\u0430nn@allowed.example", en(keyAddressLocal)},
 	} {
 		p := b.fill(onlyPostForm(t, rp), map[string]string{"email": tc.address})
 		wantPage(t, tc.address, p, http.StatusBadRequest, htmlEscape(tc.want))
@@ -265,7 +265,7 @@ func TestRegistrationDomains(t *testing.T) {
 
 	// Upper case and full-width letters name the same domain.
 	p := b.fill(onlyPostForm(t, rp), map[string]string{"email": "USER@ALLOWED.EXAMPLE"})
-	wantPage(t, "upper case", p, http.StatusOK, titleCheckEmail, "user@allowed.example")
+	wantPage(t, "upper case", p, http.StatusOK, en(keyCheckEmail), "user@allowed.example")
 
 	// Known and unknown addresses: the same page, one message each.
 	known := b.fill(onlyPostForm(t, rp), map[string]string{"email": hEmail})
@@ -284,7 +284,7 @@ func TestRegistrationDomains(t *testing.T) {
 
 	// 3 an hour per address, silently.
 	for range 3 {
-		wantPage(t, "again", b.fill(onlyPostForm(t, rp), map[string]string{"email": "zzz@example.com"}), http.StatusOK, titleCheckEmail)
+		wantPage(t, "again", b.fill(onlyPostForm(t, rp), map[string]string{"email": "zzz@example.com"}), http.StatusOK, en(keyCheckEmail))
 	}
 	if n := len(h.mailsTo("zzz@example.com")); n != 3 {
 		t.Errorf("registration messages to one address: %d, want 3", n)
@@ -341,15 +341,15 @@ func TestRegistrationOffered(t *testing.T) {
 	}
 
 	// Without a context: a clear page. Closed meanwhile: nobody created.
-	wantPage(t, "no context", b.get(PathRegister), http.StatusBadRequest, msgRegisterStart)
+	wantPage(t, "no context", b.get(PathRegister), http.StatusBadRequest, en(keyRegisterStart))
 	b.fill(onlyPostForm(t, b.get(regURL)), map[string]string{"email": "late@example.com"})
 	lp = b.get(h.lastLink("late@example.com", fsm.EmailRegistration))
 	h.apply(fsm.TypeUpdateOrg, fsm.UpdateOrg{ID: hOrgA, Registration: &fsm.Registration{Enabled: false, EmailDomains: []string{"example.com"}}})
-	wantPage(t, "closed meanwhile", b.fill(onlyPostForm(t, lp), map[string]string{"new_password": "long enough passphrase"}), http.StatusForbidden, titleRegisterOff)
+	wantPage(t, "closed meanwhile", b.fill(onlyPostForm(t, lp), map[string]string{"new_password": "long enough passphrase"}), http.StatusForbidden, en(keyRegisterOffTitle))
 	if _, err := h.applier.State().UserByEmail("late@example.com"); err == nil {
 		t.Error("a person was created after registration closed")
 	}
-	wantPage(t, "register page, closed", b.get(regURL), http.StatusForbidden, titleRegisterOff)
+	wantPage(t, "register page, closed", b.get(regURL), http.StatusForbidden, en(keyRegisterOffTitle))
 	if offered(q) {
 		t.Error("registration still offered")
 	}
@@ -395,9 +395,9 @@ func TestInvitationNewPerson(t *testing.T) {
 	if f.action != PathInvite {
 		t.Errorf("form action %q", f.action)
 	}
-	wantPage(t, "short", b.fill(f, map[string]string{"new_password": "short"}), http.StatusBadRequest, msgPasswordLength)
+	wantPage(t, "short", b.fill(f, map[string]string{"new_password": "short"}), http.StatusBadRequest, en(keyPasswordLength))
 	const pw = "invited person's passphrase"
-	wantPage(t, "created", b.fill(f, map[string]string{"new_password": pw}), http.StatusOK, titleAccountMade, "Org alpha")
+	wantPage(t, "created", b.fill(f, map[string]string{"new_password": pw}), http.StatusOK, en(keyAccountMadeTitle), "Org alpha")
 	u, err := h.applier.State().UserByEmail(addr)
 	if err != nil || !u.EmailVerified {
 		t.Fatalf("%+v %v", u, err)
@@ -538,7 +538,7 @@ func TestLongRequestContext(t *testing.T) {
 			t.Errorf("resume of %d: back link %v, want %v", tc.n, got, tc.back)
 		}
 		addr := fmt.Sprintf("long%d@example.com", tc.n)
-		wantPage(t, "registration", b.fill(onlyPostForm(t, rp), map[string]string{"email": addr}), http.StatusOK, titleCheckEmail)
+		wantPage(t, "registration", b.fill(onlyPostForm(t, rp), map[string]string{"email": addr}), http.StatusOK, en(keyCheckEmail))
 		l, err := h.applier.State().Link(email.HashToken(tokenOf(h.lastLink(addr, fsm.EmailRegistration))))
 		if err != nil || (l.Continue == resume) != tc.back {
 			t.Errorf("resume of %d: link continues with %d bytes (%v)", tc.n, len(l.Continue), err)

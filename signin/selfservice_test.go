@@ -170,7 +170,7 @@ func wantPage(t testing.TB, what string, p page, status int, texts ...string) {
 // wantInvalidLink fails unless p is the invalid-link page.
 func wantInvalidLink(t testing.TB, what string, p page) {
 	t.Helper()
-	wantPage(t, what, p, http.StatusGone, titleLinkInvalid)
+	wantPage(t, what, p, http.StatusGone, en(keyLinkInvalidTitle))
 	if p.header.Get("Referrer-Policy") != "no-referrer" {
 		t.Errorf("%s: Referrer-Policy %q", what, p.header.Get("Referrer-Policy"))
 	}
@@ -307,7 +307,7 @@ func TestForgotAndReset(t *testing.T) {
 
 	b := h.browser()
 	p := b.forgot(strings.ToUpper(hEmail))
-	wantPage(t, "forgot answer", p, http.StatusOK, titleCheckEmail, "If an account exists for that address")
+	wantPage(t, "forgot answer", p, http.StatusOK, en(keyCheckEmail), "If an account exists for that address")
 	path := h.lastLink(hEmail, fsm.EmailPasswordReset)
 	if !strings.HasPrefix(path, PathReset+"/") {
 		t.Fatalf("reset link %q", path)
@@ -334,10 +334,10 @@ func TestForgotAndReset(t *testing.T) {
 		t.Fatalf("the GET used the link: %v", err)
 	}
 
-	wantPage(t, "short password", b.fill(f, map[string]string{"new_password": "short"}), http.StatusBadRequest, msgPasswordLength)
+	wantPage(t, "short password", b.fill(f, map[string]string{"new_password": "short"}), http.StatusBadRequest, en(keyPasswordLength))
 	const next = "a new and long passphrase"
 	done := b.fill(f, map[string]string{"new_password": next})
-	wantPage(t, "reset", done, http.StatusOK, titlePasswordSet)
+	wantPage(t, "reset", done, http.StatusOK, en(keyPasswordSetTitle))
 	if s, err := h.applier.State().SSOSession(elsewhere.SSO); err != nil || s.EndedAt.IsZero() {
 		t.Errorf("a session outlived the reset: %+v %v", s, err)
 	}
@@ -430,7 +430,7 @@ func TestResetLinkRefused(t *testing.T) {
 		wantPage(t, "post without a step", b.post(PathReset, url.Values{"new_password": {"long enough password"}}), http.StatusBadRequest)
 		ff := onlyPostForm(t, b.get(PathForgot))
 		ff.action = PathReset
-		wantPage(t, "forgot's step posted to the reset", b.fill(ff, map[string]string{"new_password": "long enough password"}), http.StatusBadRequest, msgFormExpired)
+		wantPage(t, "forgot's step posted to the reset", b.fill(ff, map[string]string{"new_password": "long enough password"}), http.StatusBadRequest, en(keyFormExpired))
 	})
 }
 
@@ -444,7 +444,7 @@ func TestResetKeepsTheSecondFactor(t *testing.T) {
 	b := h.browser()
 	f := onlyPostForm(t, b.get(h.lastLink(hEmail, fsm.EmailPasswordReset)))
 	const next = "the new password it is"
-	wantPage(t, "reset", b.fill(f, map[string]string{"new_password": next}), http.StatusOK, titlePasswordSet)
+	wantPage(t, "reset", b.fill(f, map[string]string{"new_password": next}), http.StatusOK, en(keyPasswordSetTitle))
 	if fac, err := h.applier.State().Factors(hUser); err != nil || fac.TOTP == nil {
 		t.Fatalf("the reset removed the authenticator app: %+v %v", fac, err)
 	}
@@ -605,15 +605,15 @@ func TestHeaderInjection(t *testing.T) {
 		hEmail + "\rBcc: evil@evil.example",
 		"new@example.com\r\nSubject: hi",
 	} {
-		wantPage(t, "forgot", h.browser().forgot(evil), http.StatusBadRequest, msgBadAddress)
+		wantPage(t, "forgot", h.browser().forgot(evil), http.StatusBadRequest, en(keyBadAddress))
 
 		b := h.browser()
 		reg := b.get(oneHref(t, b.get(authzPath(authzQuery(hPublic, false))), "Create an account"))
-		wantPage(t, "register", b.fill(onlyPostForm(t, reg), map[string]string{"email": evil}), http.StatusBadRequest, msgBadAddress)
+		wantPage(t, "register", b.fill(onlyPostForm(t, reg), map[string]string{"email": evil}), http.StatusBadRequest, en(keyBadAddress))
 
 		home := b.accountSignIn(hEmail, hPassword)
 		wantPage(t, "account", b.submit(formWith(t, home, "action", "email-change"), "action", "email-change", map[string]string{"new_email": evil}),
-			http.StatusBadRequest, msgBadAddress)
+			http.StatusBadRequest, en(keyBadAddress))
 	}
 	if out := h.outbox(); len(out) != 0 {
 		t.Errorf("outbox: %+v", out)

@@ -8,7 +8,6 @@ package signin
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -33,18 +32,18 @@ func (p *Signin) handleVerifyEmail(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	c, ok := s.common(selfStep{Stage: stageVerifyEmail, Hash: hash}, PathVerify, "Confirm your email address")
+	c, ok := s.common(selfStep{Stage: stageVerifyEmail, Hash: hash}, PathVerify, s.text(keyVerifyEmailTitle))
 	if !ok {
 		return
 	}
-	lead := fmt.Sprintf("Confirm that %s is your address.", l.Email)
+	lead := s.text(keyVerifyLead, l.Email)
 	if !strings.EqualFold(u.Email, l.Email) {
 		// Whoever follows the link sees whose account would take the
 		// address: a person sent a link they did not ask for can tell it
 		// is not theirs.
-		lead = fmt.Sprintf("Confirm that %s becomes the address of the account that signs in as %s. If you did not ask for this, close this page.", l.Email, u.Email)
+		lead = s.text(keyVerifyLeadOther, l.Email, u.Email)
 	}
-	p.cfg.UI.Confirm(w, http.StatusOK, webui.ConfirmPage{Common: c, Lead: lead, Button: "Confirm"})
+	p.cfg.UI.Confirm(w, http.StatusOK, webui.ConfirmPage{Common: c, Lead: lead, Button: s.text(keyConfirmSubmit)})
 }
 
 // linkPerson is the person of a link; ok is false when it has answered.
@@ -79,7 +78,7 @@ func (p *Signin) handleVerifyEmailPost(w http.ResponseWriter, r *http.Request) {
 	}
 	cmd := fsm.UseLink{Hash: l.Hash, Purpose: fsm.LinkVerifyEmail, At: s.now}
 	if !strings.EqualFold(u.Email, l.Email) {
-		m, err := p.outgoing(email.EmailChanged, u.Email, u.ID, email.Data{Email: l.Email})
+		m, err := p.outgoing(s.frame(nil), email.EmailChanged, u.Email, u.ID, email.Data{Email: l.Email})
 		if err != nil {
 			s.unavailable("compose email_changed: " + err.Error())
 			return
@@ -94,14 +93,14 @@ func (p *Signin) handleVerifyEmailPost(w http.ResponseWriter, r *http.Request) {
 	}
 	var conflict *fsm.ConflictError
 	if errors.As(err, &conflict) {
-		s.page(http.StatusConflict, titleEmailTaken, msgEmailTaken)
+		s.page(http.StatusConflict, s.text(keyEmailTakenTitle), s.text(keyEmailTaken))
 		return
 	}
 	if !s.useLinkFailed(err) {
 		return
 	}
 	p.log.Info("address verified", "user_id", u.ID, "changed", len(cmd.Email) > 0)
-	s.message(http.StatusOK, titleEmailVerified, fmt.Sprintf(msgEmailVerified, l.Email), PathAccount, "Go to your account")
+	s.message(http.StatusOK, s.text(keyEmailVerifiedTitle), s.text(keyEmailVerified, l.Email), PathAccount, s.text(keyToAccount))
 }
 
 // changeEmail is /account's new address (or, typed again, the unverified
@@ -115,22 +114,22 @@ func (p *Signin) handleVerifyEmailPost(w http.ResponseWriter, r *http.Request) {
 func (a *account) changeEmail(form url.Values) {
 	start := time.Now()
 	if a.user.DirectoryID != "" {
-		a.showHome(http.StatusBadRequest, "", msgEmailDirectory)
+		a.showHome(http.StatusBadRequest, "", a.text(keyEmailDirectory))
 		return
 	}
 	typed, ok := authn.FormValue(form, "new_email")
 	if !ok {
-		a.showHome(http.StatusBadRequest, "", msgBadAddress)
+		a.showHome(http.StatusBadRequest, "", a.text(keyBadAddress))
 		return
 	}
 	addr, problem := normalizeAddress(typed)
 	if problem != "" {
-		a.showHome(http.StatusBadRequest, "", problem)
+		a.showHome(http.StatusBadRequest, "", a.text(problem))
 		return
 	}
 	same := strings.EqualFold(addr, a.user.Email)
 	if same && a.user.EmailVerified {
-		a.showHome(http.StatusBadRequest, "", msgEmailSame)
+		a.showHome(http.StatusBadRequest, "", a.text(keyEmailSame))
 		return
 	}
 	if same {
@@ -138,7 +137,7 @@ func (a *account) changeEmail(form url.Values) {
 	}
 	rules := []fsm.ThrottleRule{throttleEmailChange.rule(a.user.ID)}
 	if !a.p.localLock(rules, a.now).IsZero() {
-		a.showHome(http.StatusTooManyRequests, "", msgEmailLimit)
+		a.showHome(http.StatusTooManyRequests, "", a.text(keyEmailLimit))
 		return
 	}
 	taken := false
@@ -157,7 +156,7 @@ func (a *account) changeEmail(form url.Values) {
 		token, hash, err := email.NewToken()
 		var m fsm.OutgoingEmail
 		if err == nil {
-			m, err = a.p.outgoing(email.VerifyEmail, addr, a.user.ID, email.Data{Link: a.p.linkURL(PathVerify, token), Email: addr, Expires: verifyTTL})
+			m, err = a.p.outgoing(a.frame(), email.VerifyEmail, addr, a.user.ID, email.Data{Link: a.p.linkURL(PathVerify, token), Email: addr, Expires: verifyTTL})
 		}
 		if err != nil {
 			a.unavailable("verify link: " + err.Error())
@@ -174,7 +173,7 @@ func (a *account) changeEmail(form url.Values) {
 		a.unavailable("issue verify link: " + err.Error())
 		return
 	case locked:
-		a.showHome(http.StatusTooManyRequests, "", msgEmailLimit)
+		a.showHome(http.StatusTooManyRequests, "", a.text(keyEmailLimit))
 		return
 	case res.Err != nil:
 		a.unavailable("issue verify link: " + res.Err.Error())
@@ -182,8 +181,8 @@ func (a *account) changeEmail(form url.Values) {
 	}
 	a.p.waitFloor(ctx, start) // a taken address must not answer sooner
 	if same {
-		a.showHome(http.StatusOK, fmt.Sprintf(msgEmailConfirm, addr), "")
+		a.showHome(http.StatusOK, a.text(keyEmailConfirm, addr), "")
 		return
 	}
-	a.showHome(http.StatusOK, fmt.Sprintf(msgEmailPending, addr, a.user.Email), "")
+	a.showHome(http.StatusOK, a.text(keyEmailPending, addr, a.user.Email), "")
 }

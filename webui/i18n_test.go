@@ -175,13 +175,8 @@ func find(n *node, ok func(*node) bool) *node {
 
 // notConverted are the templates that still hold English text; each
 // page's conversion removes its name (see doc.go), and the test below
-// then holds it to the catalog. (confirm.html holds no text of its own:
-// its callers' texts are still English.)
-var notConverted = []string{
-	"account.html", "address.html",
-	"newpassword.html", "recoverycodes.html",
-	"totpsetup.html",
-}
+// then holds it to the catalog. Every page is converted.
+var notConverted []string
 
 // textAttrs are the attributes whose values people see or hear.
 var textAttrs = []string{"placeholder", "aria-label", "title", "alt", "label"}

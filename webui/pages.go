@@ -278,17 +278,17 @@ func (u *UI) Passkey(w http.ResponseWriter, status int, p PasskeyPage) {
 
 // Account renders the /account page.
 func (u *UI) Account(w http.ResponseWriter, status int, p AccountPage) {
-	u.render(w, status, u.account, p)
+	u.renderIn(w, status, u.account, p.Lang, p)
 }
 
 // TOTPSetup renders the authenticator-app setup page.
 func (u *UI) TOTPSetup(w http.ResponseWriter, status int, p TOTPSetupPage) {
-	u.render(w, status, u.totpSetup, p)
+	u.renderIn(w, status, u.totpSetup, p.Lang, p)
 }
 
 // RecoveryCodes renders fresh recovery codes.
 func (u *UI) RecoveryCodes(w http.ResponseWriter, status int, p RecoveryCodesPage) {
-	u.render(w, status, u.recoveryCodes, p)
+	u.renderIn(w, status, u.recoveryCodes, p.Lang, p)
 }
 
 // OrganizationPicker renders the organization picker.
@@ -313,15 +313,15 @@ func (u *UI) Message(w http.ResponseWriter, status int, p MessagePage) {
 
 // Address renders a page that asks for an email address.
 func (u *UI) Address(w http.ResponseWriter, status int, p AddressPage) {
-	u.render(w, status, u.address, p)
+	u.renderIn(w, status, u.address, p.Lang, p)
 }
 
 // NewPassword renders a page that asks for a new password.
 func (u *UI) NewPassword(w http.ResponseWriter, status int, p NewPasswordPage) {
-	u.render(w, status, u.newPassword, p)
+	u.renderIn(w, status, u.newPassword, p.Lang, p)
 }
 
 // Confirm renders a page with one thing to confirm.
 func (u *UI) Confirm(w http.ResponseWriter, status int, p ConfirmPage) {
-	u.render(w, status, u.confirm, p)
+	u.renderIn(w, status, u.confirm, p.Lang, p)
 }

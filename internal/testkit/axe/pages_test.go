@@ -24,7 +24,8 @@ const acrMFA = "urn:service:sso:acr:mfa"
 var languages = []string{"en", "de", "fr", "es", "ja"}
 
 // shotPages are the pages kept as screenshots under OIDCD_SCREENSHOTS,
-// in shotLanguages, with each branding.
+// in shotLanguages, with each branding (and the sign-in page in the dark
+// scheme).
 var (
 	shotPages     = []string{"signin", "secondfactor", "consent", "error", "account"}
 	shotLanguages = []string{"de", "ja"}
@@ -104,7 +105,11 @@ func (b *tab) check(page string, status, want int) {
 		b.shown[page] = map[string]bool{}
 	}
 	b.shown[page][lang+"←"+b.lang] = true
-	if os.Getenv("OIDCD_SCREENSHOTS") != "" && b.scheme == "light" && slices.Contains(shotPages, page) && slices.Contains(shotLanguages, b.lang) {
+	if os.Getenv("OIDCD_SCREENSHOTS") == "" {
+		return
+	}
+	light := b.scheme == "light" && slices.Contains(shotPages, page) && slices.Contains(shotLanguages, b.lang)
+	if light || (b.scheme == "dark" && page == "signin") {
 		chrometest.Screenshot(b.t, b.ctx, b.name(page))
 	}
 }

@@ -151,17 +151,21 @@ func TestEveryPageInEveryLanguage(t *testing.T) {
 		} else {
 			s.admin(t, "PATCH", "/admin/v1/organizations/"+s.orgA, map[string]any{"branding": br.body}, nil, 200)
 		}
-		// A browser per branding: chrometest bounds a browser's life.
-		ctx := chrometest.New(t)
 		rounds := []struct{ lang, scheme string }{}
 		for _, lang := range languages {
 			rounds = append(rounds, struct{ lang, scheme string }{lang, "light"})
 		}
 		rounds = append(rounds, struct{ lang, scheme string }{"en", "dark"})
 		for _, r := range rounds {
-			colorScheme(t, ctx, r.scheme)
-			b := &tab{t: t, ctx: ctx, lang: r.lang, brand: br.name, scheme: r.scheme, shown: shown, pages: &pages}
-			walk(t, s, b, secret, &l)
+			// A subtest and a browser per round: chrometest bounds a
+			// browser's life (2 minutes), which all rounds in one would
+			// pass on a busy machine; each browser stops with its round.
+			t.Run(r.lang+"-"+br.name+"-"+r.scheme, func(t *testing.T) {
+				ctx := chrometest.New(t)
+				colorScheme(t, ctx, r.scheme)
+				b := &tab{t: t, ctx: ctx, lang: r.lang, brand: br.name, scheme: r.scheme, shown: shown, pages: &pages}
+				walk(t, s, b, secret, &l)
+			})
 		}
 	}
 	var notYet []string

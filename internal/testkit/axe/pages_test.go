@@ -39,7 +39,13 @@ type tab struct {
 	brand  string
 	scheme string
 	shown  map[string]map[string]bool // page → languages its <html lang> said
-	pages  *int
+	stats  *stats
+}
+
+// stats are the test's measures: pages checked, and the time axe took.
+type stats struct {
+	pages int
+	axe   time.Duration
 }
 
 func (b *tab) name(page string) string {
@@ -93,13 +99,30 @@ func (b *tab) check(page string, status, want int) {
 	if status != want {
 		b.t.Errorf("%s: status %d, want %d (at %s)", b.name(page), status, want, chrometest.Location(b.t, b.ctx))
 	}
+	t0 := time.Now()
 	axe.Check(b.t, b.ctx, b.name(page))
-	*b.pages++
+	b.stats.axe += time.Since(t0)
+	b.stats.pages++
 	actx, cancel := context.WithTimeout(b.ctx, chrometest.ActionTimeout)
 	defer cancel()
 	lang, err := chromedp.Run(actx, chromedp.Evaluate[string](`document.documentElement.lang`))
 	if err != nil {
 		b.t.Fatal(err)
+	}
+	// The page wears a brand (its name, and its colour's stylesheet);
+	// the sign-in steps of the organization's application wear the
+	// organization's in its rounds.
+	name, err := chromedp.Run(actx, chromedp.Evaluate[string](`document.querySelector('link[href^="/branding/"]') ? ((document.querySelector("header.brand .site") || {}).textContent || "") : ""`))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	steps := slices.Contains([]string{"signin", "secondfactor", "consent"}, page)
+	wantBrand := siteName
+	if b.brand == "org" && steps {
+		wantBrand = orgName
+	}
+	if name == "" || (steps && name != wantBrand) {
+		b.t.Errorf("%s: brand %q (with its stylesheet), want %q", b.name(page), name, wantBrand)
 	}
 	if b.shown[page] == nil {
 		b.shown[page] = map[string]bool{}
@@ -143,7 +166,7 @@ func TestEveryPageInEveryLanguage(t *testing.T) {
 	secret := s.totp(t)
 	s.admin(t, "POST", "/admin/v1/invitations", map[string]any{"email": "ines@example.com", "organization_id": s.orgA}, nil, 201)
 	shown := map[string]map[string]bool{}
-	pages := 0
+	var st stats
 	l := links{phones: new(int)}
 	for _, br := range []brand{siteBrand(t), orgBrand()} {
 		if br.name == "site" {
@@ -163,7 +186,7 @@ func TestEveryPageInEveryLanguage(t *testing.T) {
 			t.Run(r.lang+"-"+br.name+"-"+r.scheme, func(t *testing.T) {
 				ctx := chrometest.New(t)
 				colorScheme(t, ctx, r.scheme)
-				b := &tab{t: t, ctx: ctx, lang: r.lang, brand: br.name, scheme: r.scheme, shown: shown, pages: &pages}
+				b := &tab{t: t, ctx: ctx, lang: r.lang, brand: br.name, scheme: r.scheme, shown: shown, stats: &st}
 				walk(t, s, b, secret, &l)
 			})
 		}
@@ -179,7 +202,8 @@ func TestEveryPageInEveryLanguage(t *testing.T) {
 		}
 	}
 	sort.Strings(notYet)
-	t.Logf("%d pages checked in %v; pages not yet in the language asked for (English shown): %v", pages, time.Since(start).Round(time.Millisecond), notYet)
+	t.Logf("%d pages checked in %v (axe: %v); pages not yet in the language asked for (English shown): %v",
+		st.pages, time.Since(start).Round(time.Millisecond), st.axe.Round(time.Millisecond), notYet)
 }
 
 // walk visits every page once in b's language and branding.

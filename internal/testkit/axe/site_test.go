@@ -212,6 +212,11 @@ func (s *site) link(t *testing.T, addr, kind string) string {
 	}
 }
 
+const (
+	siteName = "Northwind Public Services"
+	orgName  = "Alpha Cooperative"
+)
+
 // brand is a branding as PUT /admin/v1/branding takes it.
 type brand struct {
 	name string
@@ -221,7 +226,7 @@ type brand struct {
 // siteBrand: a PNG logo, a dark red, support link and address.
 func siteBrand(t *testing.T) brand {
 	return brand{"site", map[string]any{
-		"display_name": "Northwind Public Services", "logo": pngLogo(t), "primary_color": "#8a1538",
+		"display_name": siteName, "logo": pngLogo(t), "primary_color": "#8a1538",
 		"support_url": "https://help.example.com/sign-in", "support_email": "help@example.com",
 	}}
 }
@@ -230,7 +235,7 @@ func siteBrand(t *testing.T) brand {
 func orgBrand() brand {
 	svg := `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 120 40"><rect width="120" height="40" rx="8" fill="#0b5d3b"/><circle cx="20" cy="20" r="10" fill="#ffffff"/><rect x="38" y="14" width="70" height="12" rx="3" fill="#ffffff"/></svg>`
 	return brand{"org", map[string]any{
-		"display_name": "Alpha Cooperative", "logo": "data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString([]byte(svg)),
+		"display_name": orgName, "logo": "data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString([]byte(svg)),
 		"primary_color": "#0b5d3b", "support_url": "https://alpha.example.org/help", "support_email": "it@alpha.example.org",
 	}}
 }

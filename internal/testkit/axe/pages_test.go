@@ -137,6 +137,41 @@ func (b *tab) check(page string, status, want int) {
 	}
 }
 
+// brandRGB is each branding's primary colour as getComputedStyle gives
+// it, brandHex as a custom property holds it.
+var (
+	brandRGB = map[string]string{"site": "rgb(138, 21, 56)", "org": "rgb(11, 93, 59)"}
+	brandHex = map[string]string{"site": "#8a1538", "org": "#0b5d3b"}
+)
+
+// colours checks where the brand's colour goes: in the light scheme the
+// primary button, the links and the focus ring; in the dark scheme the
+// primary button only, links keeping the light blue that reads on the
+// dark card.
+func (b *tab) colours(t *testing.T) {
+	t.Helper()
+	actx, cancel := context.WithTimeout(b.ctx, chrometest.ActionTimeout)
+	defer cancel()
+	got, err := chromedp.Run(actx, chromedp.Evaluate[[]string](`(() => {
+  const st = (css) => getComputedStyle(document.querySelector(css));
+  const root = getComputedStyle(document.documentElement);
+  return [st("button.primary").backgroundColor, st("button.primary").color, st("main a").color, root.getPropertyValue("--focus").trim()];
+})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	brand := brandRGB[b.brand]
+	want := []string{brand, "rgb(255, 255, 255)", brand, brandHex[b.brand]}
+	if b.scheme == "dark" {
+		want = []string{brand, "rgb(255, 255, 255)", "rgb(147, 180, 255)", "#93b4ff"}
+	}
+	for i, what := range []string{"primary button", "its text", "a link", "the focus ring"} {
+		if g := got[i]; g != want[i] {
+			t.Errorf("%s: %s in %s, want %s", b.name("signin"), what, g, want[i])
+		}
+	}
+}
+
 // links are what the first round collects from the mail, for every round
 // to open (a link's page is shown on GET; only a POST uses it up).
 type links struct {
@@ -220,6 +255,7 @@ func walk(t *testing.T, s *site, b *tab, secret string, l *links) {
 	b.fill("#email", annEmail)
 	b.fill("#password", "not the password")
 	b.check("signin", chrometest.Click(t, b.ctx, `button[name="method"][value="password"]`), 400)
+	b.colours(t)
 	b.fill("#password", annPassword)
 	b.check("secondfactor", chrometest.Click(t, b.ctx, `button[name="method"][value="password"]`), 200)
 	b.fill("#code", s.code(t, secret))

@@ -3,6 +3,7 @@ package axe_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"slices"
@@ -160,6 +161,20 @@ func (b *tab) colours(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The logo: at most 40 px high, its ratio kept (the PNG is 160×48),
+	// the header within the page's width.
+	logo, err := chromedp.Run(actx, chromedp.Evaluate[[]float64](`(() => {
+  const i = document.querySelector("header.brand img.logo"), r = i.getBoundingClientRect(), h = document.querySelector("header.brand");
+  return [r.width, r.height, i.naturalWidth, i.naturalHeight, h.scrollWidth - h.clientWidth];
+})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w, h := logo[0], logo[1]; h <= 0 || h > 40.5 || logo[4] > 0 {
+		t.Errorf("%s: logo %.1f×%.1f px, header overflowing by %.0f px; want at most 40 px high, no overflow", b.name("signin"), w, h, logo[4])
+	} else if b.brand == "site" && (logo[2] != 160 || logo[3] != 48 || math.Abs(w/h-160.0/48) > 0.05) {
+		t.Errorf("%s: the 160×48 logo shown at %.1f×%.1f px (natural %v×%v): ratio lost", b.name("signin"), w, h, logo[2], logo[3])
+	}
 	brand := brandRGB[b.brand]
 	want := []string{brand, "rgb(255, 255, 255)", brand, brandHex[b.brand]}
 	if b.scheme == "dark" {
@@ -183,7 +198,7 @@ type links struct {
 // every page a person meets, in each language, with the site's branding
 // and then with an organization's own (a dark primary colour, a PNG
 // then an SVG logo, support link and address), and English once more in
-// the dark colour scheme: the sign-in page (with an error), the text
+// the dark colour scheme on a phone's narrow (360 px) screen: the sign-in page (with an error), the text
 // message's code page, the second factor (authenticator app), consent,
 // the organization picker, the authorization error page, /account, the
 // authenticator app's setup, new recovery codes, the passkey page, a
@@ -221,6 +236,9 @@ func TestEveryPageInEveryLanguage(t *testing.T) {
 			t.Run(r.lang+"-"+br.name+"-"+r.scheme, func(t *testing.T) {
 				ctx := chrometest.New(t)
 				colorScheme(t, ctx, r.scheme)
+				if r.scheme == "dark" {
+					narrow(t, ctx) // and a phone's width
+				}
 				b := &tab{t: t, ctx: ctx, lang: r.lang, brand: br.name, scheme: r.scheme, shown: shown, stats: &st}
 				walk(t, s, b, secret, &l)
 			})

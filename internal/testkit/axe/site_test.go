@@ -297,6 +297,16 @@ func colorScheme(t *testing.T, ctx context.Context, scheme string) {
 	})
 }
 
+// narrow makes the tab a 360 px wide phone screen.
+func narrow(t *testing.T, ctx context.Context) {
+	t.Helper()
+	cdpDo(t, ctx, func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
+			Width: 360, Height: 740, DeviceScaleFactor: 1, Mobile: true})
+		return err
+	})
+}
+
 // waitLocation waits until the tab's address starts with prefix.
 func waitLocation(t *testing.T, ctx context.Context, prefix string) string {
 	t.Helper()

@@ -41,7 +41,7 @@ package: build
 ## test: every unit and black-box test, with the race detector.
 ## Browser tests need chromium, the load-balancer tests HAProxy, the
 ## directory tests slapd, the mail tests Exim, the Apache test apache2 with mod_auth_openidc
-## and the Node relying-party tests Node and their npm packages: the
+## and the Node relying-party and accessibility (axe-core) tests Node and their npm packages: the
 ## ensure-*.sh scripts install them (apt-get, npm ci) when missing; without
 ## them those tests are skipped, except under CI=true where they fail.
 test:

@@ -173,9 +173,13 @@ func (p *Signin) serveBrandStyle(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// brandStylesheet sets, for the pages' stylesheet to use:
+// brandStylesheet sets, for the pages' stylesheet (webui/static/style.css)
+// to use:
 //
-//	--brand-primary        the colour (buttons, links' accents)
+//	--brand-primary        the colour: in the light scheme, buttons, links
+//	                       and the focus ring; in the dark scheme only the
+//	                       primary button (links and ring keep a colour
+//	                       that reads on the dark card)
 //	--brand-on-primary     text on it: white (the admin API refuses a
 //	                       colour white text reads on below 4.5:1)
 //	--brand-primary-hover  the colour 15% darker (more contrast still)

@@ -121,6 +121,7 @@ func (p *Provider) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 		req, client, err = validateAuthorize(st, q)
 	}
 	if err != nil {
+		f.client = client // known unless the client is: the page wears its branding
 		f.pageErr(err)
 		return
 	}

@@ -14,7 +14,8 @@ import (
 // language negotiated and branding read from the state, the page
 // rendered), plain English beside the same page in German and in
 // Japanese with a site's branding (a logo, a colour's stylesheet, support
-// contacts), in one run. page-bytes is the HTML's size.
+// contacts), in one run; en/branded and de/plain part the cost of the
+// branding from the language's. page-bytes is the HTML's size.
 //
 //	go test -run '^$' -bench SignInPage -benchmem ./signin/
 func BenchmarkSignInPage(b *testing.B) {
@@ -29,6 +30,8 @@ func BenchmarkSignInPage(b *testing.B) {
 	}{
 		{"en/plain", "en", "", false},
 		{"de/branded", "de-DE,de;q=0.9", "", true},
+		{"en/branded", "en", "", true},
+		{"de/plain", "de-DE,de;q=0.9", "", false},
 		{"ja/branded", "en", "ja", true},
 	} {
 		b.Run(c.name, func(b *testing.B) {

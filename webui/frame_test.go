@@ -69,3 +69,36 @@ func TestFrameOnEveryPage(t *testing.T) {
 		}
 	}
 }
+
+// TestBrandPartsRefuseUnsafeValues: the header and footer, written in Go
+// rather than by html/template, keep only same-origin logo paths, http(s)
+// support links and plain addresses, and escape what they show.
+func TestBrandPartsRefuseUnsafeValues(t *testing.T) {
+	u := newUI(t)
+	for _, c := range []struct {
+		name      string
+		b         Brand
+		want, not []string
+	}{
+		{"javascript link", Brand{SupportURL: "javascript:alert(1)"}, nil, []string{"javascript", "<footer"}},
+		{"protocol-relative logo", Brand{LogoURL: "//evil.example/x.png", DisplayName: "S"}, []string{`<span class="site">S</span>`}, []string{"evil", "<img"}},
+		{"backslash logo", Brand{LogoURL: `/\evil.example/x.png`}, nil, []string{"evil", "<header"}},
+		{"data logo", Brand{LogoURL: "data:image/svg+xml,<svg/onload=alert(1)>"}, nil, []string{"onload", "<header"}},
+		{"address with a query", Brand{SupportEmail: "a@b.example?subject=x"}, nil, []string{"mailto", "<footer"}},
+		{"quote in a name", Brand{DisplayName: `"><script>x</script>`}, []string{`&#34;&gt;&lt;script&gt;`}, []string{"<script>"}},
+		{"logo alone is named", Brand{LogoURL: "/branding/logo/abc"}, []string{`alt="Logo"`}, nil},
+		{"plain link kept", Brand{SupportURL: "https://help.example.com/a?b=1&c=2"}, []string{`href="https://help.example.com/a?b=1&amp;c=2"`}, nil},
+	} {
+		page := string(u.brandHead(0, c.b)) + string(u.brandFoot(0, c.b))
+		for _, w := range c.want {
+			if !strings.Contains(page, w) {
+				t.Errorf("%s: %q lacks %s", c.name, page, w)
+			}
+		}
+		for _, n := range c.not {
+			if strings.Contains(page, n) {
+				t.Errorf("%s: %q holds %s", c.name, page, n)
+			}
+		}
+	}
+}

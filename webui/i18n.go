@@ -75,8 +75,11 @@ func (u *UI) localeFuncs(i int) template.FuncMap {
 			// #nosec G203 -- every part is escaped here
 			return template.HTML(html.EscapeString(before) + "<strong>" + html.EscapeString(arg) + "</strong>" + html.EscapeString(after))
 		},
-		"lang":      func() string { return languages[i].String() },
-		"languages": func() []Language { return u.pickList(i) },
+		"lang":       func() string { return languages[i].String() },
+		"brandStyle": brandStyle,
+		"brandHead":  func(b Brand) template.HTML { return u.brandHead(i, b) },
+		"brandFoot":  func(b Brand) template.HTML { return u.brandFoot(i, b) },
+		"languages":  func() []Language { return u.pickList(i) },
 	}
 }
 

@@ -7,15 +7,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"text/template/parse"
 	"time"
-	"unicode"
 
-	xhtml "golang.org/x/net/html"
 	"golang.org/x/text/language"
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/kek"
+	"github.com/oidcd/oidcd/internal/testkit/i18ntest"
 )
 
 // templates are every template's name.
@@ -36,47 +34,15 @@ func TestEveryTemplateIsListed(t *testing.T) {
 	}
 }
 
-var actionRE = regexp.MustCompile(`(?s){{.*?}}`)
-
-// hasLetters reports whether s holds more than whitespace, punctuation
-// and symbols.
-func hasLetters(s string) bool {
-	return strings.IndexFunc(s, func(r rune) bool { return !unicode.IsSpace(r) && !unicode.IsPunct(r) && !unicode.IsSymbol(r) }) >= 0
-}
-
 // strayText returns the texts of a template, its actions taken out, that
 // are more than whitespace, punctuation and symbols: for HTML, its text
-// nodes (the values of attributes are URLs and styles here, and <title>
-// holds an action); for plain text, the rest.
+// nodes and the attributes people see (the others are URLs and styles
+// here); for plain text, the rest.
 func strayText(name, src string) []string {
-	src = actionRE.ReplaceAllString(src, "")
 	if strings.HasSuffix(name, ".txt") {
-		var stray []string
-		for _, line := range strings.Split(src, "\n") {
-			if hasLetters(line) {
-				stray = append(stray, strings.TrimSpace(line))
-			}
-		}
-		return stray
+		return i18ntest.StrayText(src)
 	}
-	z := xhtml.NewTokenizer(strings.NewReader(src))
-	var stray []string
-	for {
-		switch z.Next() {
-		case xhtml.ErrorToken:
-			return stray
-		case xhtml.TextToken:
-			if s := string(z.Text()); hasLetters(s) {
-				stray = append(stray, strings.TrimSpace(s))
-			}
-		case xhtml.StartTagToken, xhtml.SelfClosingTagToken:
-			for _, a := range z.Token().Attr {
-				if slices.Contains([]string{"title", "alt", "aria-label"}, a.Key) && hasLetters(a.Val) {
-					stray = append(stray, a.Val)
-				}
-			}
-		}
-	}
+	return i18ntest.StrayHTML(src, []string{"title", "alt", "aria-label"})
 }
 
 // TestTemplatesHoldNoText: every word a message says comes from the
@@ -123,61 +89,13 @@ func TestStrayText(t *testing.T) {
 // first argument, which must be a constant).
 func templateKeys(t *testing.T, name, src string) []string {
 	t.Helper()
-	fn := map[string]any{}
+	var fn []string
 	for k := range funcs(0) {
-		fn[k] = true
+		fn = append(fn, k)
 	}
-	trees, err := parse.Parse(name, src, "{{", "}}", fn)
+	keys, err := i18ntest.Keys(name, src, fn, "t")
 	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	var keys []string
-	var walk func(n parse.Node)
-	walk = func(n parse.Node) {
-		switch n := n.(type) {
-		case *parse.ListNode:
-			if n != nil {
-				for _, c := range n.Nodes {
-					walk(c)
-				}
-			}
-		case *parse.ActionNode:
-			walk(n.Pipe)
-		case *parse.PipeNode:
-			if n != nil {
-				for _, c := range n.Cmds {
-					walk(c)
-				}
-			}
-		case *parse.CommandNode:
-			if id, ok := n.Args[0].(*parse.IdentifierNode); ok && id.Ident == "t" {
-				if s, ok := n.Args[1].(*parse.StringNode); len(n.Args) > 1 && ok {
-					keys = append(keys, s.Text)
-				} else {
-					t.Errorf("%s: t with a key that is not a constant: %s", name, n)
-				}
-			}
-			for _, a := range n.Args {
-				walk(a)
-			}
-		case *parse.IfNode:
-			walk(n.Pipe)
-			walk(n.List)
-			walk(n.ElseList)
-		case *parse.RangeNode:
-			walk(n.Pipe)
-			walk(n.List)
-			walk(n.ElseList)
-		case *parse.WithNode:
-			walk(n.Pipe)
-			walk(n.List)
-			walk(n.ElseList)
-		case *parse.TemplateNode:
-			walk(n.Pipe)
-		}
-	}
-	for _, tree := range trees {
-		walk(tree.Root)
+		t.Error(err)
 	}
 	return keys
 }

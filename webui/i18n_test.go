@@ -4,17 +4,15 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
-	"text/template/parse"
-	"unicode"
 
 	"golang.org/x/net/html"
 	"golang.org/x/text/language"
 
 	"github.com/oidcd/oidcd/internal/i18n"
+	"github.com/oidcd/oidcd/internal/testkit/i18ntest"
 )
 
 // readCatalogs is every language's catalog: its keys and texts.
@@ -181,34 +179,10 @@ var notConverted []string
 // textAttrs are the attributes whose values people see or hear.
 var textAttrs = []string{"placeholder", "aria-label", "title", "alt", "label"}
 
-var actionRE = regexp.MustCompile(`(?s){{.*?}}`)
-
 // strayText returns the texts of a template's HTML (text nodes and the
 // values of textAttrs), with its actions taken out, that are more than
 // whitespace, punctuation and symbols.
-func strayText(src string) []string {
-	z := html.NewTokenizer(strings.NewReader(actionRE.ReplaceAllString(src, "")))
-	var stray []string
-	check := func(s string) {
-		if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsSpace(r) && !unicode.IsPunct(r) && !unicode.IsSymbol(r) }) >= 0 {
-			stray = append(stray, strings.TrimSpace(s))
-		}
-	}
-	for {
-		switch z.Next() {
-		case html.ErrorToken:
-			return stray
-		case html.TextToken:
-			check(string(z.Text()))
-		case html.StartTagToken, html.SelfClosingTagToken:
-			for _, a := range z.Token().Attr {
-				if slices.Contains(textAttrs, a.Key) {
-					check(a.Val)
-				}
-			}
-		}
-	}
-}
+func strayText(src string) []string { return i18ntest.StrayHTML(src, textAttrs) }
 
 // TestTemplatesHoldNoText: a converted template's every visible text
 // comes from the catalog; the list of templates not converted yet may
@@ -257,75 +231,15 @@ func TestStrayText(t *testing.T) {
 // template name (their first argument, a string constant).
 func templateKeys(t *testing.T, name, src string) []string {
 	t.Helper()
-	funcs := map[string]any{}
+	funcs := []string{"styleURL", "scriptURL", "jsonData", "has", "pathOnly"}
 	for k := range (&UI{}).localeFuncs(0) {
-		funcs[k] = true
+		funcs = append(funcs, k)
 	}
-	for _, k := range []string{"styleURL", "scriptURL", "jsonData", "has", "pathOnly"} {
-		funcs[k] = true
-	}
-	trees, err := parse.Parse(name, src, "{{", "}}", funcs, builtins())
+	keys, err := i18ntest.Keys(name, src, funcs, "t", "tStrong")
 	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	var keys []string
-	var walk func(n parse.Node)
-	walk = func(n parse.Node) {
-		switch n := n.(type) {
-		case *parse.ListNode:
-			if n != nil {
-				for _, c := range n.Nodes {
-					walk(c)
-				}
-			}
-		case *parse.ActionNode:
-			walk(n.Pipe)
-		case *parse.PipeNode:
-			if n != nil {
-				for _, c := range n.Cmds {
-					walk(c)
-				}
-			}
-		case *parse.CommandNode:
-			if id, ok := n.Args[0].(*parse.IdentifierNode); ok && (id.Ident == "t" || id.Ident == "tStrong") && len(n.Args) > 1 {
-				if s, ok := n.Args[1].(*parse.StringNode); ok {
-					keys = append(keys, s.Text)
-				} else {
-					t.Errorf("%s: %s with a key that is not a constant: %s", name, id.Ident, n)
-				}
-			}
-			for _, a := range n.Args {
-				walk(a)
-			}
-		case *parse.IfNode:
-			walk(n.Pipe)
-			walk(n.List)
-			walk(n.ElseList)
-		case *parse.RangeNode:
-			walk(n.Pipe)
-			walk(n.List)
-			walk(n.ElseList)
-		case *parse.WithNode:
-			walk(n.Pipe)
-			walk(n.List)
-			walk(n.ElseList)
-		case *parse.TemplateNode:
-			walk(n.Pipe)
-		}
-	}
-	for _, tree := range trees {
-		walk(tree.Root)
+		t.Error(err)
 	}
 	return keys
-}
-
-// builtins are text/template's functions, for parsing alone.
-func builtins() map[string]any {
-	m := map[string]any{}
-	for _, k := range []string{"and", "or", "not", "len", "index", "slice", "print", "printf", "println", "html", "js", "urlquery", "call", "eq", "ne", "lt", "le", "gt", "ge"} {
-		m[k] = true
-	}
-	return m
 }
 
 // TestTemplateKeysExist: every key a template names is in the English

@@ -63,22 +63,6 @@ func pinNode(t *testing.T, ctx context.Context, i int) {
 	})
 }
 
-// waitLocation waits until the tab's address starts with prefix.
-func waitLocation(t *testing.T, ctx context.Context, prefix string) string {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		loc := chrometest.Location(t, ctx)
-		if strings.HasPrefix(loc, prefix) {
-			return loc
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still at %s, want %s...", loc, prefix)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // waitNotice waits for the account page's notice to contain want, and
 // reports the passkey page's status line if it never comes.
 func waitNotice(t *testing.T, ctx context.Context, want string) {
@@ -176,7 +160,7 @@ func TestPasskeyRegisteredOnOneNodeAssertedOnAnother(t *testing.T) {
 	chrometest.CheckForm(t, ctx)
 	chrometest.Screenshot(t, ctx, "second-factor-passkey")
 	chrometest.Click(t, ctx, `button[name="method"][value="passkey"]`) // the page's script asserts at once
-	loc := waitLocation(t, ctx, cb)
+	loc := chrometest.WaitLocation(t, ctx, cb)
 	u, _ := url.Parse(loc)
 	tok, err := r.oauth.Exchange(octx, u.Query().Get("code"), oauth2.VerifierOption(verifier))
 	if err != nil {
@@ -230,7 +214,7 @@ func TestPagesRenderAccessibly(t *testing.T) {
 	chrometest.Click(t, ctx, `button[name="method"][value="otp"]`)
 	check("consent")
 	chrometest.Click(t, ctx, `button[name="decision"][value="allow"]`)
-	waitLocation(t, ctx, cb)
+	chrometest.WaitLocation(t, ctx, cb)
 
 	// The organization picker of a multi-organization app.
 	var multi map[string]any
@@ -240,7 +224,7 @@ func TestPagesRenderAccessibly(t *testing.T) {
 	chrometest.Do(t, ctx, chromedp.Navigate(mr.oauth.AuthCodeURL("state-0123456789", oauth2.S256ChallengeOption(oauth2.GenerateVerifier()), oauth2.SetAuthURLParam("prompt", "select_account"))))
 	check("organization-picker")
 	chrometest.Click(t, ctx, `button[name="organization_id"][value="`+m.orgB+`"]`)
-	waitLocation(t, ctx, cb)
+	chrometest.WaitLocation(t, ctx, cb)
 
 	// A wrong password re-shows the form with its message.
 	ctx2 := chrometest.New(t)

@@ -103,16 +103,7 @@ func newSelfServiceTab(t *testing.T) *selfServiceTab {
 }
 
 // open navigates to u and returns the page's status.
-func (b *selfServiceTab) open(u string) int {
-	b.t.Helper()
-	actx, cancel := context.WithTimeout(b.ctx, chrometest.ActionTimeout)
-	defer cancel()
-	resp, err := chromedp.RunResponse(actx, chromedp.Navigate(u))
-	if err != nil || resp == nil {
-		b.t.Fatalf("open %s: %v", u, err)
-	}
-	return int(resp.Status)
-}
+func (b *selfServiceTab) open(u string) int { return chrometest.Open(b.t, b.ctx, u) }
 
 // fill types text into the input named name (emptied first).
 func (b *selfServiceTab) fill(name, text string) {
@@ -423,7 +414,7 @@ func TestSelfServicePagesInBrowser(t *testing.T) {
 	f.wantText(t, "register-password", "sam@example.com", "Alpha")
 	b.fill("new_password", "sam's own passphrase")
 	b.submit()
-	if loc := waitLocation(t, b.ctx, cb); !strings.Contains(loc, "code=") {
+	if loc := chrometest.WaitLocation(t, b.ctx, cb); !strings.Contains(loc, "code=") {
 		t.Errorf("after registration: at %s, want the application's callback with a code", loc)
 	}
 

@@ -140,7 +140,7 @@ func TestKeyboardSignInWithSecondFactor(t *testing.T) {
 
 	k.tabTo("Allow", func(f focus) bool { return f.Name == "decision" && f.Value == "allow" })
 	k.press(" ")
-	loc := waitLocation(t, ctx, s.cb)
+	loc := chrometest.WaitLocation(t, ctx, s.cb)
 	if !strings.Contains(loc, "code=") {
 		t.Fatalf("ended at %s, want the application's redirect with a code", loc)
 	}

@@ -61,16 +61,7 @@ func (b *tab) name(page string) string {
 }
 
 // open navigates to u and returns the page's status.
-func (b *tab) open(u string) int {
-	b.t.Helper()
-	actx, cancel := context.WithTimeout(b.ctx, chrometest.ActionTimeout)
-	defer cancel()
-	resp, err := chromedp.RunResponse(actx, chromedp.Navigate(u))
-	if err != nil || resp == nil {
-		b.t.Fatalf("open %s: %v", u, err)
-	}
-	return int(resp.Status)
-}
+func (b *tab) open(u string) int { return chrometest.Open(b.t, b.ctx, u) }
 
 // fill empties the input matching css and types text into it.
 func (b *tab) fill(css, text string) {
@@ -298,7 +289,7 @@ func walk(t *testing.T, s *site, b *tab, secret string, l *links) {
 	au, verifier := s.authorize(s.multiID, b.lang, oauth2.SetAuthURLParam("prompt", "select_account"))
 	b.check("picker", b.open(au), 200)
 	chrometest.Click(t, b.ctx, `button[name="organization_id"][value="`+s.orgB+`"]`)
-	callback := waitLocation(t, b.ctx, s.cb)
+	callback := chrometest.WaitLocation(t, b.ctx, s.cb)
 	if first {
 		l.idToken = s.idToken(t, s.multiID, callback, verifier)
 	}

@@ -306,19 +306,3 @@ func narrow(t *testing.T, ctx context.Context) {
 		return err
 	})
 }
-
-// waitLocation waits until the tab's address starts with prefix.
-func waitLocation(t *testing.T, ctx context.Context, prefix string) string {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		loc := chrometest.Location(t, ctx)
-		if strings.HasPrefix(loc, prefix) {
-			return loc
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still at %s, want %s...", loc, prefix)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}

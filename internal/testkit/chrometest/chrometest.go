@@ -161,6 +161,36 @@ func Location(t testing.TB, ctx context.Context) string {
 	return u
 }
 
+// WaitLocation waits up to 20 s until the tab's address starts with
+// prefix, and returns it; else it fails the test.
+func WaitLocation(t testing.TB, ctx context.Context, prefix string) string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		loc := Location(t, ctx)
+		if strings.HasPrefix(loc, prefix) {
+			return loc
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("chrometest: still at %s, want %s...", loc, prefix)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Open navigates the tab to u and returns the page's HTTP status, or
+// fails the test.
+func Open(t testing.TB, ctx context.Context, u string) int {
+	t.Helper()
+	actx, cancel := context.WithTimeout(ctx, ActionTimeout)
+	defer cancel()
+	resp, err := chromedp.RunResponse(actx, chromedp.Navigate(u))
+	if err != nil || resp == nil {
+		t.Fatalf("chrometest: open %s: %v", u, err)
+	}
+	return int(resp.Status)
+}
+
 // Text returns the text of the first element matching the CSS selector, or
 // fails the test.
 func Text(t testing.TB, ctx context.Context, css string) string {

@@ -15,6 +15,7 @@ import (
 	"github.com/oidcd/oidcd/email"
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/httpx"
+	"github.com/oidcd/oidcd/internal/i18n"
 	"github.com/oidcd/oidcd/internal/kek"
 )
 
@@ -416,10 +417,10 @@ var greetings = map[string]string{"en": "Hello", "de": "Guten Tag", "fr": "Bonjo
 func TestMailLocale(t *testing.T) {
 	e := newEnv(t, withMail)
 	o := e.createOrg("acme")
-	if len(email.Languages()) != len(greetings) {
-		t.Fatalf("the mail's languages %v; the test knows %d", email.Languages(), len(greetings))
+	if len(i18n.Tags()) != len(greetings) {
+		t.Fatalf("the mail's languages %v; the test knows %d", i18n.Tags(), len(greetings))
 	}
-	for _, locale := range append(email.Languages(), "") {
+	for _, locale := range append(i18n.Tags(), "") {
 		want := cmp.Or(locale, "en")
 		field := ""
 		if locale != "" {

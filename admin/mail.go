@@ -8,6 +8,7 @@ import (
 	"github.com/oidcd/oidcd/email"
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/httpx"
+	"github.com/oidcd/oidcd/internal/i18n"
 )
 
 // Mail to people from the admin API: invitations (invitations.go) and
@@ -41,12 +42,12 @@ const (
 const defaultMailLocale = "en"
 
 // mailLocale checks a request's locale, the language of the message it
-// sends: one of email.Languages, or "" for defaultMailLocale.
+// sends: one of i18n.Tags, or "" for defaultMailLocale.
 func (p *problems) mailLocale(field, locale string) string {
 	if locale == "" {
 		return defaultMailLocale
 	}
-	p.oneOf(field, locale, email.Languages()...)
+	p.oneOf(field, locale, i18n.Tags()...)
 	return locale
 }
 

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/text/language"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/i18n"
 	"github.com/oidcd/oidcd/internal/kek"
 	"github.com/oidcd/oidcd/internal/testkit/i18ntest"
 )
@@ -145,12 +146,12 @@ var words = map[string][2]string{
 
 // TestComposeEveryLanguage composes every template in every language.
 func TestComposeEveryLanguage(t *testing.T) {
-	if got := Languages(); len(got) != len(words) {
-		t.Fatalf("Languages() = %v; the test knows %d", got, len(words))
+	if got := i18n.Tags(); len(got) != len(words) {
+		t.Fatalf("i18n.Tags() = %v; the test knows %d", got, len(words))
 	}
 	d := Data{Site: "id.example.com", Link: "https://id.example.com/invite/T0KEN", OrgName: "Acme Books", Email: "ann@example.com",
 		Directory: "Corp LDAP", ForgotURL: "https://id.example.com/password/forgot", Expires: 7 * 24 * time.Hour}
-	for _, locale := range Languages() {
+	for _, locale := range i18n.Tags() {
 		for _, name := range templates {
 			t.Run(locale+"/"+name, func(t *testing.T) {
 				m, err := Compose(name, locale, d)
@@ -279,7 +280,7 @@ func TestDurations(t *testing.T) {
 		{"ja", 25 * time.Hour, "25時間"},
 		{"en", 0, ""},
 	} {
-		i := slices.Index(Languages(), c.locale)
+		i := slices.Index(i18n.Tags(), c.locale)
 		if got := duration(i, c.d); got != c.want {
 			t.Errorf("%s %v: got %q, want %q", c.locale, c.d, got, c.want)
 		}
@@ -294,7 +295,7 @@ var fmtErrorRE = regexp.MustCompile(`%!\w?\(`)
 // line, markup or a formatting verb, in any language.
 func TestComposeEscapes(t *testing.T) {
 	evil := `<script>alert("x")</script> & %s %!d`
-	for _, locale := range Languages() {
+	for _, locale := range i18n.Tags() {
 		d := Data{Site: "id.example.com", Link: `https://id.example.com/invite/a"b<c`, OrgName: "Evil\r\nBcc: x@evil.example\n" + evil,
 			Email: evil + "@example.com", Directory: evil, ForgotURL: "https://id.example.com/forgot", Expires: time.Hour}
 		for _, name := range templates {
@@ -360,7 +361,7 @@ func TestComposeConcurrently(t *testing.T) {
 	for g := range 8 {
 		wg.Go(func() {
 			for j := range 20 {
-				locale := Languages()[(g+j)%len(Languages())]
+				locale := i18n.Tags()[(g+j)%len(i18n.Tags())]
 				m, err := Compose(templates[j%len(templates)], locale, Data{Site: "s", Link: "https://s/l", OrgName: "o", Email: "a@b", Directory: "d", ForgotURL: "https://s/f", Expires: time.Hour})
 				if err != nil || m.Locale != locale {
 					t.Errorf("%s: %v, locale %q", locale, err, m.Locale)
@@ -374,7 +375,7 @@ func TestComposeConcurrently(t *testing.T) {
 // BenchmarkCompose composes an invitation in each language.
 func BenchmarkCompose(b *testing.B) {
 	d := Data{Site: "id.example.com", Link: "https://id.example.com/invite/T0KEN", OrgName: "Acme Books", Expires: 7 * 24 * time.Hour}
-	for _, locale := range Languages() {
+	for _, locale := range i18n.Tags() {
 		b.Run(locale, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

@@ -147,10 +147,6 @@ func index(locale string) int {
 	return 0
 }
 
-// Languages returns the tags of the languages messages are written in,
-// English first.
-func Languages() []string { return i18n.Tags() }
-
 // Compose renders template for d in the language locale (one of
 // Languages; any other is English). The subject is the text template's
 // "<name>.subject" template, on one line; the text the rest; the HTML

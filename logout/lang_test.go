@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/text/language"
 
+	"github.com/oidcd/oidcd/internal/i18n"
 	"github.com/oidcd/oidcd/webui"
 )
 
@@ -28,7 +29,7 @@ func TestLogoutPagesInTheirLanguage(t *testing.T) {
 			mu.Lock()
 			asked = append(asked, clientID)
 			mu.Unlock()
-			return webui.Frame{Lang: webui.Negotiate("", "", r.Header.Get("Accept-Language")), Brand: webui.Brand{DisplayName: "Brand of " + clientID + "."}}
+			return webui.Frame{Lang: i18n.Negotiate("", "", r.Header.Get("Accept-Language")), Brand: webui.Brand{DisplayName: "Brand of " + clientID + "."}}
 		}
 	})
 	ui, err := webui.New()

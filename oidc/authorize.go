@@ -38,6 +38,7 @@ import (
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/httpx"
+	"github.com/oidcd/oidcd/internal/i18n"
 	"github.com/oidcd/oidcd/webui"
 )
 
@@ -126,7 +127,7 @@ func (p *Provider) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.RequestedAt = f.now
-	f.pend, f.client = &pending{Req: req, Pending: authn.Pending{UILocales: webui.UILocale(q.Get("ui_locales"))}}, client
+	f.pend, f.client = &pending{Req: req, Pending: authn.Pending{UILocales: i18n.UILocale(q.Get("ui_locales"))}}, client
 	if e := checkACRSupported(req.ACRValues); e != nil {
 		f.fail(e)
 		return

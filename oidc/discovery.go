@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 
 	"github.com/oidcd/oidcd/internal/httpx"
+	"github.com/oidcd/oidcd/internal/i18n"
 	"github.com/oidcd/oidcd/keys"
-	"github.com/oidcd/oidcd/webui"
 )
 
 // Paths of the protocol endpoints, relative to the issuer.
@@ -94,7 +94,7 @@ func newDiscovery(issuer string) discovery {
 		IntrospectionEndpointAuthMethodsSupported:  []string{"client_secret_basic", "client_secret_post"},
 		RevocationEndpointAuthMethodsSupported:     []string{"client_secret_basic", "client_secret_post"},
 		AuthorizationResponseIssParameterSupported: true,
-		UILocalesSupported:                         webui.Languages(),
+		UILocalesSupported:                         i18n.Tags(),
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/authn"
+	"github.com/oidcd/oidcd/internal/i18n"
 	"github.com/oidcd/oidcd/internal/password"
 	"github.com/oidcd/oidcd/internal/testkit/fsmtest"
 	"github.com/oidcd/oidcd/internal/testkit/htmlform"
@@ -209,7 +210,7 @@ func (h *harness) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	tr := &turn{h: h, w: w, r: r, pend: &testPending{Req: testRequest{
 		ClientID: q.Get("client_id"), MFA: q.Get("acr_values") == authn.ACRMFA, OrgHint: q.Get("organization_hint"), RequestedAt: h.clock.Now().UTC(),
-	}, Pending: authn.Pending{UILocales: webui.UILocale(q.Get("ui_locales"))}}}
+	}, Pending: authn.Pending{UILocales: i18n.UILocale(q.Get("ui_locales"))}}}
 	if !tr.load() {
 		return
 	}

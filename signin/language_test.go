@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/text/language"
 
+	"github.com/oidcd/oidcd/internal/i18n"
 	"github.com/oidcd/oidcd/webui"
 )
 
@@ -65,7 +66,7 @@ func TestSignInLanguage(t *testing.T) {
 			// is in the same language when ui_locales chose it.
 			p = b.signIn(p, hEmail, "wrong")
 			want := c.want
-			if c.uiLocales == "" || webui.UILocale(c.uiLocales) == "" {
+			if c.uiLocales == "" || i18n.UILocale(c.uiLocales) == "" {
 				want = "en" // the POST carries no Accept-Language
 			}
 			if got := pageLang(t, p); p.status != http.StatusBadRequest || got != want {

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/text/language"
 
 	"github.com/oidcd/oidcd/internal/authn"
+	"github.com/oidcd/oidcd/internal/i18n"
 	"github.com/oidcd/oidcd/webui"
 )
 
@@ -46,7 +47,7 @@ const langCookieLife = 365 * 24 * time.Hour
 // ui_locales (kept in the pending request, "" outside one), else the
 // language picked earlier (webui.LangCookie), else Accept-Language.
 func (p *Signin) language(r *http.Request, uiLocales string) language.Tag {
-	return webui.Negotiate(uiLocales, p.cookieValue(r, webui.LangCookie, "/"), r.Header.Get("Accept-Language"))
+	return i18n.Negotiate(uiLocales, p.cookieValue(r, webui.LangCookie, "/"), r.Header.Get("Accept-Language"))
 }
 
 // pickLanguage reads the picker's lang field and, for one of the pages'
@@ -54,7 +55,7 @@ func (p *Signin) language(r *http.Request, uiLocales string) language.Tag {
 // Secure on an https issuer) and returns it; "" for anything else.
 func (p *Signin) pickLanguage(w http.ResponseWriter, form url.Values, now time.Time) string {
 	v, _ := authn.FormValue(form, "lang")
-	tag := webui.UILocale(v)
+	tag := i18n.UILocale(v)
 	if tag != "" {
 		p.jar.Set(w, webui.LangCookie, tag, "/", now.Add(langCookieLife))
 	}

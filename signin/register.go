@@ -20,6 +20,7 @@ import (
 	"github.com/oidcd/oidcd/email"
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/authn"
+	"github.com/oidcd/oidcd/internal/i18n"
 	"github.com/oidcd/oidcd/webui"
 )
 
@@ -189,7 +190,7 @@ func resumeIn(ctx *signinContext) string {
 // registration was started in, whichever browser opens the link.
 func registrationContext(l fsm.Link) *signinContext {
 	q, _ := url.ParseQuery(l.Continue)
-	return &signinContext{ClientID: q.Get("client_id"), OrgID: l.OrgID, UILocale: webui.UILocale(q.Get("ui_locales"))}
+	return &signinContext{ClientID: q.Get("client_id"), OrgID: l.OrgID, UILocale: i18n.UILocale(q.Get("ui_locales"))}
 }
 
 func (s *selfPage) showRegisterPassword(status int, l fsm.Link, errMsg string) {

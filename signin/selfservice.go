@@ -31,11 +31,10 @@ import (
 	"slices"
 	"time"
 
-	"golang.org/x/text/language"
-
 	"github.com/oidcd/oidcd/email"
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/authn"
+	"github.com/oidcd/oidcd/internal/i18n"
 	"github.com/oidcd/oidcd/internal/password"
 	"github.com/oidcd/oidcd/webui"
 )
@@ -304,21 +303,14 @@ func (p *Signin) outgoing(f webui.Frame, template, to, userID string, d email.Da
 	if d.Site == "" {
 		d.Site = email.Site(p.cfg.Issuer)
 	}
-	locale := mailLocale(f.Lang)
-	msg, err := email.Compose(template, locale, d)
+	// The page's language matched to the mail's (de-AT is German);
+	// Compose writes any other in English, and the message records the
+	// language it is in.
+	msg, err := email.Compose(template, i18n.UILocale(f.Lang.String()), d)
 	if err != nil {
 		return fsm.OutgoingEmail{}, err
 	}
-	return email.Outgoing(p.cfg.KEK, to, email.Kind(template), locale, userID, msg)
-}
-
-// mailLocale is the tag of a page's language, one of webui.Languages
-// ("en" for any other): the language of the mail the page sends.
-func mailLocale(lang language.Tag) string {
-	if tag := webui.UILocale(lang.String()); tag != "" {
-		return tag
-	}
-	return "en"
+	return email.Outgoing(p.cfg.KEK, to, email.Kind(template), msg.Locale, userID, msg)
 }
 
 // linkURL is the address of a link's page.
@@ -375,7 +367,7 @@ func (p *Signin) selfServiceLinks(page *webui.SignInPage, st *authn.Step, now ti
 	page.ForgotURL = PathForgot
 	ctx := signinContext{ClientID: st.ClientID, Resume: st.Resume, OrgID: p.registrationOrg(st.ClientID, st.OrgHint)}
 	if st.Pending != nil {
-		ctx.UILocale = webui.UILocale(st.Pending.UILocales)
+		ctx.UILocale = i18n.UILocale(st.Pending.UILocales)
 	}
 	if len(ctx.Resume) > maxResume {
 		// Sealed again inside a form's step it would not open: the pages

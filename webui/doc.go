@@ -40,7 +40,7 @@
 // lacking a key of English's, or a placeholder, fails New. Each page template is parsed
 // once per language with the functions t (a message: {{t "key" args}}),
 // tStrong (a message whose %s argument is shown in <strong>) and lang
-// (for <html lang>) bound to that language; Negotiate picks the language
+// (for <html lang>) bound to that language; i18n.Negotiate picks the language
 // (ui_locales, then the LangCookie, then Accept-Language, then English)
 // and Common.Lang carries it. Callers translate the texts they pass (an
 // Error, a Title) with UI.Text in the same language.

@@ -19,27 +19,9 @@ var localeFiles embed.FS
 // first.
 var languages = i18n.Languages()
 
-// Languages returns the tags of the pages' languages, English first: what
-// discovery lists as ui_locales_supported.
-func Languages() []string { return i18n.Tags() }
-
 // LangCookie is the cookie that remembers a language picked on a page;
-// its value is one of Languages.
+// its value is one of i18n.Tags.
 const LangCookie = "oidcd_lang"
-
-// Negotiate chooses the language of a page: the first of the
-// authorization request's ui_locales (space-separated BCP 47 tags, OIDC
-// Core 3.1.2.1) that matches one of Languages, else the language the
-// person picked (the LangCookie's value), else the best match of the
-// Accept-Language header, else English (i18n.Negotiate).
-func Negotiate(uiLocales, picked, acceptLanguage string) language.Tag {
-	return i18n.Negotiate(uiLocales, picked, acceptLanguage)
-}
-
-// UILocale is the language that ui_locales asks for, as one of Languages,
-// or "" when none of its tags matches: what a pending authorization
-// request keeps (small and bounded, whatever the request sent).
-func UILocale(uiLocales string) string { return i18n.UILocale(uiLocales) }
 
 // Language is one entry of a page's language picker.
 type Language struct {
@@ -86,7 +68,7 @@ func (u *UI) localeFuncs(i int) template.FuncMap {
 func (u *UI) pickList(selected int) []Language {
 	list := make([]Language, len(languages))
 	for j, t := range languages {
-		list[j] = Language{Tag: t.String(), Name: u.text(j, "lang.name"), Selected: j == selected}
+		list[j] = Language{Tag: t.String(), Name: i18n.Autonym(t), Selected: j == selected}
 	}
 	return list
 }

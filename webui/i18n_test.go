@@ -65,57 +65,6 @@ func TestPlurals(t *testing.T) {
 	}
 }
 
-// TestNegotiate: ui_locales beats the picked language, which beats
-// Accept-Language; anything unknown or malformed falls through.
-func TestNegotiate(t *testing.T) {
-	for _, c := range []struct {
-		name                     string
-		ui, picked, accept, want string
-	}{
-		{"nothing", "", "", "", "en"},
-		{"ui_locales", "fr", "de", "es", "fr"},
-		{"ui_locales first supported", "zh-Hant ja-JP fr", "", "", "ja"},
-		{"ui_locales unknown falls to picked", "zh ko", "de", "fr", "de"},
-		{"ui_locales malformed falls to picked", "x_y-!! 12345", "es", "", "es"},
-		{"picked beats Accept-Language", "", "ja", "de-DE,de;q=0.9", "ja"},
-		{"picked malformed", "", "<script>", "fr-CA", "fr"},
-		{"picked unknown", "", "ko", "es", "es"},
-		{"de-AT is German", "", "", "de-AT", "de"},
-		{"ja-JP is Japanese", "", "", "ja-JP,en;q=0.5", "ja"},
-		{"quality order", "", "", "en;q=0.2, es;q=0.9", "es"},
-		{"unknown is English", "", "", "zh-CN, ko", "en"},
-		{"malformed header", "", "", "de;q=x;;,,==", "en"},
-		{"regional ui_locales", "es-MX", "", "", "es"},
-		{"oversized header", "", "", strings.Repeat("de,", 400), "en"},
-	} {
-		if got := Negotiate(c.ui, c.picked, c.accept); got.String() != c.want {
-			t.Errorf("%s: Negotiate(%q, %q, %q) = %s, want %s", c.name, c.ui, c.picked, c.accept, got, c.want)
-		}
-	}
-}
-
-func TestUILocale(t *testing.T) {
-	for _, c := range []struct{ in, want string }{
-		{"", ""},
-		{"de-CH fr", "de"},
-		{"zh ja", "ja"},
-		{"zh ko", ""},
-		{"!!! en-GB", "en"},
-		{strings.Repeat("de ", 200), ""},
-	} {
-		if got := UILocale(c.in); got != c.want {
-			t.Errorf("UILocale(%q) = %q, want %q", c.in, got, c.want)
-		}
-	}
-}
-
-// TestLanguages: what discovery lists, English first.
-func TestLanguages(t *testing.T) {
-	if got, want := Languages(), []string{"en", "de", "fr", "es", "ja"}; !slices.Equal(got, want) {
-		t.Errorf("Languages() = %v, want %v", got, want)
-	}
-}
-
 // TestSignInInEachLanguage renders the sign-in page, with every part
 // shown, in each language: <html lang> names it, the texts are its
 // catalog's, and no argument is missing.
@@ -147,7 +96,7 @@ func TestSignInInEachLanguage(t *testing.T) {
 		}
 		// The picker names each language in itself and selects this one.
 		for _, other := range languages {
-			name := html.EscapeString(all[other]["lang.name"].(string))
+			name := html.EscapeString(i18n.Autonym(other))
 			opt := fmt.Sprintf(`<option value="%s" lang="%s"`, other, other)
 			if !strings.Contains(body, opt) || !strings.Contains(body, name) {
 				t.Errorf("%s: the picker lacks %s (%s)", tag, opt, name)

@@ -361,12 +361,6 @@ func (c *Catalog) Messages(tag language.Tag) map[string]any {
 	return c.msgs[i]
 }
 
-// Has reports whether the catalog holds key (in English, the source).
-func (c *Catalog) Has(key string) bool {
-	_, ok := c.msgs[0][key]
-	return ok
-}
-
 // DateTimeKey is the catalog key of the layout (Go's time.Format) of a
 // date and time in each language: a catalog that shows times holds it
 // (for example "2 Jan 2006, 15:04 MST" in English, "02.01.2006, 15:04
@@ -374,25 +368,12 @@ func (c *Catalog) Has(key string) bool {
 const DateTimeKey = "time.datetime"
 
 // DateTime formats t in the language tag with the catalog's DateTimeKey
-// layout, in t's location. Month and day names, which Go writes in
-// English, are translated through the catalog's keys time.month.1 to 12
-// (and time.month_short.1 to 12) when the layout asks for them.
+// layout, in t's location (a layout writes numbers, as Go's names of
+// months and days are English).
 func (c *Catalog) DateTime(tag language.Tag, t time.Time) string {
-	i := Index(tag)
-	layout := c.TextAt(i, DateTimeKey)
+	layout := c.Text(tag, DateTimeKey)
 	if layout == DateTimeKey {
 		layout = "2006-01-02 15:04 MST"
 	}
-	s := t.Format(layout)
-	if i == 0 {
-		return s
-	}
-	m := int(t.Month())
-	switch {
-	case strings.Contains(layout, "January"):
-		s = strings.Replace(s, t.Month().String(), c.TextAt(i, fmt.Sprintf("time.month.%d", m)), 1)
-	case strings.Contains(layout, "Jan"):
-		s = strings.Replace(s, t.Month().String()[:3], c.TextAt(i, fmt.Sprintf("time.month_short.%d", m)), 1)
-	}
-	return s
+	return t.Format(layout)
 }

@@ -1,6 +1,7 @@
 package i18n
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -62,11 +63,11 @@ func TestLoadRefuses(t *testing.T) {
 }
 
 func TestTextPluralsAndDates(t *testing.T) {
-	en := `{"a": "to %s", "plain": "Plain", "n": {"one": "a minute", "other": "%d minutes"}, "time.datetime": "2 Jan 2006, 15:04 MST", "time.month_short.11": "Nov"}`
+	en := `{"a": "to %s", "plain": "Plain", "n": {"one": "a minute", "other": "%d minutes"}, "time.datetime": "2 Jan 2006, 15:04 MST"}`
 	fsys := catalogFS(en, map[string]string{
-		"de": `{"a": "zu %s", "plain": "Schlicht", "n": {"one": "eine Minute", "other": "%d Minuten"}, "time.datetime": "02.01.2006, 15:04 MST", "time.month_short.11": "Nov."}`,
-		"fr": `{"a": "à %s", "plain": "Simple", "n": {"one": "une minute", "other": "%d minutes"}, "time.datetime": "2 Jan 2006 15:04 MST", "time.month_short.11": "nov."}`,
-		"ja": `{"a": "%sへ", "plain": "プレーン", "n": {"other": "%d 分"}, "time.datetime": "2006/01/02 15:04 MST", "time.month_short.11": "11月"}`,
+		"de": `{"a": "zu %s", "plain": "Schlicht", "n": {"one": "eine Minute", "other": "%d Minuten"}, "time.datetime": "02.01.2006, 15:04 MST"}`,
+		"fr": `{"a": "à %s", "plain": "Simple", "n": {"one": "une minute", "other": "%d minutes"}, "time.datetime": "02/01/2006 15:04 MST"}`,
+		"ja": `{"a": "%sへ", "plain": "プレーン", "n": {"other": "%d 分"}, "time.datetime": "2006/01/02 15:04 MST"}`,
 	})
 	c, err := Load(fsys, "loc")
 	if err != nil {
@@ -79,7 +80,7 @@ func TestTextPluralsAndDates(t *testing.T) {
 	}{
 		{language.English, "to x", "Plain", "a minute", "5 minutes", "26 Nov 2026, 15:04 UTC"},
 		{language.German, "zu x", "Schlicht", "eine Minute", "5 Minuten", "26.11.2026, 15:04 UTC"},
-		{language.French, "à x", "Simple", "une minute", "5 minutes", "26 nov. 2026 15:04 UTC"},
+		{language.French, "à x", "Simple", "une minute", "5 minutes", "26/11/2026 15:04 UTC"},
 		{language.Japanese, "xへ", "プレーン", "1 分", "5 分", "2026/11/26 15:04 UTC"},
 		{language.MustParse("pt"), "to x", "Plain", "a minute", "5 minutes", "26 Nov 2026, 15:04 UTC"},
 	} {
@@ -93,28 +94,58 @@ func TestTextPluralsAndDates(t *testing.T) {
 	}
 }
 
+// TestNegotiate: ui_locales beats the picked language, which beats
+// Accept-Language; anything unknown or malformed falls through.
 func TestNegotiate(t *testing.T) {
 	for _, c := range []struct {
-		ui, picked, accept string
-		want               language.Tag
+		name                     string
+		ui, picked, accept, want string
 	}{
-		{"", "", "", language.English},
-		{"ja de", "fr", "es", language.Japanese},
-		{"xx-YY de-AT", "", "", language.German},
-		{"", "fr", "de", language.French},
-		{"", "klingon", "es-MX,es;q=0.9", language.Spanish},
-		{"", "", "pt-BR", language.English},
-		{"", "", strings.Repeat("de,", 400), language.English},
+		{"nothing", "", "", "", "en"},
+		{"ui_locales", "fr", "de", "es", "fr"},
+		{"ui_locales first supported", "zh-Hant ja-JP fr", "", "", "ja"},
+		{"ui_locales unknown falls to picked", "zh ko", "de", "fr", "de"},
+		{"ui_locales malformed falls to picked", "x_y-!! 12345", "es", "", "es"},
+		{"picked beats Accept-Language", "", "ja", "de-DE,de;q=0.9", "ja"},
+		{"picked malformed", "", "<script>", "fr-CA", "fr"},
+		{"picked unknown", "", "ko", "es", "es"},
+		{"de-AT is German", "", "", "de-AT", "de"},
+		{"ja-JP is Japanese", "", "", "ja-JP,en;q=0.5", "ja"},
+		{"quality order", "", "", "en;q=0.2, es;q=0.9", "es"},
+		{"unknown is English", "", "", "zh-CN, ko", "en"},
+		{"malformed header", "", "", "de;q=x;;,,==", "en"},
+		{"regional ui_locales", "es-MX", "", "", "es"},
+		{"oversized header", "", "", strings.Repeat("de,", 400), "en"},
+		{"ui_locales unknown then regional", "xx-YY de-AT", "", "", "de"},
+		{"a language not offered", "", "", "pt-BR", "en"},
+		{"all three given", "ja de", "fr", "es", "ja"},
 	} {
-		if got := Negotiate(c.ui, c.picked, c.accept); got != c.want {
-			t.Errorf("Negotiate(%q, %q, %.20q): %s, want %s", c.ui, c.picked, c.accept, got, c.want)
+		if got := Negotiate(c.ui, c.picked, c.accept); got.String() != c.want {
+			t.Errorf("%s: Negotiate(%q, %q, %q) = %s, want %s", c.name, c.ui, c.picked, c.accept, got, c.want)
 		}
 	}
-	if got := UILocale("pt ja-JP"); got != "ja" {
-		t.Errorf("UILocale: %q, want ja", got)
+}
+
+func TestUILocale(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"", ""},
+		{"de-CH fr", "de"},
+		{"zh ja", "ja"},
+		{"zh ko", ""},
+		{"!!! en-GB", "en"},
+		{strings.Repeat("de ", 200), ""},
+		{"pt ja-JP", "ja"},
+	} {
+		if got := UILocale(c.in); got != c.want {
+			t.Errorf("UILocale(%q) = %q, want %q", c.in, got, c.want)
+		}
 	}
-	if got := UILocale(strings.Repeat("x ", 300)); got != "" {
-		t.Errorf("UILocale of a long list: %q, want none", got)
+}
+
+// TestLanguages: what discovery lists, English first.
+func TestTags(t *testing.T) {
+	if got, want := Tags(), []string{"en", "de", "fr", "es", "ja"}; !slices.Equal(got, want) {
+		t.Errorf("Tags() = %v, want %v", got, want)
 	}
 }
 

@@ -21,6 +21,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/text/language"
+
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/factor"
@@ -83,6 +85,8 @@ type account struct {
 	// steps end with: the page's forms post there, and a sign-in or a
 	// verification goes on to it rather than to the account's home.
 	inv *invitation
+
+	language language.Tag // of the pages, once lang chose it
 }
 
 func (p *Signin) registerAccount(mux *http.ServeMux) {

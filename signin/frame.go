@@ -48,7 +48,7 @@ func (a *account) frame() webui.Frame {
 	if a.inv != nil {
 		org = a.inv.org.ID
 	}
-	return webui.Frame{Lang: a.p.language(a.r, ""), Brand: a.p.BrandForOrg(org)}
+	return webui.Frame{Lang: a.lang(), Brand: a.p.BrandForOrg(org)}
 }
 
 // uiLocale is the language of the sign-in ctx came from ("" without one).

@@ -81,4 +81,11 @@ func (a *account) text(key string, args ...any) string {
 	return a.p.cfg.UI.Text(a.lang(), key, args...)
 }
 
-func (a *account) lang() language.Tag { return a.p.language(a.r, "") }
+// lang is the language of the account pages (the browser's), chosen once
+// a request.
+func (a *account) lang() language.Tag {
+	if a.language == language.Und {
+		a.language = a.p.language(a.r, "")
+	}
+	return a.language
+}

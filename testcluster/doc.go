@@ -24,6 +24,7 @@
 // production cluster does. Browser is a person's browser (cookies, no
 // redirects followed, the sign-in pages' forms).
 //
-// Nodes are closed with t.Cleanup. Their logs are discarded unless
-// Options.Verbose or TESTCLUSTER_VERBOSE is set.
+// Nodes are closed with t.Cleanup. Their logs go to the test's output
+// with Options.Verbose or TESTCLUSTER_VERBOSE; otherwise each node's last
+// lines are kept and printed only when the test has failed.
 package testcluster

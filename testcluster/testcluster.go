@@ -64,6 +64,7 @@ type Cluster struct {
 	lb    *balancer
 	mu    sync.Mutex
 	nodes []*member
+	rings []*logRing // each node's last log lines, printed when the test fails
 }
 
 type member struct {
@@ -198,11 +199,33 @@ func (c *Cluster) issuerURL(a net.Addr) string {
 	return "http://" + net.JoinHostPort(c.opts.Hostname, port)
 }
 
+// logger is node i's: to stderr in a verbose run, else into a ring of its
+// last lines that Close prints should the test have failed.
 func (c *Cluster) logger(i int) *slog.Logger {
-	if !c.opts.Verbose && os.Getenv("TESTCLUSTER_VERBOSE") == "" {
-		return slog.New(slog.DiscardHandler)
+	if c.verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("n", i)
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("n", i)
+	for len(c.rings) <= i {
+		c.rings = append(c.rings, &logRing{})
+	}
+	return slog.New(slog.NewTextHandler(c.rings[i], &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+func (c *Cluster) verbose() bool {
+	return c.opts.Verbose || os.Getenv("TESTCLUSTER_VERBOSE") != ""
+}
+
+// printLogs shows each node's last log lines in a failed test.
+func (c *Cluster) printLogs() {
+	if !c.t.Failed() || c.verbose() {
+		return
+	}
+	for i, r := range c.rings {
+		if s := r.String(); s != "" {
+			c.t.Logf("node %d's last %d log lines:\n%s", i, ringLines, s)
+		}
+	}
+	c.rings = nil // printed once, should Close run again
 }
 
 func listen(t testing.TB) net.Listener {
@@ -341,6 +364,10 @@ func (c *Cluster) KillErr(i int) error {
 	go func() { done <- n.Close() }()
 	select {
 	case err := <-done:
+		if errors.Is(err, node.ErrCloseTimedOut) {
+			// What it still waits on is the part worth reading.
+			return fmt.Errorf("%w: node %d: %w; goroutines:\n%s", ErrCloseFailed, i, err, stacks())
+		}
 		if err != nil {
 			return fmt.Errorf("%w: node %d: %w", ErrCloseFailed, i, err)
 		}
@@ -348,10 +375,14 @@ func (c *Cluster) KillErr(i int) error {
 	case <-time.After(closeDeadline):
 		// A node that cannot stop is a bug worth a stack dump, not a
 		// test binary hanging until go test's own timeout.
-		buf := make([]byte, 1<<22)
-		buf = buf[:runtime.Stack(buf, true)]
-		return fmt.Errorf("testcluster: node %d did not close within %v; goroutines:\n%s", i, closeDeadline, buf)
+		return fmt.Errorf("testcluster: node %d did not close within %v; goroutines:\n%s", i, closeDeadline, stacks())
 	}
+}
+
+// stacks is every goroutine's stack.
+func stacks() []byte {
+	buf := make([]byte, 1<<22)
+	return buf[:runtime.Stack(buf, true)]
 }
 
 // closeDeadline bounds KillErr: node.CloseBound and a margin.
@@ -469,6 +500,7 @@ func (c *Cluster) Close() {
 	for i := range c.nodes {
 		c.Kill(i)
 	}
+	c.printLogs()
 }
 
 // String describes the cluster for failure messages.

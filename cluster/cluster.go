@@ -244,7 +244,7 @@ func (c *Cluster) Start() error {
 	if c.cfg.SnapshotInterval <= 0 {
 		c.fsm.OnSnapshot = c.paceSnapshots
 	}
-	r, err := raft.NewRaft(c.raftConfig, c.fsm, c.logs, c.store, c.snaps, c.transport)
+	r, err := raft.NewRaft(c.raftConfig, c.fsm, c.logs, c.store, c.snaps, pipelineTransport{c.transport})
 	if err != nil {
 		return fmt.Errorf("cluster: raft: %w", err)
 	}

@@ -51,6 +51,30 @@ func (c *Cluster) drainForwarding() {
 	}
 }
 
+// Quiesce is the forwarding half of a graceful stop, run while raft still
+// works: peers' requests not yet read are refused with a goaway (each peer
+// sends them to the next leader, as they never ran here), and those
+// already read are let finish until ctx ends. A write that this node took
+// as leader just before handing leadership over is settled here (the next
+// leader's log says whether it committed) and answered, instead of being
+// cut off by the shutdown with an "outcome unknown" the peer must pass on
+// as a 503. Shutdown without Quiesce refuses at once what is in flight.
+func (c *Cluster) Quiesce(ctx context.Context) {
+	if c.fwd == nil {
+		return
+	}
+	c.fwd.server.drain() // every reader has stopped: no request is added after this
+	done := make(chan struct{})
+	go func() {
+		c.fwd.server.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
 // stopForwarding runs after raft has shut down: it closes the listener and
 // every node-to-node connection and waits for the goroutines serving them.
 func (c *Cluster) stopForwarding() {
@@ -99,6 +123,12 @@ func (c *Cluster) leaderApply(ctx context.Context, data []byte) ([]byte, error) 
 	if _, err := fsm.Decode(data); err != nil {
 		return nil, err // the FSM would panic on it: the log would be corrupt
 	}
+	if c.raft.State() != raft.Leader {
+		// A leader that has handed over and is stopping still reads its
+		// peers' requests for a moment: refused before raft sees them,
+		// they go to the next leader rather than race the shutdown.
+		return nil, fmt.Errorf("%w: %s no longer leads", ErrNotLeader, c.cfg.NodeID)
+	}
 	f := c.raft.Apply(data, timeLeft(ctx, c.cfg.ApplyTimeout))
 	if err := c.awaitWrite(ctx, f); err != nil {
 		if errors.Is(err, raft.ErrLeadershipLost) {
@@ -116,7 +146,12 @@ func (c *Cluster) leaderApply(ctx context.Context, data []byte) ([]byte, error) 
 			return nil, err // the outcome is unknown: not ErrNotLeader
 		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
 			return nil, fmt.Errorf("%w: %v", ErrNotLeader, err)
+		case errors.Is(err, raft.ErrRaftShutdown) && f.Index() == 0:
+			// Refused on the way in (raft's Apply found it shut down):
+			// never appended, so the next leader may take it.
+			return nil, fmt.Errorf("%w: %v", ErrNotLeader, err)
 		case errors.Is(err, raft.ErrRaftShutdown):
+			// Appended, perhaps committed, and not applied here.
 			return nil, fmt.Errorf("%w: %v", ErrShutdown, err)
 		}
 		// ErrLeadershipLost and the like: the entry may still commit.
@@ -195,8 +230,10 @@ func (c *Cluster) leaderRate(ctx context.Context, key string) ([]byte, error) {
 // over the leader's forwarding connection. It tries again, until ctx ends,
 // while no leader is known, while the request could not be sent, and when
 // the node asked answered that it is not the leader: in all three cases
-// nothing was done, so a write is never applied twice. Any other failure
-// is returned at once.
+// nothing was done, so a write is never applied twice. A read (a read
+// index, a rate decision) changes nothing, so it is also tried again when
+// the leader asked is stopping or lost its leadership midway. Any other
+// failure is returned at once.
 func (c *Cluster) leaderDo(ctx context.Context, op byte, body []byte) ([]byte, error) {
 	var last error
 	for {
@@ -217,7 +254,8 @@ func (c *Cluster) leaderDo(ctx context.Context, op byte, body []byte) ([]byte, e
 		if errors.Is(err, ErrShutdown) { // this node is stopping
 			return nil, err
 		}
-		if addr != "" && !errors.Is(err, errNotSent) && !errors.Is(err, ErrNotLeader) {
+		if addr != "" && !errors.Is(err, errNotSent) && !errors.Is(err, ErrNotLeader) &&
+			(!readOnly(op) || !errors.Is(err, ErrNoLeader)) {
 			return nil, err
 		}
 		last = err
@@ -230,6 +268,11 @@ func (c *Cluster) leaderDo(ctx context.Context, op byte, body []byte) ([]byte, e
 		}
 	}
 }
+
+// readOnly reports whether op leaves the leader's state as it was, so
+// that asking again after an unclear failure does no harm (a rate decision
+// may count a request twice, which errs on the side of the limit).
+func readOnly(op byte) bool { return op == opReadIndex || op == opRate }
 
 // callNode sends one request to the node at addr and maps its reply.
 func (c *Cluster) callNode(ctx context.Context, addr, id string, op byte, body []byte) ([]byte, error) {

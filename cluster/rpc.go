@@ -50,7 +50,8 @@ const (
 )
 
 // errNotSent marks a failure before the request reached any server (dial
-// or TLS failed, connection already known broken): repeating it is safe.
+// or TLS failed, connection already known broken, the request's own frame
+// not wholly written): repeating it is safe.
 var errNotSent = errors.New("cluster: request not sent")
 
 func readFrame(r *bufio.Reader) ([]byte, error) {
@@ -213,8 +214,12 @@ func (c *rpcClient) call(ctx context.Context, op byte, body []byte) (rpcReply, e
 	err := writeFrame(c.w, head, body)
 	c.wmu.Unlock()
 	if err != nil {
-		c.fail(err) // a partial frame may be on the wire: the stream is lost
-		return rpcReply{}, c.lost(id, err)
+		// Part of the frame may be on the wire, so the stream is lost; but
+		// not all of it (a write that fails has not handed the frame's
+		// last bytes to the socket, nor TLS its last record), and a server
+		// acts only on a whole frame: this request was never read.
+		c.fail(err)
+		return rpcReply{}, fmt.Errorf("%w: %v", errNotSent, err)
 	}
 	select {
 	case r := <-ch:

@@ -641,6 +641,11 @@ func (n *Node) close() error {
 	}()
 	select {
 	case <-drained:
+		// Peers' requests forwarded here (this node led until the drain
+		// handed over) finish too, with raft still running.
+		qctx, qcancel := context.WithTimeout(context.Background(), quiesceBound)
+		n.cluster.Quiesce(qctx)
+		qcancel()
 	case <-time.After(closeGrace):
 		n.log.Warn("requests still in flight at close; answering them 503", "after", closeGrace)
 		n.cluster.Stop()
@@ -653,6 +658,10 @@ func (n *Node) close() error {
 // closeGrace is how long Close lets requests in flight finish with raft
 // still running.
 const closeGrace = 4 * time.Second
+
+// quiesceBound is how long Close then lets peers' forwarded requests
+// finish (closeGrace, this and raft's shutdown stay within CloseBound).
+const quiesceBound = 2 * time.Second
 
 // Handler is the node's complete HTTP surface.
 func (n *Node) Handler() http.Handler { return n.handler }

@@ -95,9 +95,25 @@ func siteConfig(t *testing.T, name, port, pem string, backends []string) string 
 }
 
 // startHAProxy runs Debian's HAProxy with cfg until the test ends and
-// waits for it to listen on 127.0.0.1:port.
+// waits for it to listen on 127.0.0.1:port. A port from site is handed
+// over already bound (HAProxy's "bind fd@3"): were it freed for HAProxy
+// to bind, another test's listener could take it in between.
 func startHAProxy(t *testing.T, port, cfg string) {
 	t.Helper()
+	var inherited *os.File
+	if ln := takeReserved(port); ln != nil {
+		f, err := ln.File()
+		ln.Close() // f is the same socket, still bound and listening
+		if err != nil {
+			t.Fatal(err)
+		}
+		inherited = f
+		bind := "bind 127.0.0.1:" + port
+		if !strings.Contains(cfg, bind) {
+			t.Fatalf("the configuration has no %q to hand the reserved port to", bind)
+		}
+		cfg = strings.Replace(cfg, bind, "bind fd@3", 1)
+	}
 	cfgFile := filepath.Join(t.TempDir(), "haproxy.cfg")
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -105,7 +121,14 @@ func startHAProxy(t *testing.T, port, cfg string) {
 	cmd := exec.Command(haproxyPath, "-db", "-f", cfgFile)
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
+	if inherited != nil {
+		cmd.ExtraFiles = []*os.File{inherited} // fd 3 in HAProxy
+	}
+	err := cmd.Start()
+	if inherited != nil {
+		inherited.Close() // HAProxy holds the socket now
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -137,7 +160,7 @@ func from(ip string, roots *x509.CertPool) *http.Client {
 }
 
 // site is a TLS pair for 127.0.0.1, a pool of roots that trusts it, and a
-// free port on 127.0.0.1 for the balancer.
+// port on 127.0.0.1 for the balancer, kept bound for it.
 func site(t *testing.T) (certFile, keyFile string, roots *x509.CertPool, port string) {
 	t.Helper()
 	certFile, keyFile, cert := node.WritePair(t, t.TempDir(), "site", 24*time.Hour)
@@ -148,8 +171,36 @@ func site(t *testing.T) (certFile, keyFile string, roots *x509.CertPool, port st
 		t.Fatal(err)
 	}
 	_, port, _ = net.SplitHostPort(ln.Addr().String())
-	ln.Close()
+	reserve(t, port, ln.(*net.TCPListener))
 	return certFile, keyFile, roots, port
+}
+
+// reserved holds the balancer ports site picked, bound until startHAProxy
+// hands them to HAProxy (or the test ends).
+var reserved = struct {
+	sync.Mutex
+	m map[string]*net.TCPListener
+}{m: map[string]*net.TCPListener{}}
+
+func reserve(t *testing.T, port string, ln *net.TCPListener) {
+	reserved.Lock()
+	reserved.m[port] = ln
+	reserved.Unlock()
+	t.Cleanup(func() {
+		if ln := takeReserved(port); ln != nil {
+			ln.Close()
+		}
+	})
+}
+
+// takeReserved returns the listener site bound for port and forgets it,
+// or nil.
+func takeReserved(port string) *net.TCPListener {
+	reserved.Lock()
+	defer reserved.Unlock()
+	ln := reserved.m[port]
+	delete(reserved.m, port)
+	return ln
 }
 
 // signInThrough signs w's person in to its confidential client from

@@ -7,11 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/oidcd/oidcd/internal/testkit/freeport"
 	"github.com/oidcd/oidcd/testcluster"
 )
 
@@ -247,16 +249,6 @@ func asksSignIn(c *testcluster.Cluster, page *testcluster.Page) bool {
 }
 
 // freeLoopbackPort is a port of 127.0.0.1 that is free for now.
-func freeLoopbackPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	return port
-}
 
 // TestApacheModAuthOpenIDC runs the recipe of docs/application-developers.md
 // ("Apache with mod_auth_openidc") with Debian's module against a node:
@@ -273,7 +265,7 @@ func TestApacheModAuthOpenIDC(t *testing.T) {
 	const tokenLife = 8 * time.Second
 	c := testcluster.New(t, testcluster.Options{Now: func() time.Time { return time.Now().Add(tokenLife - 60*time.Second) }})
 	tok := testcluster.AdminToken
-	port := freeLoopbackPort(t)
+	port := strconv.Itoa(freeport.TCP(t))
 	app := "http://127.0.0.1:" + port
 
 	var org, cl map[string]any

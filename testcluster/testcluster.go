@@ -17,6 +17,7 @@ import (
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/password"
+	"github.com/oidcd/oidcd/internal/testkit/freeport"
 	"github.com/oidcd/oidcd/node"
 )
 
@@ -102,7 +103,7 @@ func New(t testing.TB, opts Options) *Cluster {
 		peers = append(peers, node.Peer{ID: fmt.Sprintf("node-%d", i), RaftAddr: raftLns[i].Addr().String()})
 		c.net.addrs[raftLns[i].Addr().String()] = i
 		if opts.NonVoters > 0 || opts.Gossip {
-			gossipAddrs = append(gossipAddrs, freeAddr(t))
+			gossipAddrs = append(gossipAddrs, fmt.Sprintf("127.0.0.1:%d", freeport.TCPAndUDP(t)))
 		}
 	}
 	for i := 0; i < opts.Size; i++ {
@@ -160,14 +161,6 @@ func New(t testing.TB, opts Options) *Cluster {
 		c.waitMembers()
 	}
 	return c
-}
-
-// freeAddr is a loopback address whose port is free for now (gossip binds
-// it itself, TCP and UDP).
-func freeAddr(t testing.TB) string {
-	ln := listen(t)
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // waitMembers waits up to 15 s until the leader's raft configuration holds

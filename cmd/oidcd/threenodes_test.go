@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -20,6 +19,7 @@ import (
 	gooidc "github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
 
+	"github.com/oidcd/oidcd/internal/testkit/freeport"
 	"github.com/oidcd/oidcd/testcluster"
 )
 
@@ -395,34 +395,13 @@ func stop(t testing.TB, cmd *exec.Cmd) int {
 	}
 }
 
-// freePorts finds n distinct 127.0.0.1 ports free for both TCP and UDP
-// (memberlist uses both on its gossip port).
+// freePorts is n distinct 127.0.0.1 addresses free for both TCP and UDP
+// (memberlist uses both on its gossip port), for the nodes a test runs.
 func freePorts(t testing.TB, n int) []string {
 	t.Helper()
-	var out []string
-	var held []net.Listener
-	defer func() {
-		for _, l := range held {
-			l.Close()
-		}
-	}()
-	for tries := 0; len(out) < n && tries < 100; tries++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		u, err := net.ListenPacket("udp", addr)
-		if err != nil {
-			l.Close()
-			continue
-		}
-		u.Close()
-		held = append(held, l)
-		out = append(out, addr)
-	}
-	if len(out) < n {
-		t.Fatalf("found only %d free ports", len(out))
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("127.0.0.1:%d", freeport.TCPAndUDP(t))
 	}
 	return out
 }

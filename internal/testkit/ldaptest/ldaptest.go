@@ -23,6 +23,7 @@ import (
 
 	"github.com/go-ldap/ldap/v3"
 
+	"github.com/oidcd/oidcd/internal/testkit/freeport"
 	"github.com/oidcd/oidcd/internal/testkit/testca"
 )
 
@@ -94,7 +95,7 @@ func (s *Server) Start() {
 	s.t.Helper()
 	for attempt := 0; ; attempt++ {
 		if s.ldapPort == 0 || attempt > 0 {
-			s.ldapPort, s.ldapsP = freePort(s.t), freePort(s.t)
+			s.ldapPort, s.ldapsP = freeport.TCP(s.t), freeport.TCP(s.t)
 		}
 		if s.launch() {
 			return
@@ -275,16 +276,6 @@ func (s *Server) writeTLS() {
 			s.t.Fatal(err)
 		}
 	}
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // HashedPassword is password as a real directory stores it: the {SSHA}

@@ -12,7 +12,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oidcd/oidcd/internal/testkit/freeport"
 	"github.com/oidcd/oidcd/node"
 	"github.com/oidcd/oidcd/testcluster"
 )
@@ -61,16 +61,6 @@ func admin(t *testing.T, c *testcluster.Cluster, method, path string, body, out 
 	}
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // TestNodeRelyingParties signs a person in with each client
 // authentication the node offers, through openid-client, and once through
 // oauth4webapi; the confidential app also receives its back-channel
@@ -84,7 +74,7 @@ func TestNodeRelyingParties(t *testing.T) {
 	admin(t, c, "POST", "/users", map[string]any{"email": email, "email_verified": true, "password": password}, &user)
 	admin(t, c, "POST", "/memberships", map[string]any{"user_id": user["id"], "org_id": org["id"]}, nil)
 	var conf, spa map[string]any
-	bcPort := freePort(t)
+	bcPort := freeport.TCP(t)
 	admin(t, c, "POST", "/clients", map[string]any{"name": "Server App", "redirect_uris": []string{cb}, "scopes": []string{"openid", "email", "profile"},
 		"organization_id": org["id"], "backchannel_logout_uri": "http://127.0.0.1:" + strconv.Itoa(bcPort) + "/bc"}, &conf)
 	admin(t, c, "POST", "/clients", map[string]any{"name": "SPA", "type": "public", "redirect_uris": []string{cb}, "scopes": []string{"openid", "email"},

@@ -40,6 +40,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oidcd/oidcd/internal/testkit/freeport"
 	"github.com/oidcd/oidcd/internal/testkit/testca"
 )
 
@@ -110,7 +111,7 @@ func Start(t testing.TB, opts Options) *Server {
 		s.chown(p, uid, gid)
 	}
 	s.chown(s.keyFile, uid, gid)
-	s.port, s.smtpsPort = freePort(t), freePort(t)
+	s.port, s.smtpsPort = freeport.TCP(t), freeport.TCP(t)
 	conf := filepath.Join(s.dir, "exim.conf")
 	if err := os.WriteFile(conf, []byte(s.config(name, group)), 0o644); err != nil {
 		t.Fatal(err)
@@ -184,15 +185,6 @@ func (s *Server) chown(path string, uid, gid int) {
 	if err := os.Chown(path, uid, gid); err != nil {
 		s.t.Fatal(err)
 	}
-}
-
-func freePort(t testing.TB) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // quote escapes s for use as literal text inside an exim string expansion.

@@ -8,15 +8,23 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// follower is a raft transport that answers every AppendEntries it gets
-// with success, as a follower's raft would.
-func follower(t *testing.T) *raft.NetworkTransport {
+// tcpTransport is raft's own transport on a loopback port, closed when
+// the test ends.
+func tcpTransport(t *testing.T) *raft.NetworkTransport {
 	t.Helper()
 	trans, err := raft.NewTCPTransport("127.0.0.1:0", nil, 3, 5*time.Second, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { trans.Close() })
+	return trans
+}
+
+// follower is a raft transport that answers every AppendEntries it gets
+// with success, as a follower's raft would.
+func follower(t *testing.T) *raft.NetworkTransport {
+	t.Helper()
+	trans := tcpTransport(t)
 	go func() {
 		for rpc := range trans.Consumer() {
 			rpc.Respond(&raft.AppendEntriesResponse{Success: true}, nil)
@@ -65,12 +73,7 @@ func sendAfterConsumerStops(t *testing.T, p raft.AppendPipeline, wait time.Durat
 // the replication stall and shutdown hang pipelineTransport repairs; with
 // the repair every send returns and the pipeline closes.
 func TestPipelineSendsNeverWaitForAStoppedDecoder(t *testing.T) {
-	f := follower(t)
-	leader, err := raft.NewTCPTransport("127.0.0.1:0", nil, 3, 5*time.Second, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer leader.Close()
+	f, leader := follower(t), tcpTransport(t)
 
 	t.Run("raft's pipeline", func(t *testing.T) {
 		p, err := leader.AppendEntriesPipeline("f", f.LocalAddr())
@@ -107,12 +110,7 @@ func TestPipelineSendsNeverWaitForAStoppedDecoder(t *testing.T) {
 // TestDrainedPipelineKeepsOrder: answers reach raft's decoder in the order
 // the pipeline decoded them, whatever the decoder's pace.
 func TestDrainedPipelineKeepsOrder(t *testing.T) {
-	f := follower(t)
-	leader, err := raft.NewTCPTransport("127.0.0.1:0", nil, 3, 5*time.Second, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer leader.Close()
+	f, leader := follower(t), tcpTransport(t)
 	p, err := pipelineTransport{leader}.AppendEntriesPipeline("f", f.LocalAddr())
 	if err != nil {
 		t.Fatal(err)

@@ -221,13 +221,22 @@ func (c *Cluster) printLogs() {
 	c.rings = nil // printed once, should Close run again
 }
 
+// listen opens a listener of the cluster on a port outside the kernel's
+// ephemeral range (freeport): Restart binds a node's ports again after
+// Kill, and in between a port-0 listener of a test running beside this
+// one could otherwise be given the same port.
 func listen(t testing.TB) net.Listener {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var err error
+	for range 20 {
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", freeport.TCP(t))); err == nil {
+			return ln
+		}
+		// Taken between freeport's check and this bind: another one.
 	}
-	return ln
+	t.Fatal(err)
+	return nil
 }
 
 func (c *Cluster) start(i int, httpLn, raftLn net.Listener) {

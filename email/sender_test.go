@@ -18,19 +18,8 @@ import (
 	"github.com/oidcd/oidcd/internal/mail"
 	"github.com/oidcd/oidcd/internal/testkit/fsmtest"
 	"github.com/oidcd/oidcd/internal/testkit/promtest"
+	"github.com/oidcd/oidcd/internal/testkit/testclock"
 )
-
-// clock is a fake clock the tests move by hand.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-
-func (c *clock) Set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
-
-func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
 // dest is a fake destination (mail.Sender): it records what it accepted,
 // answers with fail when set, and with gate set holds every send until
@@ -132,7 +121,7 @@ type harness struct {
 	t     *testing.T
 	a     *applier
 	kek   *kek.KEK
-	clock *clock
+	clock *testclock.Clock
 	dests []*dest
 	s     *Sender
 	reg   *prometheus.Registry
@@ -156,7 +145,7 @@ func newKEK(t *testing.T) *kek.KEK {
 // fake clock at t0 and short ticks; tune adjusts it before Run starts.
 func newHarness(t *testing.T, n int, tune func(*Sender)) *harness {
 	t.Helper()
-	h := &harness{t: t, a: &applier{Applier: fsmtest.New(t)}, kek: newKEK(t), clock: &clock{t: t0}, reg: prometheus.NewRegistry()}
+	h := &harness{t: t, a: &applier{Applier: fsmtest.New(t)}, kek: newKEK(t), clock: testclock.New(t0), reg: prometheus.NewRegistry()}
 	var ds []mail.Sender
 	for range n {
 		d := &dest{}

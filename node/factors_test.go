@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,23 +17,10 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/oidcd/oidcd/internal/factor"
+	"github.com/oidcd/oidcd/internal/testkit/testclock"
 	"github.com/oidcd/oidcd/node"
 	"github.com/oidcd/oidcd/testcluster"
 )
-
-// fakeClock is every node's clock: the tests move it to get fresh TOTP
-// steps and to let lockouts end.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // mfaWorld is a provisioned cluster with an SMS outbox and a person, Ann,
 // who has a phone, an authenticator app and recovery codes, and Bob, who
@@ -42,7 +28,7 @@ func (c *fakeClock) Add(d time.Duration) {
 type mfaWorld struct {
 	world
 	c        *testcluster.Cluster
-	clock    *fakeClock
+	clock    *testclock.Clock
 	outbox   string
 	secret   string   // Ann's TOTP secret
 	recovery []string // Ann's recovery codes
@@ -57,7 +43,7 @@ func newMFAWorld(t *testing.T, size int) *mfaWorld {
 
 func newMFAWorldOpts(t *testing.T, opts testcluster.Options) *mfaWorld {
 	t.Helper()
-	m := &mfaWorld{clock: &fakeClock{t: time.Now().UTC()}, outbox: filepath.Join(t.TempDir(), "sms.jsonl"),
+	m := &mfaWorld{clock: testclock.New(time.Now().UTC()), outbox: filepath.Join(t.TempDir(), "sms.jsonl"),
 		annPhone: "+15550100001", bob: "bob@example.com", bobPhone: "+15550100002"}
 	opts.Now, opts.Verbose = m.clock.Now, os.Getenv("OIDCD_TEST_VERBOSE") != ""
 	opts.Configure = func(_ int, cfg *node.Config) {

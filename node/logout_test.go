@@ -26,6 +26,7 @@ import (
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/httpx"
+	"github.com/oidcd/oidcd/internal/testkit/testclock"
 	"github.com/oidcd/oidcd/node"
 	"github.com/oidcd/oidcd/testcluster"
 )
@@ -558,7 +559,7 @@ func algNone(tok string) string {
 }
 
 func TestLogoutRefusesEveryInvalidRequestWithoutRedirect(t *testing.T) {
-	clk := &clock{t: time.Now()}
+	clk := testclock.New(time.Now())
 	c := newLogoutCluster(t, clk.Now)
 	w := provision(t, c)
 	rConf := newBCReceiver(t, c, w.confID, clk.Now)
@@ -770,7 +771,7 @@ func TestOrganizationDeletionNotifiesItsAppsAndMultiOrganizationApps(t *testing.
 }
 
 func TestPlainExpirySendsNoLogoutToken(t *testing.T) {
-	clk := &clock{t: time.Now()}
+	clk := testclock.New(time.Now())
 	c := newLogoutCluster(t, clk.Now, func(cfg *node.Config) { cfg.ReapEvery = 50 * time.Millisecond })
 	w := provision(t, c)
 	rConf := newBCReceiver(t, c, w.confID, clk.Now)
@@ -851,7 +852,7 @@ func TestRevokingAnAccessTokenKeepsTheAppSessionAndItsLogout(t *testing.T) {
 }
 
 func TestUnreachableReceiverIsRetriedThenAbandoned(t *testing.T) {
-	clk := &clock{t: time.Now()}
+	clk := testclock.New(time.Now())
 	c := newLogoutCluster(t, clk.Now)
 	w := provision(t, c)
 	rConf, rPub := newBCReceiver(t, c, w.confID, clk.Now), newBCReceiver(t, c, w.publicID, clk.Now)

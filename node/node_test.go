@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwt"
 
 	"github.com/oidcd/oidcd/admin/cli"
+	"github.com/oidcd/oidcd/internal/testkit/testclock"
 	"github.com/oidcd/oidcd/keys"
 	"github.com/oidcd/oidcd/node"
 	"github.com/oidcd/oidcd/testcluster"
@@ -275,17 +275,8 @@ func TestAdminCLIAgainstLiveNode(t *testing.T) {
 	}
 }
 
-// clock is an adjustable time source shared by a node and the test.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
-
 func TestKeyRotationThroughAdminAPIOnInjectedClock(t *testing.T) {
-	clk := &clock{t: time.Now()}
+	clk := testclock.New(time.Now())
 	c := testcluster.New(t, testcluster.Options{Now: clk.Now})
 	first := kids(t, c)
 	var rotated struct {

@@ -15,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,23 +27,10 @@ import (
 	"github.com/oidcd/oidcd/internal/factor"
 	"github.com/oidcd/oidcd/internal/mail"
 	"github.com/oidcd/oidcd/internal/testkit/chrometest"
+	"github.com/oidcd/oidcd/internal/testkit/testclock"
 	"github.com/oidcd/oidcd/node"
 	"github.com/oidcd/oidcd/testcluster"
 )
-
-// clock is the nodes' clock: each authenticator-app code is taken at a
-// fresh 30-second step, so a code is never a replay of the one before.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // site is one node with a person who has a password, an authenticator
 // app and a phone, in two organizations, and the applications that lead
@@ -52,7 +38,7 @@ func (c *clock) add(d time.Duration) {
 // (the picker). Mail and text messages go to outbox files.
 type site struct {
 	c                *testcluster.Cluster
-	clock            *clock
+	clock            *testclock.Clock // each authenticator-app code is taken at a fresh 30-second step
 	mail, sms        string
 	orgA, orgB, user string
 	consentID        string // org A's application that asks for consent
@@ -70,7 +56,7 @@ const (
 func newSite(t *testing.T) *site {
 	t.Helper()
 	dir := t.TempDir()
-	s := &site{clock: &clock{t: time.Now().UTC()}, mail: filepath.Join(dir, "mail.jsonl"), sms: filepath.Join(dir, "sms.jsonl"), seen: map[string]bool{}}
+	s := &site{clock: testclock.New(time.Now().UTC()), mail: filepath.Join(dir, "mail.jsonl"), sms: filepath.Join(dir, "sms.jsonl"), seen: map[string]bool{}}
 	s.c = testcluster.New(t, testcluster.Options{Hostname: "localhost", Now: s.clock.Now,
 		Verbose: os.Getenv("OIDCD_TEST_VERBOSE") != "",
 		Configure: func(_ int, cfg *node.Config) {
@@ -112,7 +98,7 @@ func (s *site) totp(t *testing.T) string {
 // code is the authenticator app's code at a fresh step of the clock.
 func (s *site) code(t *testing.T, secret string) string {
 	t.Helper()
-	s.clock.add(31 * time.Second)
+	s.clock.Add(31 * time.Second)
 	code, err := factor.TOTPCode(secret, s.clock.Now())
 	if err != nil {
 		t.Fatal(err)

@@ -72,6 +72,7 @@ const (
 	TypeDeleteInvitation
 	TypeUseLink
 	TypeSetBranding
+	TypeSetStateFormat // FormatGate
 )
 
 var typeNames = map[Type]string{
@@ -133,6 +134,7 @@ var typeNames = map[Type]string{
 	TypeDeleteInvitation:   "delete_invitation",
 	TypeUseLink:            "use_link",
 	TypeSetBranding:        "set_branding",
+	TypeSetStateFormat:     "set_state_format",
 }
 
 func (t Type) String() string {
@@ -160,6 +162,12 @@ type Command struct {
 	// own, and the other way round. Decode leaves it there (Audit nil),
 	// so Encode(Decode(b)) is b; apply reads it with stamp.
 	Audit *Audit
+	// Need is the state format the command needs, and Feature what needs
+	// it (its type, or the newest declared field it sets): NewCommand
+	// works them out from commandFormats and fieldFormats. Neither is on
+	// the wire; CheckFormat judges a decoded command (Need 0) by its type.
+	Need    Format
+	Feature string
 }
 
 // NewCommand encodes v as the payload of a command of type t.
@@ -168,7 +176,8 @@ func NewCommand(t Type, v any) (Command, error) {
 	if err != nil {
 		return Command{}, fmt.Errorf("fsm: encode %s: %w", t, err)
 	}
-	return Command{Type: t, Payload: p}, nil
+	n, feature := need(t, v)
+	return Command{Type: t, Payload: p, Need: n, Feature: feature}, nil
 }
 
 // MustCommand is NewCommand for payloads that cannot fail to encode (plain

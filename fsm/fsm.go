@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -82,7 +83,18 @@ type FSM struct {
 	snapshotCost atomic.Int64 // nanoseconds of the last Persist
 	accessCache  atomic.Pointer[accessGen]
 	closing      chan struct{} // closed by Close: a waiting apply gives up
-	closeOnce    sync.Once
+
+	// format is the state format the state holds (StateFormat), kept
+	// beside the file so CheckFormat reads no transaction.
+	format atomic.Uint32
+	// halted holds the NewerFormatError that stopped this replica: a
+	// log entry or snapshot of a format it does not apply. From then on
+	// nothing is applied, nor snapshotted, and OnHalt has been told.
+	halted atomic.Pointer[NewerFormatError]
+	// OnHalt, when set, hears once that the replica stopped (halted): the
+	// node stops with the error's message. It must not block.
+	OnHalt    func(error)
+	closeOnce sync.Once
 }
 
 // SetAuditForBenchmark turns the writing of audit events off (false) or
@@ -125,6 +137,7 @@ func Open(path string) (*FSM, error) {
 	}
 	f := &FSM{path: path, db: db, appliedCh: make(chan struct{}), closing: make(chan struct{})}
 	f.applied = readApplied(db)
+	f.loadFormat(db)
 	return f, nil
 }
 
@@ -214,6 +227,9 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	var last uint64
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	if h := f.halted.Load(); h != nil {
+		return haltedResults(len(logs), h)
+	}
 	pause := 100 * time.Millisecond
 	for full := false; ; {
 		out, types, events, last = make([]any, len(logs)), nil, nil, 0
@@ -223,6 +239,14 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 				f.OnDiskFull(false, nil)
 			}
 			break
+		}
+		var newer *NewerFormatError
+		if errors.As(err, &newer) {
+			// Nothing of the batch was committed: the stored applied
+			// index stays before it, and the next start (of a build that
+			// applies the format) replays it.
+			f.halt(newer)
+			return haltedResults(len(logs), newer)
 		}
 		if !DiskFull(err) {
 			// Any other failed commit (an I/O error) leaves this replica
@@ -257,6 +281,9 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 				break
 			}
 		}
+		if slices.Contains(types, TypeSetStateFormat) {
+			f.loadFormat(f.db)
+		}
 		f.setApplied(last)
 		if f.OnApply != nil && len(types) > 0 {
 			f.OnApply(types)
@@ -285,6 +312,9 @@ func (f *FSM) applyTx(logs []*raft.Log, out []any, types *[]Type, events *[]stri
 			cmd, err := Decode(l.Data)
 			if err != nil {
 				panic(fmt.Sprintf("fsm: entry %d: %v", l.Index, err))
+			}
+			if err := peekNewerFormat(cmd, l.Index); err != nil {
+				return err // the whole batch rolls back
 			}
 			h, ok := handlers[cmd.Type]
 			if !ok {
@@ -316,6 +346,11 @@ func (f *FSM) applyTx(logs []*raft.Log, out []any, types *[]Type, events *[]stri
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	if h := f.halted.Load(); h != nil {
+		// raft would record the snapshot at its own last index, beyond
+		// what this state holds, and compact the entries it skipped.
+		return nil, h
+	}
 	tx, err := f.db.Begin(false)
 	if err != nil {
 		return nil, err
@@ -432,6 +467,11 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	check, err := openDB(tmp)
 	if err != nil {
 		os.Remove(tmp)
+		var newer *NewerFormatError
+		if errors.As(err, &newer) {
+			newer.Where = "a snapshot sent to this node"
+			f.halt(newer)
+		}
 		return fmt.Errorf("fsm: restore: %w", err)
 	}
 	if stamp {
@@ -470,6 +510,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.db = db
 	go old.Close()
 	f.setApplied(readApplied(db))
+	f.loadFormat(db)
 	f.restores.Add(1)
 	f.brandingGen.Add(1)
 	if f.OnApply != nil {
@@ -525,7 +566,7 @@ func CheckFile(path string) error {
 		if v, err := strconv.Atoi(string(meta.Get(keySchema))); err != nil || v < 1 || v > SchemaVersion {
 			return fmt.Errorf("%w: file has %q, this build reads 1 to %d", ErrSchema, meta.Get(keySchema), SchemaVersion)
 		}
-		return nil
+		return checkFormat(tx, "the backup")
 	})
 }
 

@@ -89,6 +89,9 @@ func initSchema(tx *bolt.Tx) error {
 		}
 	}
 	meta := tx.Bucket(bucketMeta)
+	if err := checkFormat(tx, "the state file"); err != nil {
+		return err // before a migration changes anything
+	}
 	v := meta.Get(keySchema)
 	if v == nil {
 		return meta.Put(keySchema, []byte(strconv.Itoa(SchemaVersion)))

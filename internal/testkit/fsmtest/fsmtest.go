@@ -42,6 +42,11 @@ func (a *Applier) Apply(_ context.Context, cmd fsm.Command) (fsm.Result, error) 
 	if a.Fail != nil {
 		return fsm.Result{}, a.Fail
 	}
+	// The gate of every real applier (cluster.Cluster): a command newer
+	// than the state's format is never proposed.
+	if err := a.FSM.State().CheckFormat(cmd); err != nil {
+		return fsm.Result{}, err
+	}
 	a.index++
 	return a.FSM.Apply(&raft.Log{Index: a.index, Type: raft.LogCommand, Data: cmd.Encode()}).(fsm.Result), nil
 }

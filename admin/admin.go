@@ -82,6 +82,12 @@ func (e *ClusterError) Error() string { return e.Message }
 type ClusterStatus struct {
 	Leader  string          `json:"leader"`
 	Members []ClusterMember `json:"members"`
+	// StateFormat is the state format the cluster runs (the one its state
+	// holds); Mixed says its members announce different versions or
+	// formats (a rolling upgrade under way): writes newer than
+	// StateFormat are refused until every member runs the newer version.
+	StateFormat int  `json:"state_format"`
+	Mixed       bool `json:"mixed"`
 }
 
 // ClusterMember is one node of ClusterStatus.
@@ -97,6 +103,12 @@ type ClusterMember struct {
 	AppliedIndex  int64 `json:"applied_index"`
 	AppliedLag    int64 `json:"applied_lag"`
 	LastContactMs int64 `json:"last_contact_ms"`
+	// Version is the oidcd version the member announces ("" when it
+	// announces none, or is not seen); StateFormat the newest state
+	// format it applies (1, fsm.FormatBase, for a member of a release
+	// before the gate or one not seen).
+	Version     string `json:"version"`
+	StateFormat int    `json:"state_format"`
 }
 
 // Config wires the API to one node.

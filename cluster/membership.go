@@ -110,6 +110,10 @@ func (g *gossiper) snapshot() map[string]member {
 type Status struct {
 	Leader  string   `json:"leader"` // leader's id, "" when none is known
 	Members []Member `json:"members"`
+	// StateFormat is the format this node's state holds (the cluster's);
+	// Mixed: the members announce different versions or formats.
+	StateFormat int  `json:"state_format"`
+	Mixed       bool `json:"mixed"`
 }
 
 // Member is one node: every raft server, plus nodes alive in gossip that
@@ -132,6 +136,12 @@ type Member struct {
 	AppliedIndex  int64 `json:"applied_index"`
 	AppliedLag    int64 `json:"applied_lag"`
 	LastContactMs int64 `json:"last_contact_ms"`
+	// Version and StateFormat are what the member announces in gossip:
+	// its oidcd version and the newest state format it applies. A member
+	// that announces no format (a release before the gate), or is not
+	// seen, counts as fsm.FormatBase, and its version as "".
+	Version     string `json:"version"`
+	StateFormat int    `json:"state_format"`
 }
 
 // Status joins the raft configuration with gossip metadata. Without gossip

@@ -37,6 +37,12 @@ var (
 	// ErrClosed: the state machine closed before it could apply (it was
 	// waiting for disk space); the entries are applied at the next start.
 	ErrClosed = errors.New("fsm: closed")
+	// ErrMaybeApplied: an Applier lost sight of a write after it was
+	// sent to the leader (the leader went away, or the deadline passed,
+	// after the append): it may have been applied, or may not. The
+	// caller answers 503 saying so; a retry must not create a second
+	// record (the admin API's Idempotency-Key).
+	ErrMaybeApplied = errors.New("fsm: the write may have been applied")
 )
 
 // DiskFull reports whether err is a write refused for want of space: the

@@ -42,7 +42,7 @@ func (a adminCluster) Status(ctx context.Context) (admin.ClusterStatus, error) {
 	if err != nil {
 		return admin.ClusterStatus{}, err
 	}
-	out := admin.ClusterStatus{Leader: st.Leader, Members: make([]admin.ClusterMember, len(st.Members))}
+	out := admin.ClusterStatus{Leader: st.Leader, Members: make([]admin.ClusterMember, len(st.Members)), StateFormat: st.StateFormat, Mixed: st.Mixed}
 	for i, m := range st.Members {
 		out.Members[i] = admin.ClusterMember(m)
 	}

@@ -136,7 +136,7 @@ func newNode(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	cfg.NodeID = id
-	n := &Node{cfg: cfg, log: cfg.Logger.With("node", id), registry: prometheus.NewRegistry(), serveErr: make(chan error, 1),
+	n := &Node{cfg: cfg, log: cfg.Logger.With("node", id), registry: prometheus.NewRegistry(), serveErr: make(chan error, 2),
 		closing: make(chan struct{})}
 	n.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
@@ -328,7 +328,25 @@ func (n *Node) wireHooks() {
 	n.fsm.OnApply = n.onApply
 	n.initDiskFull()
 	n.fsm.OnDiskFull = n.onDiskFull
+	n.fsm.OnHalt = n.onHalt
 	n.initAudit()
+}
+
+// ErrNewerFormat: the node stopped, or would not start, because its data
+// dir, a snapshot or a log entry holds a state format this version does
+// not apply (the cluster runs a newer release). Nothing was changed;
+// `oidcd serve` exits with ExitNeedsUpgrade.
+var ErrNewerFormat = fsm.ErrNewerFormat
+
+// onHalt hears that the state machine stopped before an entry or a
+// snapshot of a newer format: the node stops (Done delivers the error),
+// and its state file stays where it was, for the newer build to go on.
+func (n *Node) onHalt(err error) {
+	n.log.Error("stopping: the cluster runs a newer state format than this version applies; upgrade this node", "error", err)
+	select {
+	case n.serveErr <- err:
+	default:
+	}
 }
 
 // onLeadership registers the leader's own work, each run while this node
@@ -577,7 +595,8 @@ func (n *Node) AdminAddr() string {
 	return n.adminLn.Addr().String()
 }
 
-// Done delivers the HTTP server's terminal error (nil after Close).
+// Done delivers the HTTP server's terminal error (nil after Close), or
+// the error that stopped the state machine (ErrNewerFormat).
 func (n *Node) Done() <-chan error { return n.serveErr }
 
 // Close stops HTTP gracefully, then raft, then the state file.

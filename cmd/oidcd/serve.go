@@ -130,6 +130,9 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 	n, err := node.New(cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "oidcd serve:", err)
+		if errors.Is(err, node.ErrNewerFormat) {
+			return ExitNeedsUpgrade
+		}
 		return 1
 	}
 	if err := n.Start(); err != nil {
@@ -152,7 +155,11 @@ wait:
 		case <-ctx.Done():
 			break wait
 		case err := <-n.Done():
-			if err != nil {
+			switch {
+			case errors.Is(err, node.ErrNewerFormat):
+				fmt.Fprintln(stderr, "oidcd serve:", err)
+				code = ExitNeedsUpgrade
+			case err != nil:
 				cfg.Logger.Error("http server stopped", "error", err)
 				code = 1
 			}
@@ -185,6 +192,12 @@ wait:
 	}
 	return code
 }
+
+// ExitNeedsUpgrade is serve's exit status when the node stops, or will
+// not start, because the cluster runs a newer state format than this
+// version applies: starting it again changes nothing until the binary is
+// upgraded (the package's unit does not restart on it).
+const ExitNeedsUpgrade = 3
 
 // startLine is what serve prints once the node serves: the issuer, and the
 // listener only when the issuer does not already name it.

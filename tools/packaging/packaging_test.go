@@ -279,7 +279,7 @@ func runShipped(t *testing.T, bin, config, envToken string, check func(adminAddr
 // where systemd-analyze is missing.
 var unitKeys = map[string]map[string]bool{
 	"Unit": {"Description": true, "Documentation": true, "After": true, "Wants": true},
-	"Service": {"Type": true, "NotifyAccess": true, "WatchdogSec": true, "ExecStart": true, "EnvironmentFile": true, "Restart": true, "RestartSec": true,
+	"Service": {"Type": true, "NotifyAccess": true, "WatchdogSec": true, "ExecStart": true, "EnvironmentFile": true, "Restart": true, "RestartSec": true, "RestartPreventExitStatus": true,
 		"TimeoutStopSec": true, "KillSignal": true, "DynamicUser": true, "StateDirectory": true, "StateDirectoryMode": true,
 		"WorkingDirectory": true, "UMask": true, "NoNewPrivileges": true, "CapabilityBoundingSet": true,
 		"AmbientCapabilities": true, "ProtectSystem": true, "ProtectHome": true, "PrivateTmp": true, "PrivateDevices": true,

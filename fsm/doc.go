@@ -9,6 +9,11 @@
 //   - Apply is deterministic: the proposing node stamps ids, hashes and times
 //     into the command. Apply never reads the clock, draws randomness, starts
 //     goroutines or touches the network.
+//   - Every command type and record field declares the state format that
+//     introduced it (format.go); a command newer than the state's format is
+//     never proposed (State.CheckFormat), and a state, snapshot or entry of
+//     a format newer than this build stops the replica before it changes
+//     anything (NewerFormatError).
 //   - An undecodable entry or an unknown command type panics (the log is
 //     corrupt), unless the command carries FlagIgnorable, which lets an older
 //     node skip a newer optional command during a rolling upgrade.

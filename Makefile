@@ -193,11 +193,14 @@ fmt:
 clean:
 	rm -rf bin dist
 
-## chaos: TestChaos (node/chaos_test.go) for CHAOSTIME on 3 and on 5 nodes;
-## make test runs it for 8 s on 3. A failure prints its seed: rerun it with
-## CHAOSSEED=<seed>.
+## chaos: TestChaos (node/chaos_test.go) for CHAOSTIME on 3 and on 5 nodes,
+## then TestChaosMixedVersions (cmd/oidcd/mixedchaos_test.go: one node of
+## the previous release in RELEASES, two of this tree, as real processes)
+## for CHAOSTIME; make test runs each for 8 s. A failure prints its seed:
+## rerun it with CHAOSSEED=<seed>.
 CHAOSTIME ?= 3m
 CHAOSSEED ?= 0
 .PHONY: chaos
 chaos:
 	$(GO) test -race -run '^TestChaos$$' -count=1 -timeout 20m -v ./node/ -chaos.duration=$(CHAOSTIME) -chaos.seed=$(CHAOSSEED)
+	$(GO) test -run '^TestChaosMixedVersions$$' -count=1 -timeout 20m -v ./cmd/oidcd/ -chaos.duration=$(CHAOSTIME) -chaos.seed=$(CHAOSSEED)

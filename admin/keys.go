@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 
+	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/httpx"
 )
 
@@ -59,10 +61,27 @@ func (a *api) clusterStatus(w http.ResponseWriter, r *http.Request) {
 		a.unavailable(w, r, "cluster status", err)
 		return
 	}
+	httpx.WriteJSON(w, http.StatusOK, a.clusterFormats(s))
+}
+
+// clusterFormats fills what a Cluster left unsaid in s: no members is an
+// empty list, the cluster's state format (0) is the one this node's state
+// holds, and a member's (0) is fsm.FormatBase, that of a release before
+// the gate, which announces none.
+func (a *api) clusterFormats(s ClusterStatus) ClusterStatus {
 	if s.Members == nil {
 		s.Members = []ClusterMember{}
 	}
-	httpx.WriteJSON(w, http.StatusOK, s)
+	if s.StateFormat == 0 {
+		s.StateFormat = int(a.State.StateFormat())
+	}
+	s.Members = slices.Clone(s.Members) // the Cluster's own slice stays as it is
+	for i := range s.Members {
+		if s.Members[i].StateFormat == 0 {
+			s.Members[i].StateFormat = int(fsm.FormatBase)
+		}
+	}
+	return s
 }
 
 // removeNode answers DELETE /cluster/nodes/{id}.

@@ -54,13 +54,27 @@ func TestCluster(t *testing.T) {
 		{ID: "n1", RaftAddr: "127.0.0.1:8300", GossipAddr: "127.0.0.1:8301", HTTPAddr: "127.0.0.1:8080", State: "leader", Voter: true, AppliedIndex: 42},
 	}}
 	w := e.must(200, "GET", "/admin/v1/cluster", "")
-	want := `{"leader":"n1","members":[{"id":"n1","raft_addr":"127.0.0.1:8300","gossip_addr":"127.0.0.1:8301","http_addr":"127.0.0.1:8080","state":"leader","voter":true,"applied_index":42,"applied_lag":0,"last_contact_ms":0}]}`
+	// A Cluster that says nothing of formats: the cluster's is the one
+	// the state holds, a member's that of a release before the gate.
+	want := `{"leader":"n1","members":[{"id":"n1","raft_addr":"127.0.0.1:8300","gossip_addr":"127.0.0.1:8301","http_addr":"127.0.0.1:8080","state":"leader","voter":true,"applied_index":42,"applied_lag":0,"last_contact_ms":0,"version":"","state_format":1}],"state_format":1,"mixed":false}`
 	if got := w.Body.String(); got != want {
 		t.Errorf("got %s, want %s", got, want)
 	}
+	if got := e.cluster.status.Members[0].StateFormat; got != 0 {
+		t.Errorf("the Cluster's own status: state_format got %d, want it left 0", got)
+	}
+	e.cluster.status = ClusterStatus{Leader: "n1", StateFormat: 1, Mixed: true, Members: []ClusterMember{
+		{ID: "n1", State: "leader", Voter: true, Version: "0.4.0", StateFormat: 2},
+		{ID: "n2", State: "follower", Voter: true, Version: "0.3.0", StateFormat: 1},
+	}}
+	mixed := decodeAs[ClusterStatus](t, e.must(200, "GET", "/admin/v1/cluster", ""))
+	if !mixed.Mixed || mixed.StateFormat != 1 || mixed.Members[0].Version != "0.4.0" || mixed.Members[0].StateFormat != 2 ||
+		mixed.Members[1].Version != "0.3.0" || mixed.Members[1].StateFormat != 1 {
+		t.Errorf("mixed: got %+v, want the Cluster's versions and formats", mixed)
+	}
 	e.cluster.status = ClusterStatus{}
-	if got := e.must(200, "GET", "/admin/v1/cluster", "").Body.String(); got != `{"leader":"","members":[]}` {
-		t.Errorf("got %s, want %s", got, `{"leader":"","members":[]}`)
+	if got := e.must(200, "GET", "/admin/v1/cluster", "").Body.String(); got != `{"leader":"","members":[],"state_format":1,"mixed":false}` {
+		t.Errorf("got %s, want %s", got, `{"leader":"","members":[],"state_format":1,"mixed":false}`)
 	}
 	e.cluster.err = errors.New("no raft")
 	checkEnvelope(t, e.do("GET", "/admin/v1/cluster", ""), 503, httpx.CodeUnavailable)

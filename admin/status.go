@@ -20,11 +20,16 @@ type NodeInfo struct {
 // Status is the answer of GET /status: everything `oidcd admin status`
 // shows at a glance, read from the answering node without a write.
 type Status struct {
-	Node       NodeInfo        `json:"node"`
-	Leader     string          `json:"leader"`
-	Members    []ClusterMember `json:"members"`
-	Keys       []KeyInfo       `json:"keys"`
-	Deliveries DeliveryStatus  `json:"deliveries"`
+	Node    NodeInfo        `json:"node"`
+	Leader  string          `json:"leader"`
+	Members []ClusterMember `json:"members"`
+	// StateFormat and Mixed are ClusterStatus's: the format the cluster
+	// runs, and whether its members run different versions (a rolling
+	// upgrade under way).
+	StateFormat int            `json:"state_format"`
+	Mixed       bool           `json:"mixed"`
+	Keys        []KeyInfo      `json:"keys"`
+	Deliveries  DeliveryStatus `json:"deliveries"`
 }
 
 // DeliveryStatus summarises the back-channel logout deliveries still owed.
@@ -67,16 +72,15 @@ func (a *api) status(w http.ResponseWriter, r *http.Request) {
 	}
 	st.Node.AppliedIndex = a.State.Applied()
 	st.Members = []ClusterMember{}
+	st.StateFormat = int(a.State.StateFormat())
 	if a.Cluster != nil {
 		cs, err := a.Cluster.Status(r.Context())
 		if err != nil {
 			a.unavailable(w, r, "status: cluster", err)
 			return
 		}
-		st.Leader = cs.Leader
-		if cs.Members != nil {
-			st.Members = cs.Members
-		}
+		cs = a.clusterFormats(cs)
+		st.Leader, st.Members, st.StateFormat, st.Mixed = cs.Leader, cs.Members, cs.StateFormat, cs.Mixed
 	}
 	st.Keys = []KeyInfo{}
 	if a.Keys != nil {

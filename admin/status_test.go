@@ -83,6 +83,19 @@ func TestStatus(t *testing.T) {
 		}
 	}
 
+	if st.StateFormat != int(fsm.FormatBase) || st.Mixed || st.Members[0].StateFormat != int(fsm.FormatBase) {
+		t.Errorf("formats: got cluster %d mixed %v member %d, want %d, false, %d (a Cluster that says none)",
+			st.StateFormat, st.Mixed, st.Members[0].StateFormat, fsm.FormatBase, fsm.FormatBase)
+	}
+	e.cluster.status = ClusterStatus{Leader: "n1", StateFormat: 1, Mixed: true, Members: []ClusterMember{
+		{ID: "n1", State: "leader", Voter: true, Version: "0.4.0", StateFormat: 2},
+		{ID: "n2", State: "follower", Voter: true, Version: "0.3.0", StateFormat: 1},
+	}}
+	st = decodeAs[Status](t, e.must(200, "GET", "/admin/v1/status", ""))
+	if !st.Mixed || st.StateFormat != 1 || st.Members[1].Version != "0.3.0" || st.Members[0].StateFormat != 2 {
+		t.Errorf("mixed: got mixed %v format %d members %+v, want the Cluster's", st.Mixed, st.StateFormat, st.Members)
+	}
+
 	// Without a leader the answer still comes, with leader "".
 	e.cluster.status = ClusterStatus{Members: []ClusterMember{{ID: "n1", State: "candidate", Voter: true}}}
 	st = decodeAs[Status](t, e.must(200, "GET", "/admin/v1/status", ""))

@@ -358,7 +358,8 @@ func (a *api) now() time.Time { return a.Now().UTC() }
 // apply proposes cmd and answers the failure cases itself; ok reports
 // whether the caller should write the success answer.
 //
-// Mapping: an Applier error is 503 (nothing committed). In Result.Err, a
+// Mapping: an Applier error is answered by applyFailed (409 for a write
+// the cluster's state format cannot take yet, 503 otherwise). In Result.Err, a
 // *fsm.NotFoundError names a record that the body refers to (a
 // membership's user_id, a client's organization_id): that is the caller's
 // input pointing nowhere, answered 422 VALIDATION_ERROR with a detail on
@@ -379,7 +380,7 @@ func (a *api) applyAs(w http.ResponseWriter, r *http.Request, cmd fsm.Command, e
 func (a *api) commit(w http.ResponseWriter, r *http.Request, cmd fsm.Command) (fsm.Result, bool) {
 	res, err := a.Applier.Apply(r.Context(), cmd)
 	if err != nil {
-		a.unavailable(w, r, "apply "+cmd.Type.String(), err)
+		a.applyFailed(w, r, "apply "+cmd.Type.String(), err)
 		return res, false
 	}
 	if res.Err == nil {
@@ -423,6 +424,64 @@ func conflictMessage(field string) string {
 	default:
 		return field + " is already in use"
 	}
+}
+
+// applyFailed answers for an error of the Applier (or of a write another
+// package proposes, a key rotation):
+//
+//   - *fsm.FormatError: the write needs a newer state format than the
+//     cluster runs (a rolling upgrade under way, docs/operators/upgrades.md)
+//     and was refused before it was proposed: 409 CONFLICT naming the
+//     feature and, one detail each, the members to upgrade first. It is
+//     the operator's to act on, not a fault: logged at Info.
+//   - fsm.ErrMaybeApplied: the write was sent and its fate is unknown (the
+//     leader went away after the append): 503 saying it may have been
+//     applied, and how to find out.
+//   - anything else: nothing was committed, 503 "try again".
+func (a *api) applyFailed(w http.ResponseWriter, r *http.Request, what string, err error) {
+	var fe *fsm.FormatError
+	switch {
+	case errors.As(err, &fe):
+		a.Logger.Info("admin: "+what+" refused: the cluster's state format is older than it needs", "err", err,
+			"correlation_id", httpx.CorrelationID(r.Context()))
+		details := make([]httpx.Detail, 0, len(fe.Members))
+		for _, m := range fe.Members {
+			details = append(details, httpx.Detail{Field: "members", Message: m + " runs an older release: upgrade it first", Code: "needs_upgrade"})
+		}
+		httpx.WriteError(w, r, http.StatusConflict, httpx.CodeConflict, formatRefusal(fe), details...)
+	case errors.Is(err, fsm.ErrFormat):
+		a.Logger.Info("admin: "+what+" refused: the cluster's state format is older than it needs", "err", err,
+			"correlation_id", httpx.CorrelationID(r.Context()))
+		httpx.WriteError(w, r, http.StatusConflict, httpx.CodeConflict,
+			"this write needs a newer state format than the cluster runs: nothing was written; send it again once every node runs the newer release")
+	case errors.Is(err, fsm.ErrMaybeApplied):
+		a.Logger.Warn("admin: "+what+": the write may have been applied", "err", err, "correlation_id", httpx.CorrelationID(r.Context()))
+		w.Header().Set("Retry-After", "1")
+		httpx.WriteError(w, r, http.StatusServiceUnavailable, httpx.CodeUnavailable, maybeAppliedMessage(r))
+	default:
+		a.unavailable(w, r, what, err)
+	}
+}
+
+// formatRefusal is the message of a FormatError's 409, for an operator:
+// what needs which format and release, what the cluster runs, whom to
+// upgrade, and that nothing was written.
+func formatRefusal(fe *fsm.FormatError) string {
+	s := fmt.Sprintf("%s needs state format %d", fe.Feature, fe.Need)
+	if v := fsm.FormatRelease(fe.Need); v != "" {
+		s += " (oidcd " + v + " or newer on every node)"
+	}
+	s += fmt.Sprintf("; the cluster runs format %d", fe.Have)
+	if len(fe.Members) > 0 {
+		s += "; upgrade first: " + strings.Join(fe.Members, ", ")
+	}
+	return s + ". Nothing was written: send it again once every node runs the newer release"
+}
+
+// maybeAppliedMessage is the message of the 503 for a write whose fate is
+// unknown.
+func maybeAppliedMessage(*http.Request) string {
+	return "the leader went away after the write was sent: it may have been applied. Read it back before you send it again"
 }
 
 // unavailable answers 503: the cluster could not commit, or the local state

@@ -27,7 +27,7 @@ func (a *api) rotateKey(w http.ResponseWriter, r *http.Request) {
 	}
 	k, err := a.Keys.Rotate(withAdminEvent(r), b.Immediate)
 	if err != nil {
-		a.unavailable(w, r, "rotate key", err)
+		a.applyFailed(w, r, "rotate key", err)
 		return
 	}
 	httpx.WriteJSON(w, http.StatusCreated, k)

@@ -95,6 +95,11 @@ type Config struct {
 	RetainSnapshots  int
 	SnapshotInterval time.Duration
 	TrailingLogs     uint64
+
+	// announceFormat, set only by tests (export_test.go), is the state
+	// format this node announces instead of fsm.CurrentFormat: a test
+	// node plays an older release with it.
+	announceFormat fsm.Format
 }
 
 // Cluster is one node's membership in the raft group.
@@ -103,6 +108,7 @@ type Cluster struct {
 	log       *slog.Logger
 	raft      *raft.Raft
 	fsm       *fsm.FSM
+	state     *fsm.State                // fsm's, for the format gate
 	paced     atomic.Pointer[raft.Raft] // c.raft for paceSnapshots, which raft's goroutine calls
 	store     *guardedStore
 	logs      raft.LogStore // store behind a cache of the newest entries
@@ -229,7 +235,7 @@ func New(cfg Config) (_ *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Cluster{cfg: cfg, log: cfg.Logger, fsm: cfg.FSM, store: store, logs: logs, transport: transport, stream: stream,
+	return &Cluster{cfg: cfg, log: cfg.Logger, fsm: cfg.FSM, state: cfg.FSM.State(), store: store, logs: logs, transport: transport, stream: stream,
 		stopped: make(chan struct{}), raftConfig: rc, snaps: snaps, existing: existing}, nil
 }
 

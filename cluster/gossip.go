@@ -166,7 +166,7 @@ func (c *Cluster) startGossip(existing bool) error {
 		maintainCh: make(chan struct{}, 1), reconcileCh: make(chan struct{}, 1),
 	}
 	g.meta = nodeMeta{ID: c.cfg.NodeID, RaftAddr: c.RaftAddr(), HTTPAddr: cfg.HTTPAddr, Version: cfg.Version, Bootstrapped: existing,
-		NonVoter: c.cfg.NonVoter}
+		NonVoter: c.cfg.NonVoter, Format: int(c.announceFormat())}
 	if g.pending {
 		g.meta.Expect = c.cfg.BootstrapExpect
 	}

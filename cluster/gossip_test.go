@@ -532,7 +532,8 @@ func TestStatusSingleNodeWithoutGossip(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Status{Leader: "n1", Members: []Member{{ID: "n1", RaftAddr: n.c.RaftAddr(), GossipAddr: "127.0.0.1:8301", HTTPAddr: "127.0.0.1:8080", State: "leader", Voter: true,
-		AppliedIndex: int64(n.c.fsm.Applied())}}} // #nosec G115 -- a raft index
+		AppliedIndex: int64(n.c.fsm.Applied()), StateFormat: int(fsm.CurrentFormat)}}, // #nosec G115 -- a raft index
+		StateFormat: int(n.f.State().StateFormat())}
 	if fmt.Sprint(st) != fmt.Sprint(want) {
 		t.Fatalf("got %+v, want %+v", st, want)
 	}

@@ -35,6 +35,10 @@ type nodeMeta struct {
 	RaftAddr string `json:"raft_addr"`
 	HTTPAddr string `json:"http_addr,omitempty"`
 	Version  string `json:"version,omitempty"`
+	// Format is the newest state format the node applies
+	// (fsm.CurrentFormat of its build). Releases before the gate announce
+	// none: a member without it counts as fsm.FormatBase (format.go).
+	Format int `json:"format,omitempty"`
 	// Expect is BootstrapExpect while the node waits to form a cluster;
 	// zero once it has a raft configuration or when it only joins.
 	Expect int `json:"expect,omitempty"`
@@ -209,6 +213,12 @@ func (c *Cluster) Status(ctx context.Context) (Status, error) {
 			m.AppliedLag = max(leaderApplied-m.AppliedIndex, 0)
 		}
 	}
+	for i := range st.Members {
+		m := &st.Members[i]
+		m.Version, m.StateFormat = c.shown(m.ID, gossip)
+	}
+	st.StateFormat = int(c.state.StateFormat())
+	st.Mixed = c.mixed(servers, gossip)
 	slices.SortFunc(st.Members, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
 	return st, nil
 }

@@ -14,6 +14,8 @@ type metrics struct {
 	forwarded      prometheus.Counter
 	readIndex      prometheus.Histogram
 	readIndexFails prometheus.Counter
+	// formatRefusals: writes the format gate refused (format.go).
+	formatRefusals prometheus.Counter
 }
 
 func newMetrics(c *Cluster, reg prometheus.Registerer) *metrics {
@@ -44,6 +46,10 @@ func newMetrics(c *Cluster, reg prometheus.Registerer) *metrics {
 			Name: "oidcd_raft_read_index_errors_total",
 			Help: "Read indexes that failed (no leader reachable): answered 503.",
 		}),
+		formatRefusals: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "oidcd_write_format_refusals_total",
+			Help: "Writes refused because they need a newer state format than the cluster runs (a member still runs an older release).",
+		}),
 	}
 	if reg == nil {
 		return m
@@ -54,7 +60,7 @@ func newMetrics(c *Cluster, reg prometheus.Registerer) *metrics {
 			return v
 		}
 	}
-	reg.MustRegister(m.applyLatency, m.applyErrors, m.leaderChanges, m.forwarded, m.readIndex, m.readIndexFails,
+	reg.MustRegister(m.applyLatency, m.applyErrors, m.leaderChanges, m.forwarded, m.readIndex, m.readIndexFails, m.formatRefusals,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "oidcd_raft_state",
 			Help: "Raft state of this node: 0 follower, 1 candidate, 2 leader, 3 shutdown.",
@@ -92,6 +98,22 @@ func newMetrics(c *Cluster, reg prometheus.Registerer) *metrics {
 			}
 			return float64(ms) / 1000
 		}),
+		// Read on scrape: the configuration is an atomic load in raft
+		// v1.7 and the gossip table a copy, so nothing runs between
+		// scrapes.
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "oidcd_cluster_mixed_versions",
+			Help: "1 while the members of the raft configuration announce different versions or state formats (a rolling upgrade under way), else 0.",
+		}, func() float64 {
+			if c.mixedNow() {
+				return 1
+			}
+			return 0
+		}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "oidcd_state_format",
+			Help: "The state format the cluster runs, as this node's state holds it.",
+		}, func() float64 { return float64(c.state.StateFormat()) }),
 	)
 	return m
 }

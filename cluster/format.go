@@ -1,0 +1,212 @@
+package cluster
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/oidcd/oidcd/fsm"
+)
+
+// Versions and state formats (DESIGN.md, "Versions and the state format").
+// Each node announces in gossip its version and the newest state format
+// its build applies. From those the leader raises the cluster's format
+// (the one its state holds) once every member of the raft configuration
+// applies the higher one, and Apply refuses a command newer than the
+// cluster's format before anything is proposed.
+
+// format is the state format m announces: fsm.FormatBase when it
+// announces none (a release before the gate).
+func (m nodeMeta) format() fsm.Format {
+	switch {
+	case m.Format <= 0:
+		return fsm.FormatBase
+	case m.Format > math.MaxUint16:
+		return math.MaxUint16
+	}
+	return fsm.Format(m.Format)
+}
+
+// selfAnnounced is this node's own version and format: what it announces
+// in gossip, else its configuration and fsm.CurrentFormat.
+func (c *Cluster) selfAnnounced() (string, fsm.Format) {
+	if g := c.gossip; g != nil {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.meta.Version, g.meta.format()
+	}
+	return c.cfg.Gossip.Version, c.announceFormat()
+}
+
+// announceFormat is the format this node announces: fsm.CurrentFormat
+// unless a test plays an older release (Config.announceFormat).
+func (c *Cluster) announceFormat() fsm.Format {
+	if c.cfg.announceFormat != 0 {
+		return c.cfg.announceFormat
+	}
+	return fsm.CurrentFormat
+}
+
+// announcement is what one server of the raft configuration counts as
+// for the format checks: the raise, the gate's list and the join check.
+type announcement struct {
+	id      string
+	version string
+	format  fsm.Format
+	// state says why a member counts as fsm.FormatBase whatever it last
+	// announced: "" while it is alive (or is this node), "not seen" when
+	// gossip never showed it, "down" when it failed, left or is stopping.
+	state string
+}
+
+// counted lists what every server of the configuration counts as. This
+// node counts as what it announces; another member as what it announces
+// while gossip sees it alive. One that is down, stopping or never seen
+// counts as fsm.FormatBase: it may come back on any release, an older
+// one included, and must not find a format it cannot apply.
+func (c *Cluster) counted(servers []raft.Server, gossip map[string]member) []announcement {
+	out := make([]announcement, 0, len(servers))
+	for _, s := range servers {
+		a := announcement{id: string(s.ID), format: fsm.FormatBase}
+		g, seen := gossip[a.id]
+		switch {
+		case a.id == c.cfg.NodeID:
+			a.version, a.format = c.selfAnnounced()
+		case !seen:
+			a.state = "not seen"
+		case !g.alive() || g.meta.Stopping || g.meta.Leaving:
+			a.version, a.state = g.meta.Version, "down"
+		default:
+			a.version, a.format = g.meta.Version, g.meta.format()
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// lowest is the lowest format the members count as, capped at
+// fsm.CurrentFormat, and the lowest version they announce (as recorded
+// with a raised format, so that a node that does not apply it can say
+// which release it needs).
+func lowest(members []announcement) (fsm.Format, string) {
+	low, version := fsm.CurrentFormat, ""
+	for _, a := range members {
+		low = min(low, a.format)
+		if a.version != "" && (version == "" || versionLess(a.version, version)) {
+			version = a.version
+		}
+	}
+	return low, version
+}
+
+// behind names the members that count as a format below need, for the
+// gate's refusal: "id (version)", "id (no version announced)", or why a
+// member is not counted ("id (down, last announced 0.4.0)", "id (not
+// seen)").
+func behind(members []announcement, need fsm.Format) []string {
+	var out []string
+	for _, a := range members {
+		if a.format >= need {
+			continue
+		}
+		switch {
+		case a.state == "down" && a.version != "":
+			out = append(out, a.id+" (down, last announced "+a.version+")")
+		case a.state != "":
+			out = append(out, a.id+" ("+a.state+")")
+		case a.version == "":
+			out = append(out, a.id+" (no version announced)")
+		default:
+			out = append(out, a.id+" ("+a.version+")")
+		}
+	}
+	return out
+}
+
+// shown is the version and format Status shows for member id: what it
+// announces, or last announced while it is down; "" and fsm.FormatBase
+// when gossip never showed it.
+func (c *Cluster) shown(id string, gossip map[string]member) (string, int) {
+	if id == c.cfg.NodeID {
+		v, f := c.selfAnnounced()
+		return v, int(f)
+	}
+	if g, seen := gossip[id]; seen {
+		return g.meta.Version, int(g.meta.format())
+	}
+	return "", int(fsm.FormatBase)
+}
+
+// mixed reports whether the servers of the raft configuration do not all
+// announce the same version and format, as Status shows them.
+func (c *Cluster) mixed(servers []raft.Server, gossip map[string]member) bool {
+	if len(servers) == 0 {
+		return false
+	}
+	v0, f0 := c.shown(string(servers[0].ID), gossip)
+	for _, s := range servers[1:] {
+		if v, f := c.shown(string(s.ID), gossip); v != v0 || f != f0 {
+			return true
+		}
+	}
+	return false
+}
+
+// mixedNow is mixed for the configuration and gossip of this moment
+// (the oidcd_cluster_mixed_versions gauge).
+func (c *Cluster) mixedNow() bool {
+	servers, err := c.Members()
+	return err == nil && c.mixed(servers, c.gossip.snapshot())
+}
+
+// versionLess orders release versions ("0.3.0", "v0.4.1-rc.1",
+// "0.2.0+git.5.1a2b3c4") by their numbers, a pre-release before its
+// release; a version that does not start with a number ("dev") sorts
+// after every release, and two such by their text.
+func versionLess(a, b string) bool {
+	na, pa, oka := parseVersion(a)
+	nb, pb, okb := parseVersion(b)
+	switch {
+	case oka != okb:
+		return oka
+	case !oka:
+		return a < b
+	}
+	for i := range na {
+		if na[i] != nb[i] {
+			return na[i] < nb[i]
+		}
+	}
+	switch {
+	case pa == pb:
+		return false
+	case pa == "" || pb == "":
+		return pb == "" // a pre-release comes before its release
+	}
+	return pa < pb
+}
+
+// parseVersion reads "v?MAJOR[.MINOR[.PATCH]][-pre][+build]".
+func parseVersion(v string) (nums [3]uint64, pre string, ok bool) {
+	v = strings.TrimPrefix(v, "v")
+	if i := strings.IndexByte(v, '+'); i >= 0 {
+		v = v[:i]
+	}
+	if i := strings.IndexByte(v, '-'); i >= 0 {
+		v, pre = v[:i], v[i+1:]
+	}
+	parts := strings.Split(v, ".")
+	if len(parts) > 3 {
+		return nums, "", false
+	}
+	for i, p := range parts {
+		n, err := strconv.ParseUint(p, 10, 64)
+		if err != nil {
+			return nums, "", false
+		}
+		nums[i] = n
+	}
+	return nums, pre, true
+}

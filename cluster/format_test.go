@@ -1,0 +1,119 @@
+package cluster
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/hashicorp/memberlist"
+	"github.com/hashicorp/raft"
+
+	"github.com/oidcd/oidcd/fsm"
+)
+
+func TestAnnouncedFormat(t *testing.T) {
+	for _, tc := range []struct {
+		meta string
+		want fsm.Format
+	}{
+		{`{"id":"n1","raft_addr":"a","version":"0.3.0"}`, fsm.FormatBase}, // a release before the gate
+		{`{"id":"n1","raft_addr":"a","format":1}`, fsm.FormatBase},
+		{`{"id":"n1","raft_addr":"a","format":2}`, fsm.FormatGate},
+		{`{"id":"n1","raft_addr":"a","format":-3}`, fsm.FormatBase},
+		{`{"id":"n1","raft_addr":"a","format":70000}`, 65535},
+	} {
+		m, err := parseMeta(&memberlist.Node{Name: "n1", Meta: []byte(tc.meta)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.format(); got != tc.want {
+			t.Errorf("%s: got format %d, want %d", tc.meta, got, tc.want)
+		}
+	}
+	// This build announces its format; one with the default omits nothing.
+	b, _ := json.Marshal(nodeMeta{ID: "n1", RaftAddr: "a", Format: int(fsm.CurrentFormat)})
+	var back map[string]any
+	if err := json.Unmarshal(b, &back); err != nil || back["format"] != float64(fsm.CurrentFormat) {
+		t.Fatalf("metadata %s does not carry format %d", b, fsm.CurrentFormat)
+	}
+}
+
+// TestCountedMembers: what each server of the configuration counts as for
+// the raise, the gate and the join check, and what Status shows.
+func TestCountedMembers(t *testing.T) {
+	c := &Cluster{cfg: Config{NodeID: "self", Gossip: GossipConfig{Version: "0.4.0"}}}
+	alive := func(v string, f int) member {
+		return member{state: memberlist.StateAlive, meta: nodeMeta{Version: v, Format: f}}
+	}
+	gossip := map[string]member{
+		"new":      alive("0.4.0", 2),
+		"old":      alive("0.3.0", 0),
+		"bare":     alive("", 0),
+		"stopping": {state: memberlist.StateAlive, meta: nodeMeta{Version: "0.4.0", Format: 2, Stopping: true}},
+		"dead":     {state: memberlist.StateDead, meta: nodeMeta{Version: "0.4.0", Format: 2}},
+		"self":     alive("wrong", 1), // this node's own view wins
+	}
+	var servers []raft.Server
+	for _, id := range []string{"self", "new", "old", "bare", "stopping", "dead", "unseen"} {
+		servers = append(servers, raft.Server{ID: raft.ServerID(id)})
+	}
+	got := c.counted(servers, gossip)
+	want := []announcement{
+		{id: "self", version: "0.4.0", format: 2},
+		{id: "new", version: "0.4.0", format: 2},
+		{id: "old", version: "0.3.0", format: 1},
+		{id: "bare", format: 1},
+		{id: "stopping", version: "0.4.0", format: 1, state: "down"},
+		{id: "dead", version: "0.4.0", format: 1, state: "down"},
+		{id: "unseen", format: 1, state: "not seen"},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	if low, v := lowest(got); low != fsm.FormatBase || v != "0.3.0" {
+		t.Fatalf("lowest: got %d %q, want 1 0.3.0", low, v)
+	}
+	if low, v := lowest(got[:2]); low != fsm.CurrentFormat || v != "0.4.0" {
+		t.Fatalf("lowest of the upgraded: got %d %q, want %d 0.4.0", low, v, fsm.CurrentFormat)
+	}
+	wantBehind := []string{"old (0.3.0)", "bare (no version announced)", "stopping (down, last announced 0.4.0)",
+		"dead (down, last announced 0.4.0)", "unseen (not seen)"}
+	if b := behind(got, fsm.FormatGate); !slices.Equal(b, wantBehind) {
+		t.Fatalf("behind: got %q, want %q", b, wantBehind)
+	}
+	if b := behind(got, fsm.FormatBase); len(b) != 0 {
+		t.Fatalf("behind format 1: got %q, want none", b)
+	}
+
+	for _, tc := range []struct {
+		name    string
+		servers []string
+		want    bool
+	}{
+		{"alone", []string{"self"}, false},
+		{"same release", []string{"self", "new"}, false},
+		{"down but last announced the same", []string{"self", "new", "dead"}, false},
+		{"an older release", []string{"self", "old"}, true},
+		{"never seen", []string{"self", "unseen"}, true},
+		{"a stopping member shows what it announced", []string{"self", "new", "stopping"}, false},
+	} {
+		var ss []raft.Server
+		for _, id := range tc.servers {
+			ss = append(ss, raft.Server{ID: raft.ServerID(id)})
+		}
+		if got := c.mixed(ss, gossip); got != tc.want {
+			t.Errorf("%s: mixed got %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestVersionLess(t *testing.T) {
+	ordered := []string{"0.2.0+git.5.1a2b3c4", "0.3.0-rc.1", "0.3.0", "v0.3.1", "0.4", "0.10.0", "1.0.0", "dev", "test"}
+	for i, a := range ordered {
+		for j, b := range ordered {
+			if got, want := versionLess(a, b), i < j; got != want {
+				t.Errorf("versionLess(%q, %q): got %v, want %v", a, b, got, want)
+			}
+		}
+	}
+}

@@ -359,7 +359,24 @@ var _ fsm.Applier = (*Cluster)(nil)
 // Result carries the command's domain outcome. Without a deadline on ctx
 // it waits at most ApplyTimeout: a cluster that cannot apply (no quorum, a
 // state file whose disk is full) answers within a bound.
+//
+// A command that needs a newer state format than the cluster runs is
+// refused before anything is proposed, with a *fsm.FormatError naming the
+// members to upgrade first (format.go).
 func (c *Cluster) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
+	if err := c.state.CheckFormat(cmd); err != nil {
+		c.metrics.formatRefusals.Inc()
+		return fsm.Result{}, c.nameBehind(err)
+	}
+	res, err := c.propose(ctx, cmd)
+	if errors.Is(err, fsm.ErrFormat) { // refused by the leader (leaderApply)
+		c.metrics.formatRefusals.Inc()
+	}
+	return res, err
+}
+
+// propose is Apply past the format gate.
+func (c *Cluster) propose(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
 	timeout := c.cfg.ApplyTimeout
@@ -407,6 +424,9 @@ func (c *Cluster) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error
 			return res, nil
 		}
 		err = ferr
+		if errors.Is(err, fsm.ErrFormat) {
+			return fsm.Result{}, err // not a failure of the cluster
+		}
 	} else {
 		err = mapRaftError(err)
 	}

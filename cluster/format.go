@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -159,6 +160,18 @@ func (c *Cluster) mixed(servers []raft.Server, gossip map[string]member) bool {
 func (c *Cluster) mixedNow() bool {
 	servers, err := c.Members()
 	return err == nil && c.mixed(servers, c.gossip.snapshot())
+}
+
+// nameBehind fills a *fsm.FormatError's Members with the members of the
+// raft configuration that count as a format below the one it needs.
+func (c *Cluster) nameBehind(err error) error {
+	var fe *fsm.FormatError
+	if errors.As(err, &fe) && fe.Members == nil {
+		if servers, merr := c.Members(); merr == nil {
+			fe.Members = behind(c.counted(servers, c.gossip.snapshot()), fe.Need)
+		}
+	}
+	return err
 }
 
 // versionLess orders release versions ("0.3.0", "v0.4.1-rc.1",

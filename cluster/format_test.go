@@ -2,13 +2,17 @@ package cluster
 
 import (
 	"encoding/json"
+	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/testkit/promtest"
 )
 
 func TestAnnouncedFormat(t *testing.T) {
@@ -115,5 +119,73 @@ func TestVersionLess(t *testing.T) {
 				t.Errorf("versionLess(%q, %q): got %v, want %v", a, b, got, want)
 			}
 		}
+	}
+}
+
+// raiseTo is the command that raises the cluster's format to f: the one
+// command of format 2, so the one the gate can refuse today.
+func raiseTo(f fsm.Format) fsm.Command {
+	return fsm.MustCommand(fsm.TypeSetStateFormat, fsm.SetStateFormat{Format: f, Version: "0.4.0"})
+}
+
+func metric(t *testing.T, c *Cluster, name string) float64 {
+	t.Helper()
+	return promtest.Gather(t, c.cfg.Registerer.(prometheus.Gatherer))[name]
+}
+
+// TestGateRefusesANewerCommand: in a static cluster gossip has never shown
+// the other members, so each counts as format 1 and the cluster stays at
+// it. A format-2 command is refused on every node before anything is
+// proposed, with a *fsm.FormatError naming the members that hold it back,
+// counted as a refusal and not as a failed write; the leader refuses one
+// sent past a proposer's gate the same way.
+func TestGateRefusesANewerCommand(t *testing.T) {
+	mc := newMCluster(t, 3, nil)
+	leader, fs := mc.roles()
+	mustApply(t, fs[0], org("o1", "one"))
+	applied := leader.f.Applied()
+	others := func(self *mnode) []string {
+		var out []string
+		for _, n := range mc.nodes {
+			if n != self {
+				out = append(out, n.id+" (not seen)")
+			}
+		}
+		return out
+	}
+	for _, n := range mc.nodes {
+		_, err := n.c.Apply(withTimeout(t, 5*time.Second), raiseTo(fsm.FormatGate))
+		var fe *fsm.FormatError
+		if !errors.As(err, &fe) || !errors.Is(err, fsm.ErrFormat) {
+			t.Fatalf("%s: got %v, want a *fsm.FormatError", n.id, err)
+		}
+		if errors.Is(err, ErrNoLeader) || errors.Is(err, fsm.ErrMaybeApplied) {
+			t.Fatalf("%s: a refusal reads as a failure: %v", n.id, err)
+		}
+		if fe.Need != fsm.FormatGate || fe.Have != fsm.FormatBase || !slices.Equal(fe.Members, others(n)) {
+			t.Fatalf("%s: got %+v, want need 2, have 1, members %q", n.id, fe, others(n))
+		}
+		if got := metric(t, n.c, "oidcd_write_format_refusals_total"); got != 1 {
+			t.Fatalf("%s: %v refusals counted, want 1", n.id, got)
+		}
+		if got := metric(t, n.c, "oidcd_raft_apply_errors_total"); got != 0 {
+			t.Fatalf("%s: the refusal counted as %v failed writes", n.id, got)
+		}
+	}
+	// Past the proposer's gate, the leader refuses it, and the refusal
+	// comes back as the same error.
+	_, err := fs[0].c.forwardApply(withTimeout(t, 5*time.Second), raiseTo(fsm.FormatGate))
+	var fe *fsm.FormatError
+	if !errors.As(err, &fe) || fe.Need != fsm.FormatGate || !slices.Equal(fe.Members, others(leader)) {
+		t.Fatalf("forwarded past the gate: got %v (%+v), want the leader's *fsm.FormatError naming %q", err, fe, others(leader))
+	}
+	readIndex(t, leader)
+	for _, n := range mc.nodes {
+		if got := n.f.State().StateFormat(); got != fsm.FormatBase {
+			t.Fatalf("%s runs format %d, want 1", n.id, got)
+		}
+	}
+	if got := leader.f.Applied(); got != applied {
+		t.Fatalf("applied index moved from %d to %d: a refused command was proposed", applied, got)
 	}
 }

@@ -120,7 +120,8 @@ func (c *Cluster) serveOp(ctx context.Context, op byte, body []byte) ([]byte, er
 // ErrNotLeader only when raft refused the entry before appending it, so
 // that the caller may send it again elsewhere without applying it twice.
 func (c *Cluster) leaderApply(ctx context.Context, data []byte) ([]byte, error) {
-	if _, err := fsm.Decode(data); err != nil {
+	cmd, err := fsm.Decode(data)
+	if err != nil {
 		return nil, err // the FSM would panic on it: the log would be corrupt
 	}
 	if c.raft.State() != raft.Leader {
@@ -128,6 +129,13 @@ func (c *Cluster) leaderApply(ctx context.Context, data []byte) ([]byte, error) 
 		// peers' requests for a moment: refused before raft sees them,
 		// they go to the next leader rather than race the shutdown.
 		return nil, fmt.Errorf("%w: %s no longer leads", ErrNotLeader, c.cfg.NodeID)
+	}
+	if err := c.state.CheckFormat(cmd); err != nil {
+		// The proposer's gate let it through (a proposer that checks
+		// nothing, or whose state was ahead of this new leader's for the
+		// moment before this one applies the last term's entries).
+		// Judged by its type alone: decoding loses what fields it sets.
+		return nil, c.nameBehind(err)
 	}
 	f := c.raft.Apply(data, timeLeft(ctx, c.cfg.ApplyTimeout))
 	if err := c.awaitWrite(ctx, f); err != nil {

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/oidcd/oidcd/fsm"
 )
 
 // rpcPair is an rpcServer on a loopback listener and a client of it.
@@ -87,6 +89,7 @@ func TestRPCErrorClassesRoundTrip(t *testing.T) {
 		{fmt.Errorf("%w: stopping", ErrShutdown), ErrNoLeader, false}, // the leader stops, not us
 		{context.DeadlineExceeded, ErrNoLeader, false},
 		{ErrNoRateLimiter, nil, false},
+		{&fsm.FormatError{Feature: "set_state_format", Need: 2, Have: 1, Members: []string{"n3 (0.3.0)"}}, fsm.ErrFormat, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.handler.Error(), func(t *testing.T) {
@@ -104,6 +107,12 @@ func TestRPCErrorClassesRoundTrip(t *testing.T) {
 			}
 			if retry := errors.Is(got, ErrNotLeader); retry != tc.retry {
 				t.Fatalf("retry: got %v, want %v", retry, tc.retry)
+			}
+			if want, ok := tc.handler.(*fsm.FormatError); ok {
+				var fe *fsm.FormatError
+				if !errors.As(got, &fe) || fe.Error() != want.Error() {
+					t.Fatalf("got %v, want the leader's %v", got, want)
+				}
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/oidcd/oidcd/fsm"
 )
 
 // The node-to-node RPC protocol, after the protocol byte 'F'. Requests and
@@ -40,6 +43,11 @@ const (
 	// classGoaway is not a reply but the server's last word before it
 	// closes the connection: its id is the last request it read.
 	classGoaway byte = 5
+	// classFormat: the command needs a newer state format than the
+	// leader's state holds; nothing was done. The body is the
+	// *fsm.FormatError as JSON. A release before the gate reads it as
+	// classOther, but never sends a command that could earn it.
+	classFormat byte = 6
 )
 
 const (
@@ -423,7 +431,7 @@ func (s *rpcServer) serveConn(conn net.Conn) {
 			head := make([]byte, replHeader)
 			binary.BigEndian.PutUint64(head, id)
 			if err != nil {
-				head[8], body = classify(err), []byte(err.Error())
+				head[8], body = errorReply(err)
 			}
 			if sc.write(head, body) != nil {
 				conn.Close() // the reader ends too
@@ -477,10 +485,28 @@ func classify(err error) byte {
 	return classOther
 }
 
+// errorReply is the class and body of a failed reply: the message, or a
+// format refusal as JSON so that the proposer returns the same
+// *fsm.FormatError its own gate would.
+func errorReply(err error) (byte, []byte) {
+	var fe *fsm.FormatError
+	if errors.As(err, &fe) {
+		if b, jerr := json.Marshal(fe); jerr == nil {
+			return classFormat, b
+		}
+	}
+	return classify(err), []byte(err.Error())
+}
+
 // replyError maps a failed reply from the node id back to an error.
 func replyError(r rpcReply, id string) error {
 	msg := string(r.body)
 	switch r.class {
+	case classFormat:
+		var fe fsm.FormatError
+		if json.Unmarshal(r.body, &fe) == nil {
+			return &fe
+		}
 	case classNotLeader:
 		return fmt.Errorf("%w: %s: %s", ErrNotLeader, id, msg)
 	case classNoLeader:

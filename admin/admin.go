@@ -378,6 +378,13 @@ func (a *api) applyAs(w http.ResponseWriter, r *http.Request, cmd fsm.Command, e
 // commit proposes the stamped cmd and answers the failure cases as apply
 // says.
 func (a *api) commit(w http.ResponseWriter, r *http.Request, cmd fsm.Command) (fsm.Result, bool) {
+	return a.commitWith(w, r, cmd, nil)
+}
+
+// commitWith is commit with answered, when not nil, offered a refusal in
+// Result.Err first: it reports whether it answered it itself (a create's
+// replay, idempotency.go).
+func (a *api) commitWith(w http.ResponseWriter, r *http.Request, cmd fsm.Command, answered func(fsm.Result) bool) (fsm.Result, bool) {
 	res, err := a.Applier.Apply(r.Context(), cmd)
 	if err != nil {
 		a.applyFailed(w, r, "apply "+cmd.Type.String(), err)
@@ -385,6 +392,9 @@ func (a *api) commit(w http.ResponseWriter, r *http.Request, cmd fsm.Command) (f
 	}
 	if res.Err == nil {
 		return res, true
+	}
+	if answered != nil && answered(res) {
+		return res, false
 	}
 	var nf *fsm.NotFoundError
 	var ce *fsm.ConflictError
@@ -479,9 +489,14 @@ func formatRefusal(fe *fsm.FormatError) string {
 }
 
 // maybeAppliedMessage is the message of the 503 for a write whose fate is
-// unknown.
-func maybeAppliedMessage(*http.Request) string {
-	return "the leader went away after the write was sent: it may have been applied. Read it back before you send it again"
+// unknown: how to find out depends on whether the request can be sent
+// again safely (a create with an Idempotency-Key, idempotency.go).
+func maybeAppliedMessage(r *http.Request) string {
+	const lost = "the leader went away after the write was sent: it may have been applied. "
+	if idempotencyKeyOf(r) != "" {
+		return lost + "Read it back, or retry with the same Idempotency-Key (if it was applied, the retry answers the record it made)"
+	}
+	return lost + "Read it back before you send it again"
 }
 
 // unavailable answers 503: the cluster could not commit, or the local state

@@ -48,6 +48,10 @@ func (p *problems) roleAndOrg(role, org string) string {
 
 // createAdmin is POST /admins.
 func (a *api) createAdmin(w http.ResponseWriter, r *http.Request) {
+	key, ok := idempotencyKey(w, r)
+	if !ok {
+		return
+	}
 	var b grantBody
 	if !decode(w, r, &b) {
 		return
@@ -59,8 +63,12 @@ func (a *api) createAdmin(w http.ResponseWriter, r *http.Request) {
 		writeInvalid(w, r, p)
 		return
 	}
-	g := fsm.AdminGrant{ID: a.NewID(), UserID: userID, Role: b.Role, OrgID: orgID, CreatedAt: a.now()}
-	if _, ok := a.apply(w, r, fsm.MustCommand(fsm.TypeCreateAdminGrant, fsm.CreateAdminGrant{Grant: g})); !ok {
+	g := fsm.AdminGrant{ID: a.createID(r, key), UserID: userID, Role: b.Role, OrgID: orgID, CreatedAt: a.now()}
+	r, rp := withReplay(r, &replay{key: key, id: g.ID, read: func() (any, bool, error) {
+		got, err := a.State.AdminGrant(g.ID)
+		return grantOut(got), got.UserID == g.UserID && got.Role == g.Role && got.OrgID == g.OrgID, err
+	}})
+	if _, ok := a.applyCreate(w, r, fsm.MustCommand(fsm.TypeCreateAdminGrant, fsm.CreateAdminGrant{Grant: g}), rp); !ok {
 		return
 	}
 	httpx.WriteJSON(w, http.StatusCreated, grantOut(g))

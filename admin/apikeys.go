@@ -37,6 +37,10 @@ type apiKeyBody struct {
 // createAPIKey is POST /api-keys. The key is shown in this answer only;
 // the state keeps its hash.
 func (a *api) createAPIKey(w http.ResponseWriter, r *http.Request) {
+	key, ok := idempotencyKey(w, r)
+	if !ok {
+		return
+	}
 	var b apiKeyBody
 	if !decode(w, r, &b) {
 		return
@@ -55,15 +59,22 @@ func (a *api) createAPIKey(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := a.now()
-	id := a.NewID()
-	key, hash := newAPIKey(id)
+	id := a.createID(r, key)
+	secret, hash := newAPIKey(id)
 	k := fsm.APIKey{ID: id, Name: b.Name, Role: b.Role, OrgID: orgID, Hash: hash, CreatedAt: now,
 		ExpiresAt: now.Add(time.Duration(*b.ExpiresIn) * time.Second)}
-	if _, ok := a.apply(w, r, fsm.MustCommand(fsm.TypeCreateAPIKey, fsm.CreateAPIKey{Key: k})); !ok {
+	// A retry cannot show the key again: only its hash is kept.
+	r, rp := withReplay(r, &replay{key: key, id: id, read: func() (any, bool, error) {
+		got, err := a.State.APIKey(id)
+		return apiKeyOut(got), got.Name == k.Name && got.Role == k.Role && got.OrgID == k.OrgID, err
+	}, shownOnce: func(id string) string {
+		return shownOnceMessage("API key", id, "key", "delete it (DELETE /admin/v1/api-keys/"+id+") and create another")
+	}})
+	if _, ok := a.applyCreate(w, r, fsm.MustCommand(fsm.TypeCreateAPIKey, fsm.CreateAPIKey{Key: k}), rp); !ok {
 		return
 	}
 	out := apiKeyOut(k)
-	out.Key = key
+	out.Key = secret
 	w.Header().Set("Cache-Control", "no-store")
 	httpx.WriteJSON(w, http.StatusCreated, out)
 }

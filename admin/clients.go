@@ -241,13 +241,19 @@ func dedupe(s []string) []string {
 }
 
 func (a *api) createClient(w http.ResponseWriter, r *http.Request) {
+	key, ok := idempotencyKey(w, r)
+	if !ok {
+		return
+	}
 	var b clientBody
 	if !decode(w, r, &b) {
 		return
 	}
 	var id string
 	if b.ClientID == nil {
-		id = a.NewID()
+		id = a.createID(r, key)
+	} else {
+		key = "" // a client_id of its own identifies the client: a retry meets 409 on it
 	}
 	c, p := newClient(&b, id)
 	if len(p) > 0 {
@@ -261,7 +267,20 @@ func (a *api) createClient(w http.ResponseWriter, r *http.Request) {
 	}
 	c.CreatedAt = a.now()
 	c.UpdatedAt = c.CreatedAt
-	if _, ok := a.apply(w, r, fsm.MustCommand(fsm.TypeCreateClient, fsm.PutClient{Client: c, Create: true})); !ok {
+	rp := &replay{key: key, id: c.ID, read: func() (any, bool, error) {
+		got, err := a.State.Client(c.ID)
+		return clientOut(got), got.Name == c.Name && got.Type == c.Type && got.OrganizationID == c.OrganizationID &&
+			slices.Equal(got.RedirectURIs, c.RedirectURIs), err
+	}}
+	if c.Type == fsm.ClientConfidential {
+		// Only the secret's hash is kept: a retry cannot show it again.
+		rp.shownOnce = func(id string) string {
+			return shownOnceMessage("client", id, "client_secret", "there is no other way to a new secret than to delete the client (DELETE /admin/v1/clients/"+
+				id+") and create it again, which makes a new client_id unless the body gives one")
+		}
+	}
+	r, rp = withReplay(r, rp)
+	if _, ok := a.applyCreate(w, r, fsm.MustCommand(fsm.TypeCreateClient, fsm.PutClient{Client: c, Create: true}), rp); !ok {
 		return
 	}
 	out := clientOut(c)

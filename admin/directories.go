@@ -147,12 +147,16 @@ func (a *api) sealBindPassword(w http.ResponseWriter, r *http.Request, id, pw st
 }
 
 func (a *api) createDirectory(w http.ResponseWriter, r *http.Request) {
+	key, ok := idempotencyKey(w, r)
+	if !ok {
+		return
+	}
 	var b directoryBody
 	if !decode(w, r, &b) {
 		return
 	}
 	now := a.now()
-	d := fsm.Directory{ID: a.NewID(), EmailAttribute: "mail", SyncInterval: DefaultSyncInterval, CreatedAt: now, UpdatedAt: now}
+	d := fsm.Directory{ID: a.createID(r, key), EmailAttribute: "mail", SyncInterval: DefaultSyncInterval, CreatedAt: now, UpdatedAt: now}
 	pw, p := b.apply(&d)
 	if pw == nil || *pw == "" {
 		p.add("bind_password", codeRequired, "is required (the search account's password)")
@@ -161,11 +165,17 @@ func (a *api) createDirectory(w http.ResponseWriter, r *http.Request) {
 		writeInvalid(w, r, p)
 		return
 	}
-	var ok bool
+	r, rp := withReplay(r, &replay{key: key, id: d.ID, read: func() (any, bool, error) {
+		got, err := a.State.Directory(d.ID)
+		return directoryOut(got), got.Name == d.Name && got.URL == d.URL, err
+	}})
+	if a.replayed(w, r, rp) {
+		return // before the password is sealed again
+	}
 	if d.BindPassword, ok = a.sealBindPassword(w, r, d.ID, *pw); !ok {
 		return
 	}
-	res, ok := a.apply(w, r, fsm.MustCommand(fsm.TypePutDirectory, fsm.PutDirectory{Directory: d, Create: true}))
+	res, ok := a.commitCreate(w, r, a.stamp(r, fsm.MustCommand(fsm.TypePutDirectory, fsm.PutDirectory{Directory: d, Create: true})), rp)
 	if !ok {
 		return
 	}

@@ -96,6 +96,10 @@ func (a *api) createInvitation(w http.ResponseWriter, r *http.Request) {
 	if !a.mailReady(w, r) {
 		return
 	}
+	key, ok := idempotencyKey(w, r)
+	if !ok {
+		return
+	}
 	var b invitationBody
 	if !decode(w, r, &b) {
 		return
@@ -103,6 +107,17 @@ func (a *api) createInvitation(w http.ResponseWriter, r *http.Request) {
 	orgID, life, p := b.check()
 	if len(p) > 0 {
 		writeInvalid(w, r, p)
+		return
+	}
+	// A retry is answered before the checks below: the person may have
+	// accepted the invitation since (a member now), and no second
+	// message goes out.
+	id := a.createID(r, key)
+	r, rp := withReplay(r, &replay{key: key, id: id, read: func() (any, bool, error) {
+		got, err := a.State.Invitation(id)
+		return invitationOut(got, a.now()), strings.EqualFold(got.Email, b.Email) && got.OrgID == orgID, err
+	}})
+	if a.replayed(w, r, rp) {
 		return
 	}
 	o, err := a.State.Org(orgID)
@@ -132,10 +147,11 @@ func (a *api) createInvitation(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := a.now()
-	in := fsm.Invitation{ID: a.NewID(), Email: b.Email, OrgID: orgID, LinkHash: hash, CreatedAt: now, ExpiresAt: now.Add(life)}
+	in := fsm.Invitation{ID: id, Email: b.Email, OrgID: orgID, LinkHash: hash, CreatedAt: now, ExpiresAt: now.Add(life)}
 	r = withTouch(r, orgID, in.ID)
 	ev := mailEvent(r, fsm.EventInvitation, "sent", map[string]string{"email": b.Email})
-	res, ok := a.applyAs(w, r, fsm.MustCommand(fsm.TypeCreateInvitation, fsm.CreateInvitation{Invitation: in, Email: out, At: now, Rules: adminMailRules(b.Email)}), ev)
+	res, ok := a.commitCreate(w, r, fsm.StampIn(r.Context(), fsm.MustCommand(fsm.TypeCreateInvitation,
+		fsm.CreateInvitation{Invitation: in, Email: out, At: now, Rules: adminMailRules(b.Email)}), a.now(), ev), rp)
 	if !ok {
 		return
 	}

@@ -34,6 +34,10 @@ type membershipPatch struct {
 }
 
 func (a *api) createMembership(w http.ResponseWriter, r *http.Request) {
+	key, ok := idempotencyKey(w, r)
+	if !ok {
+		return
+	}
 	var b membershipBody
 	if !decode(w, r, &b) {
 		return
@@ -51,8 +55,12 @@ func (a *api) createMembership(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := a.now()
-	m := fsm.Membership{ID: a.NewID(), UserID: userID, OrgID: orgID, Status: status, CreatedAt: now, UpdatedAt: now}
-	if _, ok := a.apply(w, r, fsm.MustCommand(fsm.TypeCreateMembership, fsm.CreateMembership{Membership: m})); !ok {
+	m := fsm.Membership{ID: a.createID(r, key), UserID: userID, OrgID: orgID, Status: status, CreatedAt: now, UpdatedAt: now}
+	r, rp := withReplay(r, &replay{key: key, id: m.ID, read: func() (any, bool, error) {
+		got, err := a.State.Membership(m.ID)
+		return membershipOut(got), got.UserID == m.UserID && got.OrgID == m.OrgID, err
+	}})
+	if _, ok := a.applyCreate(w, r, fsm.MustCommand(fsm.TypeCreateMembership, fsm.CreateMembership{Membership: m}), rp); !ok {
 		return
 	}
 	httpx.WriteJSON(w, http.StatusCreated, membershipOut(m))

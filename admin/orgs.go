@@ -45,6 +45,10 @@ type orgBody struct {
 }
 
 func (a *api) createOrg(w http.ResponseWriter, r *http.Request) {
+	key, ok := idempotencyKey(w, r)
+	if !ok {
+		return
+	}
 	var b orgBody
 	if !decode(w, r, &b) {
 		return
@@ -56,8 +60,12 @@ func (a *api) createOrg(w http.ResponseWriter, r *http.Request) {
 		writeInvalid(w, r, p)
 		return
 	}
-	c := fsm.CreateOrg{ID: a.NewID(), Slug: b.Slug, Name: b.Name, CreatedAt: a.now()}
-	if _, ok := a.apply(w, r, fsm.MustCommand(fsm.TypeCreateOrg, c)); !ok {
+	c := fsm.CreateOrg{ID: a.createID(r, key), Slug: b.Slug, Name: b.Name, CreatedAt: a.now()}
+	r, rp := withReplay(r, &replay{key: key, id: c.ID, read: func() (any, bool, error) {
+		o, err := a.State.Org(c.ID)
+		return orgOut(o), o.Slug == c.Slug && o.Name == c.Name, err
+	}})
+	if _, ok := a.applyCreate(w, r, fsm.MustCommand(fsm.TypeCreateOrg, c), rp); !ok {
 		return
 	}
 	httpx.WriteJSON(w, http.StatusCreated, orgOut(fsm.Org{ID: c.ID, Slug: c.Slug, Name: c.Name, Status: fsm.OrgActive}))

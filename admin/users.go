@@ -72,6 +72,10 @@ func (a *api) hashPassword(w http.ResponseWriter, r *http.Request, secret string
 }
 
 func (a *api) createUser(w http.ResponseWriter, r *http.Request) {
+	key, ok := idempotencyKey(w, r)
+	if !ok {
+		return
+	}
 	var b userBody
 	if !decode(w, r, &b) {
 		return
@@ -81,19 +85,25 @@ func (a *api) createUser(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := a.now()
-	u := fsm.User{ID: a.NewID(), Email: *b.Email, EmailVerified: deref(b.EmailVerified), Phone: deref(b.Phone),
+	u := fsm.User{ID: a.createID(r, key), Email: *b.Email, EmailVerified: deref(b.EmailVerified), Phone: deref(b.Phone),
 		CreatedAt: now, UpdatedAt: now}
+	r, rp := withReplay(r, &replay{key: key, id: u.ID, read: func() (any, bool, error) {
+		got, err := a.State.User(u.ID)
+		return userOut(got), strings.EqualFold(got.Email, u.Email), err
+	}})
+	if a.replayed(w, r, rp) {
+		return // before the password is hashed again
+	}
 	if b.Password != nil {
-		var ok bool
 		if u.PasswordHash, ok = a.hashPassword(w, r, *b.Password); !ok {
 			return
 		}
 	}
 	if org := orgScope(r); org != "" {
-		a.createMember(w, r, u, org)
+		a.createMember(w, r, u, org, rp)
 		return
 	}
-	if _, ok := a.apply(w, r, fsm.MustCommand(fsm.TypeCreateUser, fsm.CreateUser{User: u})); !ok {
+	if _, ok := a.commitCreate(w, r, a.stamp(r, fsm.MustCommand(fsm.TypeCreateUser, fsm.CreateUser{User: u})), rp); !ok {
 		return
 	}
 	httpx.WriteJSON(w, http.StatusCreated, userOut(u))
@@ -102,8 +112,9 @@ func (a *api) createUser(w http.ResponseWriter, r *http.Request) {
 // createMember creates the person u as an active member of org in one
 // write, for an org_admin, whose people must belong to its organization
 // (authz.go): the import command of one person, which creates the
-// person and the membership together or neither.
-func (a *api) createMember(w http.ResponseWriter, r *http.Request, u fsm.User, org string) {
+// person and the membership together or neither. A retry (rp) meets
+// the person by address, under the id the key gave them.
+func (a *api) createMember(w http.ResponseWriter, r *http.Request, u fsm.User, org string, rp *replay) {
 	cmd := fsm.ImportUsers{At: u.CreatedAt, Users: []fsm.ImportedUser{{User: u, OrgIDs: []string{org}, MembershipIDs: []string{a.NewID()}}}}
 	r = withTouch(r, org, u.ID)
 	res, ok := a.apply(w, r, fsm.MustCommand(fsm.TypeImportUsers, cmd))
@@ -117,6 +128,7 @@ func (a *api) createMember(w http.ResponseWriter, r *http.Request, u fsm.User, o
 	switch o := out[0]; {
 	case o.Status == fsm.ImportCreated:
 		httpx.WriteJSON(w, http.StatusCreated, userOut(u))
+	case ((o.Status == fsm.ImportExists && o.ID == u.ID) || (o.Code == "conflict" && o.Field == "id")) && a.replayed(w, r, rp):
 	case o.Status == fsm.ImportExists:
 		httpx.WriteError(w, r, http.StatusConflict, httpx.CodeConflict, conflictMessage("email"),
 			httpx.Detail{Field: "email", Message: "already in use", Code: "conflict"})

@@ -111,7 +111,10 @@ func commands() []noun {
 					"node that has lost its leader still answers. The exit code is 0 when that\n" +
 					"node knows a leader and 5 when it does not, so a script can wait for a\n" +
 					"cluster to form:\n\n" +
-					"  until oidcd admin status >/dev/null; do sleep 1; done",
+					"  until oidcd admin status >/dev/null; do sleep 1; done\n\n" +
+					"Each member shows the version it runs and the newest state format it\n" +
+					"applies. While they differ (a rolling upgrade), a note says so, with the\n" +
+					"format the cluster runs and which writes wait for which nodes.",
 				setup: statusShow},
 		}},
 		{name: "login", summary: "sign in as a person, through the provider, and keep the token for --addr", bare: true, verbs: []verb{
@@ -297,7 +300,7 @@ func commands() []noun {
 				setup:   keysRotate},
 		}},
 		{name: "cluster", summary: "the raft cluster", verbs: []verb{
-			{name: "status", summary: "show the leader and the members", setup: clusterStatus},
+			{name: "status", summary: "show the leader, the members with their versions, and the state format", setup: clusterStatus},
 			{name: "remove-node", args: []string{"ID"}, summary: "remove a dead node from the raft configuration (run against any node)",
 				setup: deleteOne("/cluster/nodes", "node")},
 			{name: "promote", args: []string{"ID"}, summary: "make a member a voter (run against any node)", setup: setVoter("promote"),

@@ -85,6 +85,7 @@ var (
 		col("ID", "id"), col("RAFT_ADDR", "raft_addr"), col("GOSSIP_ADDR", "gossip_addr"), col("HTTP_ADDR", "http_addr"),
 		col("STATE", "state"), col("VOTER", "voter"), col("LEADER", leaderMark),
 		col("APPLIED", "applied_index"), col("LAG", "applied_lag"), col("CONTACT_MS", "last_contact_ms"),
+		col("VERSION", "version"), col("FORMAT", "state_format"),
 	}
 )
 
@@ -283,8 +284,10 @@ func showCodes(w io.Writer, body []byte) error {
 
 func showCluster(w io.Writer, body []byte) error {
 	var c struct {
-		Leader  any              `json:"leader"`
-		Members []map[string]any `json:"members"`
+		Leader      any              `json:"leader"`
+		Members     []map[string]any `json:"members"`
+		StateFormat *int             `json:"state_format"` // nil: a server before the state-format gate
+		Mixed       bool             `json:"mixed"`
 	}
 	if err := decode(body, &c); err != nil {
 		return err
@@ -298,6 +301,9 @@ func showCluster(w io.Writer, body []byte) error {
 		leader = ""
 	} else {
 		fmt.Fprintf(w, "leader: %s\n", leader)
+	}
+	if c.StateFormat != nil {
+		fmt.Fprintf(w, "state format: %d%s\n", *c.StateFormat, mixedMark(c.Mixed))
 	}
 	for _, m := range c.Members {
 		m[leaderMark] = false
@@ -313,7 +319,88 @@ func showCluster(w io.Writer, body []byte) error {
 		_, err := fmt.Fprintln(w, "no members")
 		return err
 	}
-	return writeTable(w, memberTable, c.Members)
+	if err := writeTable(w, memberTable, c.Members); err != nil {
+		return err
+	}
+	if c.Mixed && c.StateFormat != nil {
+		_, err := fmt.Fprint(w, "\n"+mixedNote(*c.StateFormat, c.Members))
+		return err
+	}
+	return nil
+}
+
+// mixedMark follows the cluster's state format when its members run
+// different versions.
+func mixedMark(mixed bool) string {
+	if mixed {
+		return ", mixed versions (a rolling upgrade is under way)"
+	}
+	return ""
+}
+
+// mixedNote explains a cluster of mixed versions (GET /cluster's and GET
+// /status's mixed): who runs what, the format the cluster runs, and what
+// waits for whom (docs/operators/upgrades.md).
+func mixedNote(format int, members []map[string]any) string {
+	newest := format
+	for _, m := range members {
+		newest = max(newest, intCell(m["state_format"]))
+	}
+	var runs, behind []string
+	for _, m := range members {
+		id := text(m["id"])
+		runs = append(runs, id+" "+text(m["version"]))
+		if intCell(m["state_format"]) < newest {
+			behind = append(behind, id)
+		}
+	}
+	s := "Mixed versions (" + strings.Join(runs, ", ") + "): a rolling upgrade is under way. "
+	switch {
+	case newest > format && len(behind) > 0:
+		s += fmt.Sprintf("The cluster runs state format %d: writes that need state format %d wait until every node runs it "+
+			"(they are refused with 409 CONFLICT until then; upgrade %s). Sign-ins, tokens and every other write go on as usual.",
+			format, newest, strings.Join(behind, ", "))
+	case newest > format:
+		s += fmt.Sprintf("Every node applies state format %d: the leader raises the cluster's from %d shortly.", newest, format)
+	default:
+		s += fmt.Sprintf("Every node applies the cluster's state format %d: no write waits.", format)
+	}
+	return wrapText(s, 76)
+}
+
+// intCell is a JSON number of a decoded row as an int (0 when it is none).
+func intCell(v any) int {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0
+	}
+	i, err := n.Int64()
+	if err != nil {
+		return 0
+	}
+	return int(i)
+}
+
+// wrapText breaks s into lines of at most width columns at spaces, each
+// line ended by a newline.
+func wrapText(s string, width int) string {
+	var b strings.Builder
+	n := 0
+	for _, word := range strings.Fields(s) {
+		switch {
+		case n == 0:
+		case n+1+len(word) > width:
+			b.WriteByte('\n')
+			n = 0
+		default:
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(word)
+		n += len(word)
+	}
+	b.WriteByte('\n')
+	return b.String()
 }
 
 // text formats one JSON value for a table cell: "-" for nothing, lists

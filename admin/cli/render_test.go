@@ -115,13 +115,45 @@ func TestOutput(t *testing.T) {
 			wantStdout: "KID  STATE   CREATED_AT  ACTIVATES_AT          RETIRED_AT\nk3   active  -           2025-01-03T00:00:00Z  -\n"},
 		{name: "cluster status", args: []string{"cluster", "status"},
 			body: `{"leader":"n1","members":[
-				{"id":"n1","raft_addr":"127.0.0.1:8300","gossip_addr":"127.0.0.1:8301","http_addr":"127.0.0.1:8080","state":"alive","voter":true},
-				{"id":"n2","raft_addr":"127.0.0.1:8310","gossip_addr":"127.0.0.1:8311","http_addr":"127.0.0.1:8081","state":"alive","voter":false}]}`,
+				{"id":"n1","raft_addr":"127.0.0.1:8300","gossip_addr":"127.0.0.1:8301","http_addr":"127.0.0.1:8080","state":"alive","voter":true,"version":"0.4.0","state_format":2},
+				{"id":"n2","raft_addr":"127.0.0.1:8310","gossip_addr":"127.0.0.1:8311","http_addr":"127.0.0.1:8081","state":"alive","voter":false,"version":"0.4.0","state_format":2}],
+				"state_format":2,"mixed":false}`,
 			wantStdout: "" +
 				"leader: n1\n" +
-				"ID  RAFT_ADDR       GOSSIP_ADDR     HTTP_ADDR       STATE  VOTER  LEADER  APPLIED  LAG  CONTACT_MS\n" +
-				"n1  127.0.0.1:8300  127.0.0.1:8301  127.0.0.1:8080  alive  true   true    -        -    -\n" +
-				"n2  127.0.0.1:8310  127.0.0.1:8311  127.0.0.1:8081  alive  false  false   -        -    -\n"},
+				"state format: 2\n" +
+				"ID  RAFT_ADDR       GOSSIP_ADDR     HTTP_ADDR       STATE  VOTER  LEADER  APPLIED  LAG  CONTACT_MS  VERSION  FORMAT\n" +
+				"n1  127.0.0.1:8300  127.0.0.1:8301  127.0.0.1:8080  alive  true   true    -        -    -           0.4.0    2\n" +
+				"n2  127.0.0.1:8310  127.0.0.1:8311  127.0.0.1:8081  alive  false  false   -        -    -           0.4.0    2\n"},
+		{name: "cluster status, mixed", args: []string{"cluster", "status"},
+			body: `{"leader":"n1","members":[
+				{"id":"n1","raft_addr":"127.0.0.1:8300","state":"alive","voter":true,"version":"0.4.0","state_format":2},
+				{"id":"n2","raft_addr":"127.0.0.1:8310","state":"alive","voter":true,"version":"0.3.0","state_format":1}],
+				"state_format":1,"mixed":true}`,
+			wantStdout: "" +
+				"leader: n1\n" +
+				"state format: 1, mixed versions (a rolling upgrade is under way)\n" +
+				"ID  RAFT_ADDR       GOSSIP_ADDR  HTTP_ADDR  STATE  VOTER  LEADER  APPLIED  LAG  CONTACT_MS  VERSION  FORMAT\n" +
+				"n1  127.0.0.1:8300  -            -          alive  true   true    -        -    -           0.4.0    2\n" +
+				"n2  127.0.0.1:8310  -            -          alive  true   false   -        -    -           0.3.0    1\n" +
+				"\n" +
+				"Mixed versions (n1 0.4.0, n2 0.3.0): a rolling upgrade is under way. The\n" +
+				"cluster runs state format 1: writes that need state format 2 wait until\n" +
+				"every node runs it (they are refused with 409 CONFLICT until then; upgrade\n" +
+				"n2). Sign-ins, tokens and every other write go on as usual.\n"},
+		{name: "cluster status, mixed patch releases", args: []string{"cluster", "status"},
+			body: `{"leader":"n1","members":[
+				{"id":"n1","state":"alive","voter":true,"version":"0.4.1","state_format":2},
+				{"id":"n2","state":"alive","voter":true,"version":"0.4.0","state_format":2}],
+				"state_format":2,"mixed":true}`,
+			wantStdout: "" +
+				"leader: n1\n" +
+				"state format: 2, mixed versions (a rolling upgrade is under way)\n" +
+				"ID  RAFT_ADDR  GOSSIP_ADDR  HTTP_ADDR  STATE  VOTER  LEADER  APPLIED  LAG  CONTACT_MS  VERSION  FORMAT\n" +
+				"n1  -          -            -          alive  true   true    -        -    -           0.4.1    2\n" +
+				"n2  -          -            -          alive  true   false   -        -    -           0.4.0    2\n" +
+				"\n" +
+				"Mixed versions (n1 0.4.1, n2 0.4.0): a rolling upgrade is under way. Every\n" +
+				"node applies the cluster's state format 2: no write waits.\n"},
 		{name: "cluster without leader", args: []string{"cluster", "status"}, body: `{"leader":"","members":[]}`,
 			wantStdout: "leader: none\nno members\n"},
 		{name: "control characters are neutralised", args: []string{"org", "get", "x"},

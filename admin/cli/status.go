@@ -25,10 +25,12 @@ type statusAnswer struct {
 		CommitIndex  any    `json:"commit_index"`
 		AppliedIndex any    `json:"applied_index"`
 	} `json:"node"`
-	Leader     string           `json:"leader"`
-	Members    []map[string]any `json:"members"`
-	Keys       []map[string]any `json:"keys"`
-	Deliveries struct {
+	Leader      string           `json:"leader"`
+	Members     []map[string]any `json:"members"`
+	StateFormat *int             `json:"state_format"` // nil: a server before the state-format gate
+	Mixed       bool             `json:"mixed"`
+	Keys        []map[string]any `json:"keys"`
+	Deliveries  struct {
 		Pending any              `json:"pending"`
 		More    bool             `json:"more"`
 		Oldest  []map[string]any `json:"oldest"`
@@ -74,6 +76,9 @@ func showStatus(w io.Writer, body []byte) error {
 		}
 	}
 	fmt.Fprintf(tw, "members\t%d (%d voters, %d leader or follower)\n", len(st.Members), voters, healthy)
+	if st.StateFormat != nil {
+		fmt.Fprintf(tw, "state format\t%d%s\n", *st.StateFormat, mixedMark(st.Mixed))
+	}
 	states := map[string]int{}
 	for _, k := range st.Keys {
 		s, _ := k["state"].(string)
@@ -109,6 +114,9 @@ func showStatus(w io.Writer, body []byte) error {
 		if err := writeTable(w, deliveryTable, st.Deliveries.Oldest); err != nil {
 			return err
 		}
+	}
+	if st.Mixed && st.StateFormat != nil {
+		fmt.Fprint(w, "\n"+mixedNote(*st.StateFormat, st.Members))
 	}
 	if st.Leader == "" {
 		fmt.Fprintln(w, "\n"+strings.TrimSpace(noLeaderNote))

@@ -231,6 +231,14 @@ func (c *Console) signOut(w http.ResponseWriter, r *http.Request) {
 
 // ----- cluster -----
 
+// clusterView is the cluster page's data: GET /status, and for a cluster
+// of mixed versions (a rolling upgrade) what waits for whom.
+type clusterView struct {
+	admin.Status
+	Newest int      // the newest state format a member applies
+	Behind []string // the members that apply an older one: to upgrade first
+}
+
 func (c *Console) clusterPage(w http.ResponseWriter, r *http.Request) {
 	v := c.newView(w, r, "Cluster health", "cluster")
 	status := 0
@@ -238,7 +246,16 @@ func (c *Console) clusterPage(w http.ResponseWriter, r *http.Request) {
 	if err := c.call(r, "GET", "/status", nil, &st); err != nil {
 		status = c.fail(r, v, err)
 	}
-	v.Data = st
+	cv := clusterView{Status: st, Newest: st.StateFormat}
+	for _, m := range st.Members {
+		cv.Newest = max(cv.Newest, m.StateFormat)
+	}
+	for _, m := range st.Members {
+		if m.StateFormat < cv.Newest {
+			cv.Behind = append(cv.Behind, m.ID)
+		}
+	}
+	v.Data = cv
 	c.render(w, status, "cluster", v)
 }
 

@@ -129,6 +129,10 @@ type Cluster struct {
 	stream      *streamLayer
 	fwd         *forwarder // forward.go
 	gossip      *gossiper  // gossip.go
+	// formatMu: raising the state format and adding members exclude each
+	// other (format.go); formatCh pokes the raise when gossip changes.
+	formatMu sync.Mutex
+	formatCh chan struct{}
 
 	// Set by New for Start.
 	raftConfig *raft.Config
@@ -236,7 +240,7 @@ func New(cfg Config) (_ *Cluster, err error) {
 		return nil, err
 	}
 	return &Cluster{cfg: cfg, log: cfg.Logger, fsm: cfg.FSM, state: cfg.FSM.State(), store: store, logs: logs, transport: transport, stream: stream,
-		stopped: make(chan struct{}), raftConfig: rc, snaps: snaps, existing: existing}, nil
+		stopped: make(chan struct{}), formatCh: make(chan struct{}, 1), raftConfig: rc, snaps: snaps, existing: existing}, nil
 }
 
 // Start starts raft (replaying the log tail into the FSM), the forwarding
@@ -282,6 +286,7 @@ func (c *Cluster) Start() error {
 	if err != nil {
 		return err
 	}
+	c.OnLeader(c.formatLoop)
 	c.observer.Add(1)
 	go c.watchLeadership()
 	c.electAloneNow()

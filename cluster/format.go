@@ -1,10 +1,12 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -17,6 +19,16 @@ import (
 // (the one its state holds) once every member of the raft configuration
 // applies the higher one, and Apply refuses a command newer than the
 // cluster's format before anything is proposed.
+
+const (
+	// formatEvery is how often the leader looks whether it can raise the
+	// cluster's format, besides whenever gossip changes.
+	formatEvery = 3 * time.Second
+	// formatGap is the least time between two looks: every member
+	// advertises its progress in gossip every couple of seconds, and a
+	// failed raise is not tried again at once.
+	formatGap = 200 * time.Millisecond
+)
 
 // format is the state format m announces: fsm.FormatBase when it
 // announces none (a release before the gate).
@@ -222,4 +234,60 @@ func parseVersion(v string) (nums [3]uint64, pre string, ok bool) {
 		nums[i] = n
 	}
 	return nums, pre, true
+}
+
+// formatLoop runs while this node leads (OnLeader): it raises the
+// cluster's state format when it can, every formatEvery and whenever
+// gossip membership or metadata changes, at most once every formatGap.
+func (c *Cluster) formatLoop(ctx context.Context) {
+	t := time.NewTicker(formatEvery)
+	defer t.Stop()
+	for {
+		c.raiseFormat(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-c.formatCh:
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(formatGap):
+		}
+	}
+}
+
+// raiseFormat raises the cluster's state format to the lowest format the
+// members of the raft configuration count as (counted: a member down or
+// never seen counts as fsm.FormatBase), when that is above the state's.
+// It holds formatMu, as reconcile does while it adds members, so that no
+// member of an older format joins between the look and the raise.
+func (c *Cluster) raiseFormat(ctx context.Context) {
+	c.formatMu.Lock()
+	defer c.formatMu.Unlock()
+	have := c.state.StateFormat()
+	if have >= fsm.CurrentFormat || ctx.Err() != nil {
+		return
+	}
+	servers, err := c.Members()
+	if err != nil {
+		return
+	}
+	to, version := lowest(c.counted(servers, c.gossip.snapshot()))
+	if to <= have {
+		return
+	}
+	// Past the gate: set_state_format is itself of the format it sets.
+	// Should this node have lost leadership meanwhile, the next leader's
+	// gate refuses it unless that leader's state holds the format already.
+	res, err := c.propose(ctx, fsm.MustCommand(fsm.TypeSetStateFormat, fsm.SetStateFormat{Format: to, Version: version}))
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		c.log.Warn("cannot raise the state format yet", "from", int(have), "to", int(to), "error", err)
+		return
+	}
+	c.log.Info("state format raised", "from", int(have), "to", int(to), "version", version)
 }

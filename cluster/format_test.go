@@ -3,7 +3,9 @@ package cluster
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -187,5 +189,169 @@ func TestGateRefusesANewerCommand(t *testing.T) {
 	}
 	if got := leader.f.Applied(); got != applied {
 		t.Fatalf("applied index moved from %d to %d: a refused command was proposed", applied, got)
+	}
+}
+
+// formWith forms a gossip cluster of n1, n2, n3 as formCluster does, each
+// adjusted by mods[id].
+func formWith(t *testing.T, mods map[string]func(*Config)) []*gnode {
+	t.Helper()
+	n1 := startGossipNode(t, "n1", t.TempDir(), mods["n1"])
+	nodes := []*gnode{n1}
+	for _, id := range []string{"n2", "n3"} {
+		nodes = append(nodes, startGossipNode(t, id, t.TempDir(), func(c *Config) {
+			c.Gossip.Join = []string{n1.c.GossipAddr()}
+			if mods[id] != nil {
+				mods[id](c)
+			}
+		}))
+	}
+	for _, n := range nodes {
+		waitFor(t, 10*time.Second, n.id+" to have the three voters", func() bool { return slices.Equal(serverIDs(n.c), []string{"n1", "n2", "n3"}) })
+	}
+	return nodes
+}
+
+// stateFormats is the format each node's state holds.
+func stateFormats(nodes ...*gnode) []fsm.Format {
+	var out []fsm.Format
+	for _, n := range nodes {
+		out = append(out, n.f.State().StateFormat())
+	}
+	return out
+}
+
+// holdsAt checks, for a while, that no node's state leaves format f.
+func holdsAt(t *testing.T, f fsm.Format, why string, nodes ...*gnode) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		for _, n := range nodes {
+			if got := n.f.State().StateFormat(); got != f {
+				t.Fatalf("%s: %s runs format %d, want %d", why, n.id, got, f)
+			}
+		}
+	}
+}
+
+// refusedNaming applies a format-2 command on n and checks that the gate
+// refuses it naming exactly members (in any order).
+func refusedNaming(t *testing.T, n *gnode, members ...string) {
+	t.Helper()
+	_, err := n.c.Apply(withTimeout(t, 5*time.Second), raiseTo(fsm.FormatGate))
+	var fe *fsm.FormatError
+	if !errors.As(err, &fe) {
+		t.Fatalf("%s: got %v, want a *fsm.FormatError", n.id, err)
+	}
+	got := slices.Sorted(slices.Values(fe.Members))
+	slices.Sort(members)
+	if !slices.Equal(got, members) {
+		t.Fatalf("%s: refusal names %q, want %q", n.id, got, members)
+	}
+}
+
+// TestStateFormatRaisedOnceEveryMemberAnnouncesIt walks a rolling upgrade:
+// n3 and an edge replica (a non-voter) play 0.3.0, which announces format
+// 1. The leader does not raise the cluster's format while any member of
+// the configuration counts as lower: n3, then the non-voter alone, then
+// the non-voter while it is down. Once all of them announce format 2 it
+// is raised, once. Status and the gauges show the mixed cluster, then the
+// upgraded one.
+func TestStateFormatRaisedOnceEveryMemberAnnouncesIt(t *testing.T) {
+	old := announcing("0.3.0", fsm.FormatBase)
+	nodes := formWith(t, map[string]func(*Config){"n3": old})
+	edgeDir := t.TempDir()
+	edgeCfg := func(c *Config) {
+		c.NonVoter, c.BootstrapExpect, c.Gossip.Join = true, 0, []string{nodes[0].c.GossipAddr()}
+	}
+	edge := startGossipNode(t, "e1", edgeDir, func(c *Config) { edgeCfg(c); old(c) })
+	isEdge := func(s raft.Server) bool { return s.ID == "e1" && s.Suffrage == raft.Nonvoter }
+	waitFor(t, 10*time.Second, "the edge replica added", func() bool {
+		servers, _ := leaderOf(t, nodes...).c.Members()
+		return slices.ContainsFunc(servers, isEdge)
+	})
+	all := append(slices.Clone(nodes), edge)
+	holdsAt(t, fsm.FormatBase, "n3 and e1 announce format 1", all...)
+
+	n1 := nodes[0]
+	st, err := n1.c.Status(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Mixed || st.StateFormat != 1 {
+		t.Fatalf("status: mixed %v, format %d; want mixed, format 1", st.Mixed, st.StateFormat)
+	}
+	shown := map[string]string{}
+	for _, m := range st.Members {
+		shown[m.ID] = m.Version + "/" + strconv.Itoa(m.StateFormat)
+	}
+	want := map[string]string{"n1": "test/2", "n2": "test/2", "n3": "0.3.0/1", "e1": "0.3.0/1"}
+	if !maps.Equal(shown, want) {
+		t.Fatalf("status shows %v, want %v", shown, want)
+	}
+	if m, f := metric(t, n1.c, "oidcd_cluster_mixed_versions"), metric(t, n1.c, "oidcd_state_format"); m != 1 || f != 1 {
+		t.Fatalf("gauges: mixed %v, format %v; want 1 and 1", m, f)
+	}
+	refusedNaming(t, n1, "n3 (0.3.0)", "e1 (0.3.0)")
+
+	// n3 is upgraded: the edge replica, a non-voter, still holds it back.
+	if err := nodes[2].c.reannounce("test", fsm.CurrentFormat); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "n1 to see n3 upgraded", func() bool {
+		st, err := n1.c.Status(t.Context())
+		return err == nil && slices.ContainsFunc(st.Members, func(m Member) bool { return m.ID == "n3" && m.StateFormat == 2 })
+	})
+	holdsAt(t, fsm.FormatBase, "the non-voter announces format 1", all...)
+	refusedNaming(t, nodes[1], "e1 (0.3.0)")
+
+	// The edge replica stops for its upgrade: down, it holds the format
+	// back too (it may come back on any release).
+	edge.stop()
+	waitFor(t, 5*time.Second, "the edge replica seen down", func() bool {
+		m, ok := n1.c.gossip.snapshot()["e1"]
+		return ok && !m.alive()
+	})
+	holdsAt(t, fsm.FormatBase, "the non-voter is down", nodes...)
+	refusedNaming(t, n1, "e1 (down, last announced 0.3.0)")
+
+	// It comes back upgraded: every member announces format 2.
+	edge = startGossipNode(t, "e1", edgeDir, edgeCfg)
+	all = append(slices.Clone(nodes), edge)
+	waitFor(t, 10*time.Second, "format 2 on every node", func() bool {
+		return slices.Equal(stateFormats(all...), []fsm.Format{2, 2, 2, 2})
+	})
+	for _, n := range all {
+		if v := n.f.State().StateFormatVersion(); v != "test" {
+			t.Fatalf("%s: the raise records version %q, want the members' lowest, test", n.id, v)
+		}
+	}
+	waitFor(t, 5*time.Second, "status no longer mixed", func() bool {
+		st, err := n1.c.Status(t.Context())
+		return err == nil && !st.Mixed && st.StateFormat == 2
+	})
+	if m, f := metric(t, n1.c, "oidcd_cluster_mixed_versions"), metric(t, n1.c, "oidcd_state_format"); m != 0 || f != 2 {
+		t.Fatalf("gauges: mixed %v, format %v; want 0 and 2", m, f)
+	}
+	// The gate lets format 2 through now (raising to 2 again changes nothing).
+	leader := applyOnLeader(t, raiseTo(fsm.FormatGate), all...)
+	if _, err := edge.c.Apply(withTimeout(t, 5*time.Second), raiseTo(fsm.FormatGate)); err != nil {
+		t.Fatalf("format 2 on the edge replica after the raise: %v", err)
+	}
+	if got := leader.f.State().StateFormat(); got != 2 {
+		t.Fatalf("format %d after a second raise, want 2", got)
+	}
+}
+
+// TestSingleNodeRaisesItsFormat: alone, a node is every member of its
+// configuration, so it raises the format as soon as it leads, recording
+// its own version.
+func TestSingleNodeRaisesItsFormat(t *testing.T) {
+	n := start(t, t.TempDir(), "127.0.0.1:0", func(c *Config) { c.Gossip.Version = "0.4.0" })
+	waitFor(t, 5*time.Second, "the format raised", func() bool { return n.f.State().StateFormat() == fsm.CurrentFormat })
+	if v := n.f.State().StateFormatVersion(); v != "0.4.0" {
+		t.Fatalf("recorded version %q, want 0.4.0", v)
+	}
+	if _, err := n.c.Apply(withTimeout(t, 5*time.Second), raiseTo(fsm.FormatGate)); err != nil {
+		t.Fatalf("format 2 after the raise: %v", err)
 	}
 }

@@ -449,7 +449,7 @@ func writePeersFile(path string, addrs []string) error {
 }
 
 func (g *gossiper) poke() {
-	for _, ch := range []chan struct{}{g.maintainCh, g.reconcileCh} {
+	for _, ch := range []chan struct{}{g.maintainCh, g.reconcileCh, g.c.formatCh} {
 		select {
 		case ch <- struct{}{}:
 		default:

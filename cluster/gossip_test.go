@@ -522,8 +522,10 @@ func TestStatusSingleNodeWithoutGossip(t *testing.T) {
 	if n.c.gossip != nil {
 		t.Fatal("a single node started gossip")
 	}
-	// After a barrier nothing else is applied, so the index status reports
-	// is the one the state machine has.
+	// Alone, the node raises the cluster's format at once. After it and a
+	// barrier nothing else is applied, so the index status reports is the
+	// one the state machine has.
+	waitFor(t, 5*time.Second, "the format raised", func() bool { return n.f.State().StateFormat() == fsm.CurrentFormat })
 	if err := n.c.raft.Barrier(5 * time.Second).Error(); err != nil {
 		t.Fatal(err)
 	}
@@ -533,7 +535,7 @@ func TestStatusSingleNodeWithoutGossip(t *testing.T) {
 	}
 	want := Status{Leader: "n1", Members: []Member{{ID: "n1", RaftAddr: n.c.RaftAddr(), GossipAddr: "127.0.0.1:8301", HTTPAddr: "127.0.0.1:8080", State: "leader", Voter: true,
 		AppliedIndex: int64(n.c.fsm.Applied()), StateFormat: int(fsm.CurrentFormat)}}, // #nosec G115 -- a raft index
-		StateFormat: int(n.f.State().StateFormat())}
+		StateFormat: int(fsm.CurrentFormat)}
 	if fmt.Sprint(st) != fmt.Sprint(want) {
 		t.Fatalf("got %+v, want %+v", st, want)
 	}

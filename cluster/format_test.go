@@ -3,9 +3,11 @@ package cluster
 import (
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -340,6 +342,40 @@ func TestStateFormatRaisedOnceEveryMemberAnnouncesIt(t *testing.T) {
 	if got := leader.f.State().StateFormat(); got != 2 {
 		t.Fatalf("format %d after a second raise, want 2", got)
 	}
+}
+
+// TestNodeOfAnOlderFormatIsNotAdded: once the cluster runs format 2, a
+// node that announces format 1 (0.3.0) is not added to the raft
+// configuration, which it would follow without being able to apply, and
+// the leader says so once, not at every pass. Upgraded, it is added.
+func TestNodeOfAnOlderFormatIsNotAdded(t *testing.T) {
+	var warned atomic.Int32
+	counting := func(c *Config) {
+		c.Logger = slog.New(countingHandler{msg: "not adding a node of an older release to the cluster; upgrade it", n: &warned})
+	}
+	nodes := formWith(t, map[string]func(*Config){"n1": counting, "n2": counting, "n3": counting})
+	waitFor(t, 10*time.Second, "format 2 on every node", func() bool {
+		return slices.Equal(stateFormats(nodes...), []fsm.Format{2, 2, 2})
+	})
+	n4 := startGossipNode(t, "n4", t.TempDir(), func(c *Config) {
+		c.Gossip.Join = []string{nodes[1].c.GossipAddr()}
+		announcing("0.3.0", fsm.FormatBase)(c)
+	})
+	waitFor(t, 5*time.Second, "the leader to refuse n4", func() bool { return warned.Load() > 0 })
+	time.Sleep(time.Second) // ten reconcile passes
+	if got := serverIDs(leaderOf(t, nodes...).c); !slices.Equal(got, []string{"n1", "n2", "n3"}) {
+		t.Fatalf("voters: got %v, want n4 left out", got)
+	}
+	// Once per leader: a leadership change on a loaded machine may add one.
+	if n := warned.Load(); n > 3 {
+		t.Fatalf("the refusal was logged %d times, want once per leader", n)
+	}
+	if err := n4.c.reannounce("test", fsm.CurrentFormat); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "upgraded n4 to become a voter", func() bool {
+		return slices.Equal(serverIDs(leaderOf(t, nodes...).c), []string{"n1", "n2", "n3", "n4"})
+	})
 }
 
 // TestSingleNodeRaisesItsFormat: alone, a node is every member of its

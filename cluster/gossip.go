@@ -109,6 +109,10 @@ type gossiper struct {
 	// progressAt: when the maintain goroutine last advertised progress.
 	progressAt time.Time
 
+	// refused: members the leader would not add for their older format,
+	// with what they announced (logged once each); under c.formatMu.
+	refused map[string]string
+
 	maintainCh  chan struct{} // pokes: membership changed
 	reconcileCh chan struct{}
 	cancel      context.CancelFunc
@@ -161,6 +165,7 @@ func (c *Cluster) startGossip(existing bool) error {
 	g := &gossiper{
 		c: c, cfg: cfg, log: c.log.With("component", "gossip"), peersFile: peersFile,
 		members:    map[string]*member{},
+		refused:    map[string]string{},
 		saved:      saved,
 		pending:    forming && !existing,
 		maintainCh: make(chan struct{}, 1), reconcileCh: make(chan struct{}, 1),

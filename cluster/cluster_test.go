@@ -56,6 +56,9 @@ func start(t *testing.T, dir string, addr string, cfgFn func(*Config)) *testNode
 	if err := c.WaitLeader(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// Alone, the node raises the state format as soon as it leads; waiting
+	// for that entry keeps it out of what the tests count.
+	waitFor(t, 10*time.Second, "the format raised", func() bool { return f.State().StateFormat() == fsm.CurrentFormat })
 	return n
 }
 

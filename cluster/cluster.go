@@ -100,6 +100,9 @@ type Config struct {
 	// format this node announces instead of fsm.CurrentFormat: a test
 	// node plays an older release with it.
 	announceFormat fsm.Format
+	// onLeaderApply, set only by tests, runs in leaderApply once a
+	// forwarded write is read and accepted, before raft sees it.
+	onLeaderApply func(ctx context.Context)
 }
 
 // Cluster is one node's membership in the raft group.
@@ -384,11 +387,16 @@ func (c *Cluster) Apply(ctx context.Context, cmd fsm.Command) (fsm.Result, error
 func (c *Cluster) propose(ctx context.Context, cmd fsm.Command) (fsm.Result, error) {
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
+	// A context already ended proposes nothing: raft would append the
+	// entry, and the wait given up at once would leave its fate open.
+	if err := ctx.Err(); err != nil {
+		return fsm.Result{}, err
+	}
 	timeout := c.cfg.ApplyTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
-		if timeout <= 0 {
-			return fsm.Result{}, ctx.Err()
+		if timeout <= 0 { // the deadline passed, before ctx says so
+			return fsm.Result{}, context.DeadlineExceeded
 		}
 	}
 	start := time.Now()
@@ -411,7 +419,7 @@ func (c *Cluster) propose(ctx context.Context, cmd fsm.Command) (fsm.Result, err
 				c.metrics.applyLatency.Observe(time.Since(start).Seconds())
 				return res, nil
 			}
-			err = fmt.Errorf("cluster: result of entry %d no longer held", f.Index())
+			err = maybeApplied(fmt.Errorf("cluster: entry %d committed; its result is no longer held", f.Index()))
 		default:
 			err = raft.ErrNotLeader // overwritten: nothing was done, forward it
 		}
@@ -432,11 +440,39 @@ func (c *Cluster) propose(ctx context.Context, cmd fsm.Command) (fsm.Result, err
 		if errors.Is(err, fsm.ErrFormat) {
 			return fsm.Result{}, err // not a failure of the cluster
 		}
+	} else if unknownOutcome(err, f) {
+		if !errors.Is(err, fsm.ErrMaybeApplied) { // settleLost and awaitWrite said so already
+			err = maybeApplied(mapRaftError(err))
+		}
 	} else {
 		err = mapRaftError(err)
 	}
 	c.metrics.applyErrors.Inc()
 	return fsm.Result{}, err
+}
+
+// unknownOutcome reports whether err, raft's answer to entry f, leaves
+// the write's fate open: it was appended and may commit, or committed
+// and was not applied here. raft v1.7.3 answers an entry it appended
+// with ErrLeadershipLost (which settleLost may settle), ErrAbortedByRestore
+// or ErrRaftShutdown, and one it never appended with ErrNotLeader,
+// ErrLeadershipTransferInProgress, ErrEnqueueTimeout, ErrRaftShutdown (at
+// index 0) or the log store's error (the leader could not store it: the
+// entry is nowhere, and the leader steps down). Given up on (errAbandoned),
+// a write's fate is open too; awaitWrite marks that.
+func unknownOutcome(err error, f raft.ApplyFuture) bool {
+	return errors.Is(err, fsm.ErrMaybeApplied) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrAbortedByRestore) ||
+		(errors.Is(err, raft.ErrRaftShutdown) && f.Index() != 0) // f answered: Index may be read
+}
+
+// maybeApplied marks err as the failure of a write whose outcome is
+// unknown (fsm.ErrMaybeApplied), keeping what it wraps: the caller must
+// not take it for "nothing done" and send it again as a new write.
+func maybeApplied(err error) error {
+	if errors.Is(err, fsm.ErrMaybeApplied) {
+		return err
+	}
+	return fmt.Errorf("%w (%w)", err, fsm.ErrMaybeApplied)
 }
 
 func mapRaftError(err error) error {
@@ -571,7 +607,7 @@ func (c *Cluster) await(ctx context.Context, f raft.Future) error {
 // write would be a 503 to a caller whose write in fact succeeded.
 func (c *Cluster) settleLost(ctx context.Context, index uint64, data []byte) (committed bool, err error) {
 	if index == 0 {
-		return false, fmt.Errorf("%w: write outcome unknown: %w", ErrNoLeader, raft.ErrLeadershipLost)
+		return false, maybeApplied(fmt.Errorf("%w: write outcome unknown: %v", ErrNoLeader, raft.ErrLeadershipLost))
 	}
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
@@ -583,22 +619,24 @@ func (c *Cluster) settleLost(ctx context.Context, index uint64, data []byte) (co
 		}
 	}()
 	if err := c.fsm.WaitApplied(ctx, index); err != nil {
-		return false, fmt.Errorf("%w: write outcome unknown: entry %d not applied here: %w", ErrNoLeader, index, err)
+		return false, maybeApplied(fmt.Errorf("%w: write outcome unknown: entry %d not applied here: %w", ErrNoLeader, index, err))
 	}
 	var l raft.Log
 	if err := c.logs.GetLog(index, &l); err != nil {
-		return false, fmt.Errorf("%w: write outcome unknown: entry %d: %w", ErrNoLeader, index, err)
+		return false, maybeApplied(fmt.Errorf("%w: write outcome unknown: entry %d: %w", ErrNoLeader, index, err))
 	}
 	return l.Type == raft.LogCommand && bytes.Equal(l.Data, data), nil
 }
 
 // awaitWrite is await for an entry raft accepted: given up on, its
 // outcome is unknown (it may still commit), which callers must not take
-// for "nothing done" and send again elsewhere.
+// for "nothing done" and send again elsewhere. (One that raft refused
+// after ErrEnqueueTimeout just as ctx ended is taken for unknown too:
+// the future cannot be asked which it was before it answers.)
 func (c *Cluster) awaitWrite(ctx context.Context, f raft.Future) error {
 	err := c.await(ctx, f)
 	if errors.Is(err, errAbandoned) {
-		return fmt.Errorf("%w: write outcome unknown: %w", ErrNoLeader, err)
+		return maybeApplied(fmt.Errorf("%w: write outcome unknown: %w", ErrNoLeader, err))
 	}
 	return err
 }

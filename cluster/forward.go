@@ -117,8 +117,11 @@ func (c *Cluster) serveOp(ctx context.Context, op byte, body []byte) ([]byte, er
 
 // leaderApply proposes a command and answers its raft index once it is
 // committed and applied here. The error says whether anything happened:
-// ErrNotLeader only when raft refused the entry before appending it, so
-// that the caller may send it again elsewhere without applying it twice.
+// ErrNotLeader only when the entry was never appended (raft refused it,
+// did not take it in time, or its log could not store it), so that the
+// caller may send it again elsewhere without applying it twice; an entry
+// whose fate is open wraps fsm.ErrMaybeApplied (and ErrNoLeader or
+// ErrShutdown, whose reply classes tell a peer the same).
 func (c *Cluster) leaderApply(ctx context.Context, data []byte) ([]byte, error) {
 	cmd, err := fsm.Decode(data)
 	if err != nil {
@@ -136,6 +139,14 @@ func (c *Cluster) leaderApply(ctx context.Context, data []byte) ([]byte, error) 
 		// moment before this one applies the last term's entries).
 		// Judged by its type alone: decoding loses what fields it sets.
 		return nil, c.nameBehind(err)
+	}
+	if h := c.cfg.onLeaderApply; h != nil {
+		h(ctx)
+	}
+	if err := ctx.Err(); err != nil {
+		// The caller's deadline passed on the way: nothing proposed, and
+		// the caller, whose deadline it is, gives up.
+		return nil, fmt.Errorf("%w: %s: %v before it was proposed", ErrNotLeader, c.cfg.NodeID, err)
 	}
 	f := c.raft.Apply(data, timeLeft(ctx, c.cfg.ApplyTimeout))
 	if err := c.awaitWrite(ctx, f); err != nil {
@@ -158,12 +169,21 @@ func (c *Cluster) leaderApply(ctx context.Context, data []byte) ([]byte, error) 
 			// Refused on the way in (raft's Apply found it shut down):
 			// never appended, so the next leader may take it.
 			return nil, fmt.Errorf("%w: %v", ErrNotLeader, err)
+		case errors.Is(err, raft.ErrEnqueueTimeout):
+			// Not taken off raft's queue before the deadline: never
+			// appended. The caller's deadline has passed too; answered
+			// "not leader", it gives up without calling it unknown.
+			return nil, fmt.Errorf("%w: %s: %v (nothing appended)", ErrNotLeader, c.cfg.NodeID, err)
 		case errors.Is(err, raft.ErrRaftShutdown):
 			// Appended, perhaps committed, and not applied here.
-			return nil, fmt.Errorf("%w: %v", ErrShutdown, err)
+			return nil, maybeApplied(fmt.Errorf("%w: %v", ErrShutdown, err))
+		case !unknownOutcome(err, f):
+			// The log store refused the entry: it is nowhere, and this
+			// node steps down, so the caller may ask the next leader.
+			return nil, fmt.Errorf("%w: %s could not store the write (nothing appended): %v", ErrNotLeader, c.cfg.NodeID, err)
 		}
-		// ErrLeadershipLost and the like: the entry may still commit.
-		return nil, fmt.Errorf("%w: write outcome unknown: %v", ErrNoLeader, err)
+		// ErrAbortedByRestore: the entry may have committed.
+		return nil, maybeApplied(fmt.Errorf("%w: write outcome unknown: %v", ErrNoLeader, err))
 	}
 	return u64(f.Index()), nil
 }
@@ -179,12 +199,13 @@ func (c *Cluster) forwardApply(ctx context.Context, cmd fsm.Command) (fsm.Result
 		return fsm.Result{}, err
 	}
 	index := binary.BigEndian.Uint64(reply)
+	// Committed from here on: the write is done, its result unknown here.
 	if err := c.fsm.WaitApplied(ctx, index); err != nil {
-		return fsm.Result{}, fmt.Errorf("cluster: write committed at %d but not yet applied here: %w", index, err)
+		return fsm.Result{}, maybeApplied(fmt.Errorf("cluster: write committed at %d but not yet applied here: %w", index, err))
 	}
 	res, ok := c.fsm.ResultAt(index)
 	if !ok {
-		return fsm.Result{}, fmt.Errorf("cluster: result of entry %d no longer held", index)
+		return fsm.Result{}, maybeApplied(fmt.Errorf("cluster: entry %d committed; its result is no longer held", index))
 	}
 	return res, nil
 }
@@ -241,7 +262,9 @@ func (c *Cluster) leaderRate(ctx context.Context, key string) ([]byte, error) {
 // nothing was done, so a write is never applied twice. A read (a read
 // index, a rate decision) changes nothing, so it is also tried again when
 // the leader asked is stopping or lost its leadership midway. Any other
-// failure is returned at once.
+// failure is returned at once; for a write whose fate is unknown it wraps
+// fsm.ErrMaybeApplied (callNode, leaderApply), and one that does not was
+// not applied.
 func (c *Cluster) leaderDo(ctx context.Context, op byte, body []byte) ([]byte, error) {
 	var last error
 	for {
@@ -259,7 +282,7 @@ func (c *Cluster) leaderDo(ctx context.Context, op byte, body []byte) ([]byte, e
 		if err == nil {
 			return reply, nil
 		}
-		if errors.Is(err, ErrShutdown) { // this node is stopping
+		if errors.Is(err, ErrShutdown) || errors.Is(err, fsm.ErrMaybeApplied) { // this node is stopping, or the write may be done
 			return nil, err
 		}
 		if addr != "" && !errors.Is(err, errNotSent) && !errors.Is(err, ErrNotLeader) &&
@@ -295,10 +318,14 @@ func (c *Cluster) callNode(ctx context.Context, addr, id string, op byte, body [
 		if errors.Is(err, errNotSent) {
 			return nil, fmt.Errorf("cluster: call to leader %s: %w", id, err)
 		}
-		return nil, fmt.Errorf("%w: call to leader %s: %w", ErrNoLeader, id, err)
+		err = fmt.Errorf("%w: call to leader %s: %w", ErrNoLeader, id, err)
+		if op == opApply { // sent, and no answer: the leader may have appended it
+			err = maybeApplied(err)
+		}
+		return nil, err
 	}
 	if r.class != classOK {
-		return nil, replyError(r, id)
+		return nil, replyError(op, r, id)
 	}
 	return r.body, nil
 }

@@ -83,13 +83,15 @@ func TestRPCErrorClassesRoundTrip(t *testing.T) {
 		handler error
 		want    error
 		retry   bool // leaderDo may send it again
+		maybe   bool // a write's fate is open: fsm.ErrMaybeApplied
 	}{
-		{fmt.Errorf("%w: refused", ErrNotLeader), ErrNotLeader, true},
-		{fmt.Errorf("%w: write outcome unknown", ErrNoLeader), ErrNoLeader, false},
-		{fmt.Errorf("%w: stopping", ErrShutdown), ErrNoLeader, false}, // the leader stops, not us
-		{context.DeadlineExceeded, ErrNoLeader, false},
-		{ErrNoRateLimiter, nil, false},
-		{&fsm.FormatError{Feature: "set_state_format", Need: 2, Have: 1, Members: []string{"n3 (0.3.0)"}}, fsm.ErrFormat, false},
+		{fmt.Errorf("%w: refused", ErrNotLeader), ErrNotLeader, true, false},
+		{fmt.Errorf("%w: write outcome unknown", ErrNoLeader), ErrNoLeader, false, true},
+		{fmt.Errorf("%w: stopping", ErrShutdown), ErrNoLeader, false, true}, // the leader stops, not us
+		{context.DeadlineExceeded, ErrNoLeader, false, true},
+		{maybeApplied(errors.New("committed, result lost")), ErrNoLeader, false, true},
+		{ErrNoRateLimiter, nil, false, false},
+		{&fsm.FormatError{Feature: "set_state_format", Need: 2, Have: 1, Members: []string{"n3 (0.3.0)"}}, fsm.ErrFormat, false, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.handler.Error(), func(t *testing.T) {
@@ -98,7 +100,13 @@ func TestRPCErrorClassesRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := replyError(r, "n9")
+			got := replyError(opApply, r, "n9")
+			if maybe := errors.Is(got, fsm.ErrMaybeApplied); maybe != tc.maybe {
+				t.Fatalf("write %v: maybe applied %v, want %v", got, maybe, tc.maybe)
+			}
+			if read := replyError(opReadIndex, r, "n9"); errors.Is(read, fsm.ErrMaybeApplied) {
+				t.Fatalf("a read's failure says a write may be applied: %v", read)
+			}
 			if tc.want != nil && !errors.Is(got, tc.want) {
 				t.Fatalf("got %v, want %v", got, tc.want)
 			}

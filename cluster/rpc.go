@@ -479,7 +479,8 @@ func classify(err error) byte {
 		return classNotLeader
 	case errors.Is(err, ErrShutdown):
 		return classShutdown
-	case errors.Is(err, ErrNoLeader), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+	case errors.Is(err, ErrNoLeader), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled),
+		errors.Is(err, fsm.ErrMaybeApplied):
 		return classNoLeader
 	}
 	return classOther
@@ -498,8 +499,19 @@ func errorReply(err error) (byte, []byte) {
 	return classify(err), []byte(err.Error())
 }
 
-// replyError maps a failed reply from the node id back to an error.
-func replyError(r rpcReply, id string) error {
+// replyError maps a failed reply to op from the node id back to an
+// error. For a write, classNoLeader and classShutdown are the leader's
+// word that its fate is open (leaderApply; a release before the gate
+// means the same by them): the error wraps fsm.ErrMaybeApplied.
+func replyError(op byte, r rpcReply, id string) error {
+	err := classError(r, id)
+	if op == opApply && (r.class == classNoLeader || r.class == classShutdown) {
+		err = maybeApplied(err)
+	}
+	return err
+}
+
+func classError(r rpcReply, id string) error {
 	msg := string(r.body)
 	switch r.class {
 	case classFormat:

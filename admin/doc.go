@@ -23,8 +23,17 @@
 //     record exists.
 //   - Writes are fsm commands stamped here (ids, times from Config.Now,
 //     argon2id hashes) and sent through Config.Applier; the state machine is
-//     the final judge of uniqueness and references. An Applier error means
-//     the cluster did not commit: 503 SERVICE_UNAVAILABLE.
+//     the final judge of uniqueness and references. An Applier error is
+//     answered by applyFailed: a write the cluster's state format cannot
+//     take yet (a rolling upgrade, *fsm.FormatError) is 409 CONFLICT
+//     naming the members to upgrade; one whose fate is unknown
+//     (fsm.ErrMaybeApplied) is 503 saying it may have been applied; any
+//     other means the cluster did not commit: 503 SERVICE_UNAVAILABLE.
+//   - A create with an Idempotency-Key derives its record's id from the
+//     credential, the route and the key (idempotency.go), so a retry
+//     meets the record the first try made and answers it again, never
+//     making a second; nothing of the key is stored, and a secret shown
+//     once is never shown again.
 //   - Reads are linearizable: every GET (and HEAD) first waits for
 //     Config.ReadIndex, in one place after authentication (linearize.go),
 //     so a read on any node sees every write acknowledged before it began;

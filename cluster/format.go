@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"math"
 	"strconv"
 	"strings"
@@ -239,11 +241,21 @@ func parseVersion(v string) (nums [3]uint64, pre string, ok bool) {
 // formatLoop runs while this node leads (OnLeader): it raises the
 // cluster's state format when it can, every formatEvery and whenever
 // gossip membership or metadata changes, at most once every formatGap.
+// A failed raise is logged at its first attempt and every twentieth.
 func (c *Cluster) formatLoop(ctx context.Context) {
 	t := time.NewTicker(formatEvery)
 	defer t.Stop()
+	failures := 0
 	for {
-		c.raiseFormat(ctx)
+		if err := c.raiseFormat(ctx); err != nil && ctx.Err() == nil {
+			level := slog.LevelDebug
+			if failures++; failures == 1 || failures%20 == 0 {
+				level = slog.LevelWarn
+			}
+			c.log.Log(ctx, level, "cannot raise the state format yet", "attempts", failures, "error", err)
+		} else if err == nil {
+			failures = 0
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -263,20 +275,20 @@ func (c *Cluster) formatLoop(ctx context.Context) {
 // never seen counts as fsm.FormatBase), when that is above the state's.
 // It holds formatMu, as reconcile does while it adds members, so that no
 // member of an older format joins between the look and the raise.
-func (c *Cluster) raiseFormat(ctx context.Context) {
+func (c *Cluster) raiseFormat(ctx context.Context) error {
 	c.formatMu.Lock()
 	defer c.formatMu.Unlock()
 	have := c.state.StateFormat()
 	if have >= fsm.CurrentFormat || ctx.Err() != nil {
-		return
+		return nil
 	}
 	servers, err := c.Members()
 	if err != nil {
-		return
+		return err
 	}
 	to, version := lowest(c.counted(servers, c.gossip.snapshot()))
 	if to <= have {
-		return
+		return nil
 	}
 	// Past the gate: set_state_format is itself of the format it sets.
 	// Should this node have lost leadership meanwhile, the next leader's
@@ -286,8 +298,8 @@ func (c *Cluster) raiseFormat(ctx context.Context) {
 		err = res.Err
 	}
 	if err != nil {
-		c.log.Warn("cannot raise the state format yet", "from", int(have), "to", int(to), "error", err)
-		return
+		return fmt.Errorf("from %d to %d: %w", have, to, err)
 	}
 	c.log.Info("state format raised", "from", int(have), "to", int(to), "version", version)
+	return nil
 }

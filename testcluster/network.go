@@ -81,6 +81,20 @@ func (n *network) partition(size int, group []int) {
 	}
 }
 
+// cutLink cuts the links between a and b, both ways, and closes the
+// connections already open over them; every other link stays.
+func (n *network) cutLink(a, b int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, l := range [][2]int{{a, b}, {b, a}} {
+		n.cut[l] = true
+		for _, c := range n.conns[l] {
+			c.Close()
+		}
+		delete(n.conns, l)
+	}
+}
+
 // heal restores every link.
 func (n *network) heal() {
 	n.mu.Lock()

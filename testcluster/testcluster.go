@@ -488,6 +488,10 @@ func (c *Cluster) WaitNewLeader() int {
 // connections across the cut are closed. Heal undoes it.
 func (c *Cluster) Partition(group ...int) { c.net.partition(len(c.nodes), group) }
 
+// CutLink cuts only the link between nodes a and b, both ways (Heal
+// restores it): each still reaches the others.
+func (c *Cluster) CutLink(a, b int) { c.net.cutLink(a, b) }
+
 // Heal restores every link.
 func (c *Cluster) Heal() { c.net.heal() }
 

@@ -13,13 +13,20 @@
 // and a sid. client_id, when sent, must be in aud; the hint's client is
 // aud[0], which must exist and not be suspended; post_logout_redirect_uri,
 // when sent, must equal one of that client's redirect URIs byte for byte.
+// The provider's built-in client of the console and the CLI
+// (Config.AdminClientID, which the store never holds) is taken like any
+// other, but its hint's sid names the SSO session itself, and it
+// registers no post-logout redirect: any post_logout_redirect_uri with
+// its hint is refused, and without one the signed-out page is shown.
+// Ending that SSO session stops the admin access tokens issued on it at
+// once (oidc's CheckAdminToken reads the session after a read index).
 // A request that fails any check, or repeats a parameter, is answered 400
 // with an error page quoting the correlation id (GET) or the status alone
 // (POST), and never redirects.
 //
 // The browser's SSO session (the cookie secret's SHA-256, as oidc stores it)
 // is ended with EndSSOSession only when it is the SSO session of the hint's
-// sid and still live, and its cookie is then cleared. A hint of another
+// sid (the hint's person's) and still live, and its cookie is then cleared. A hint of another
 // session ends nothing, but the redirect still happens. Before redirecting,
 // a logout that created deliveries waits at most FrontChannelWait (2 s) for
 // them to leave the pending state, so that an app rarely sees the browser

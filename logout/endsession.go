@@ -192,14 +192,9 @@ func (s *Service) validate(params url.Values, now time.Time) (logoutRequest, *re
 	if id := params.Get(paramClientID); id != "" && !slices.Contains(h.aud, id) {
 		return req, invalid("client_id %q not in the hint's audience %q", id, h.aud)
 	}
-	client, err := s.cfg.State.Client(h.aud[0])
-	switch {
-	case errors.Is(err, fsm.ErrNotFound):
-		return req, invalid("hint audience %q: unknown client", h.aud[0])
-	case err != nil:
-		return req, unavailable("client: %v", err)
-	case client.Suspended:
-		return req, invalid("client %q suspended", client.ID)
+	client, rerr := s.hintClient(h.aud[0])
+	if rerr != nil {
+		return req, rerr
 	}
 	req.client = client
 	if uri := params.Get(paramRedirectURI); uri != "" {
@@ -210,6 +205,30 @@ func (s *Service) validate(params url.Values, now time.Time) (logoutRequest, *re
 	}
 	req.state = params.Get(paramState)
 	return req, nil
+}
+
+// hintClient is the registration of the client a hint was issued to: the
+// built-in client (Config.AdminClientID), which registers no redirect of
+// any kind here, or a client of the store that is not suspended.
+func (s *Service) hintClient(id string) (fsm.Client, *requestError) {
+	if s.isAdmin(id) {
+		return fsm.Client{ID: id}, nil
+	}
+	client, err := s.cfg.State.Client(id)
+	switch {
+	case errors.Is(err, fsm.ErrNotFound):
+		return client, invalid("hint audience %q: unknown client", id)
+	case err != nil:
+		return client, unavailable("client: %v", err)
+	case client.Suspended:
+		return client, invalid("client %q suspended", client.ID)
+	}
+	return client, nil
+}
+
+// isAdmin reports whether clientID is the built-in client.
+func (s *Service) isAdmin(clientID string) bool {
+	return s.cfg.AdminClientID != "" && clientID == s.cfg.AdminClientID
 }
 
 // hintClaims are the claims of an id_token_hint that logout checks. Aud
@@ -270,15 +289,9 @@ func (s *Service) endBrowserSession(w http.ResponseWriter, r *http.Request, req 
 			return ended, false, unavailable("read index: %v", err)
 		}
 	}
-	app, err := s.cfg.State.AppSession(req.hint.sid)
-	switch {
-	case errors.Is(err, fsm.ErrNotFound):
-		return ended, false, nil // reaped long ago: nothing left to end
-	case err != nil:
-		return ended, false, unavailable("app session: %v", err)
-	case app.ClientID != req.client.ID || app.UserID != req.hint.sub:
-		s.log.Warn("logout: hint's sid names another app or person", "sid", app.ID, "reference", reference(r))
-		return ended, false, nil
+	ssoID, rerr := s.hintSSOSession(r, req)
+	if rerr != nil || ssoID == "" {
+		return ended, false, rerr
 	}
 	c, err := r.Cookie(s.cfg.SessionCookie)
 	if err != nil || c.Value == "" || len(c.Value) > maxCookie {
@@ -290,7 +303,7 @@ func (s *Service) endBrowserSession(w http.ResponseWriter, r *http.Request, req 
 		return ended, false, nil
 	case err != nil:
 		return ended, false, unavailable("sso session: %v", err)
-	case sess.ID != app.SSOSessionID:
+	case sess.ID != ssoID:
 		return ended, false, nil
 	}
 	if sess.Live(now) {
@@ -314,6 +327,38 @@ func (s *Service) endBrowserSession(w http.ResponseWriter, r *http.Request, req 
 	}
 	s.clearCookie(w)
 	return ended, true, nil
+}
+
+// hintSSOSession is the id of the SSO session the hint was issued under
+// ("" when there is none left to end). An application's hint names its
+// app session, which names the SSO session; the built-in client's names
+// the SSO session itself. Either must be the hint's person's (and the
+// app session the hint's client's).
+func (s *Service) hintSSOSession(r *http.Request, req logoutRequest) (string, *requestError) {
+	if s.isAdmin(req.client.ID) {
+		sess, err := s.cfg.State.SSOSession(req.hint.sid)
+		switch {
+		case errors.Is(err, fsm.ErrNotFound):
+			return "", nil // reaped long ago: nothing left to end
+		case err != nil:
+			return "", unavailable("sso session: %v", err)
+		case sess.UserID != req.hint.sub:
+			s.log.Warn("logout: hint's sid names another person's session", "sid", sess.ID, "reference", reference(r))
+			return "", nil
+		}
+		return sess.ID, nil
+	}
+	app, err := s.cfg.State.AppSession(req.hint.sid)
+	switch {
+	case errors.Is(err, fsm.ErrNotFound):
+		return "", nil // reaped long ago: nothing left to end
+	case err != nil:
+		return "", unavailable("app session: %v", err)
+	case app.ClientID != req.client.ID || app.UserID != req.hint.sub:
+		s.log.Warn("logout: hint's sid names another app or person", "sid", app.ID, "reference", reference(r))
+		return "", nil
+	}
+	return app.SSOSessionID, nil
 }
 
 // awaitDeliveries waits, at most FrontChannelWait, until every delivery

@@ -84,6 +84,14 @@ type Config struct {
 	ReadIndex func(ctx context.Context) error
 	// HTTPClient sends deliveries (default: 5s timeout, no redirects).
 	HTTPClient *http.Client
+	// AdminClientID is the provider's built-in client of the console and
+	// the CLI (oidc.AdminClientID), which the client store never holds.
+	// Its ID token's sid names the SSO session itself (it opens no app
+	// session), and it registers no post-logout redirect: a logout with
+	// its hint ends that SSO session, which stops its admin access tokens,
+	// and shows the signed-out page. Empty: such a hint is refused as an
+	// unknown client.
+	AdminClientID string
 }
 
 // Service is RP-initiated logout and back-channel delivery.

@@ -260,6 +260,7 @@ func (n *Node) buildServices() (err error) {
 		SessionCookie: oidc.CookieName(oidc.SessionCookie, "/", strings.HasPrefix(cfg.Issuer, "https://")),
 		ReadIndex:     n.readIndex,
 		SecureCookies: strings.HasPrefix(cfg.Issuer, "https://"),
+		AdminClientID: oidc.AdminClientID,
 	})
 	if err != nil {
 		return err

@@ -136,6 +136,8 @@ var commandFormats = map[Type]commandDecl{
 var fieldFormats = map[string]Format{
 	"SetStateFormat.Format":  FormatGate,
 	"SetStateFormat.Version": FormatGate,
+	"APIKey.MakerKind":       FormatGate, // who made an API key (grant.go)
+	"APIKey.MakerID":         FormatGate,
 }
 
 // SinceFormat is the format that introduced command type t (0 for a type

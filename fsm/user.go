@@ -40,7 +40,8 @@ type UpdateUser struct {
 	EndSessions *EndSessions `json:"end_sessions,omitempty"`
 }
 
-// DeleteUser erases a person, their memberships and their admin grants.
+// DeleteUser erases a person, their memberships, their admin grants and
+// every API key they made (and the keys those made, transitively).
 type DeleteUser struct {
 	ID string    `json:"id"`
 	At time.Time `json:"at"`
@@ -142,6 +143,7 @@ func applyDeleteUser(tx *bolt.Tx, index uint64, p []byte) Result {
 	}
 	deleteFactors(tx, u.ID)
 	deleteGrantsOf(tx, u.ID)
+	endLapsedKeys(tx, []string{u.ID}, nil) // holding no grant now, every key they made
 	voidLinks(tx, u.ID, "")
 	del(tx, bucketUsers, u.ID)
 	if u.DirectoryID != "" {

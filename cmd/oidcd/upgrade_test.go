@@ -149,6 +149,64 @@ var upgradeFeatures = []upgradeFeature{
 			return nil
 		},
 	},
+	{
+		// An API key records who made it. A key the break-glass token
+		// makes records no maker (the base format) and is made throughout;
+		// a key made by a key (or a person) needs the newer format: while
+		// mixed it is refused, 409, and nothing is made; afterwards it is
+		// made and GET /api-keys names its maker. Deleting the maker ends it.
+		covers: []string{"APIKey.MakerKind", "APIKey.MakerID"},
+		try: func(u *upgradeCluster, via int, mixed bool) error {
+			base := "http://" + u.https[via]
+			as := func(bearer, method, path string, body any) (int, []byte) {
+				var b []byte
+				if body != nil {
+					b, _ = json.Marshal(body)
+				}
+				req, _ := http.NewRequest(method, base+"/admin/v1"+path, bytes.NewReader(b))
+				req.Header.Set("Authorization", "Bearer "+bearer)
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					return 0, []byte(err.Error())
+				}
+				defer resp.Body.Close()
+				out, _ := io.ReadAll(resp.Body)
+				return resp.StatusCode, out
+			}
+			status, b := as(u.token, "POST", "/api-keys", map[string]any{"name": "upgrade maker", "role": "admin", "expires_in": 3600})
+			var maker struct{ ID, Key string }
+			if status != http.StatusCreated || json.Unmarshal(b, &maker) != nil {
+				return fmt.Errorf("POST /api-keys with the break-glass token: %d %s", status, b)
+			}
+			defer as(u.token, "DELETE", "/api-keys/"+maker.ID, nil)
+			status, b = as(maker.Key, "POST", "/api-keys", map[string]any{"name": "upgrade made", "role": "auditor", "expires_in": 600})
+			if mixed {
+				if status != http.StatusConflict || !bytes.Contains(b, []byte("records who made it")) {
+					return fmt.Errorf("while mixed, POST /api-keys with an API key: got %d %s, want 409 naming the maker record", status, b)
+				}
+				return nil
+			}
+			var made struct {
+				ID        string
+				CreatedBy struct{ Kind, ID string } `json:"created_by"`
+			}
+			if status != http.StatusCreated || json.Unmarshal(b, &made) != nil {
+				return fmt.Errorf("POST /api-keys with an API key: got %d %s, want 201", status, b)
+			}
+			status, b = as(u.token, "GET", "/api-keys?page_size=100", nil)
+			if status != http.StatusOK || !bytes.Contains(b, []byte(`"created_by":{"kind":"api_key","id":"`+maker.ID+`"}`)) {
+				return fmt.Errorf("GET /api-keys: got %d %s, want the key made by %s", status, b, maker.ID)
+			}
+			if status, b := as(u.token, "DELETE", "/api-keys/"+maker.ID, nil); status != http.StatusNoContent {
+				return fmt.Errorf("DELETE the maker: %d %s", status, b)
+			}
+			if status, b = as(u.token, "GET", "/api-keys?page_size=100", nil); status != http.StatusOK || bytes.Contains(b, []byte(made.ID)) {
+				return fmt.Errorf("GET /api-keys after the maker was deleted: got %d %s, want %s gone with it", status, b, made.ID)
+			}
+			return nil
+		},
+	},
 }
 
 // TestUpgradeFeaturesCoverTheDeclaration: the table of features tried in

@@ -31,12 +31,15 @@ import (
 //     the people who belong to O alone (every membership they hold is in
 //     O), whose address it may also ask them to prove. It creates people,
 //     who are made members of O in the same write, invitations to O,
-//     and org_admin API keys for O. It may not delete O (that ends every
-//     session of O and cannot be undone: the site's decision, not the
-//     organization's), nor create organizations, import people, or reach
-//     keys, the cluster, directories, backups, lockouts by key, grants,
-//     other API keys or the break-glass token. Its lists show only what
-//     is in O, and its audit trail the events that name O.
+//     and org_admin API keys for O. It adds to O only a person who is O's
+//     already (every membership in O, no grant): anyone else joins O by
+//     accepting an invitation, with their own sign-in (joiner). It may
+//     not delete O (that ends every session of O and cannot be undone:
+//     the site's decision, not the organization's), nor create
+//     organizations, import people, or reach keys, the cluster,
+//     directories, backups, lockouts by key, grants, other API keys or
+//     the break-glass token. Its lists show only what is in O, and its
+//     audit trail the events that name O.
 //
 // A refusal is 403 FORBIDDEN, except where the answer would tell an
 // org_admin that a record outside O exists: a record it may not see (a
@@ -46,6 +49,8 @@ import (
 // (a person also in another organization, a client serving another
 // too), and a change that would reach beyond O (moving a client, a
 // membership in another organization, a key for another role), are 403.
+// A membership in O for a person O cannot see answers 422 exactly as a
+// user_id that names no one (hideUser): that route's not-found.
 //
 // The decision reads the state as the request finds it (after a read
 // index, for a write of an org_admin); the write that follows is not
@@ -94,6 +99,15 @@ type declaration struct {
 	touches thing
 	op      op
 	find    func(a *api, r *http.Request) (scope, error)
+}
+
+// readsCurrent reports whether an org_admin's decision on the route is
+// made on the state as it is now, after a read index: a change or an
+// erasure (where the record is now), and a new membership (whom the
+// person belongs to now: a membership added anywhere a moment before
+// counts).
+func (d declaration) readsCurrent() bool {
+	return d.op == opChange || d.op == opErase || (d.touches == thingMembership && d.op == opCreate)
 }
 
 // declarations are every route's, "METHOD /path" as in Routes. A route
@@ -176,6 +190,9 @@ type scope struct {
 	every bool   // it serves every organization (a multi-organization client with no list)
 	after *scope // where a change leaves the record; nil: where it is
 	role  string // the role a new API key asks for
+	// joiner is the person a new membership would add (POST
+	// /memberships).
+	joiner *joiner
 	// grants are the administrator grants a person holds: one who
 	// administers more than the org_admin does is not theirs to change.
 	grants []grantRef
@@ -217,6 +234,7 @@ const (
 	allow verdict = iota + 1
 	forbid
 	hide      // 404, as for a missing record
+	hideUser  // 422, as for a user_id that names no one (POST /memberships)
 	needScope // decide needs the record's scope first
 )
 
@@ -299,6 +317,9 @@ func decide(c Credential, d declaration, s *scope) (v verdict, why string) {
 		if !s.only(c.OrgID) {
 			return forbid, outside
 		}
+		if d.touches == thingMembership {
+			return s.joiner.decide(c.OrgID)
+		}
 		return allow, ""
 	}
 	if s == nil {
@@ -344,10 +365,11 @@ func (a *api) authorize(method, path string, next http.HandlerFunc) http.Handler
 		if v == needScope || (v == allow && d.op.writes() && d.find != nil) {
 			// An org_admin's change is decided on a current state, as its
 			// reads are (read): the record's place is read from it. (A
-			// create is decided from its body alone.) An admin's write
+			// create is decided from its body alone, but a membership's,
+			// which looks at the person: readsCurrent.) An admin's write
 			// only names the organization in its audit event, best
 			// effort.
-			if v == needScope && (d.op == opChange || d.op == opErase) && a.ReadIndex != nil {
+			if v == needScope && d.readsCurrent() && a.ReadIndex != nil {
 				if err := a.ReadIndex(r.Context()); err != nil {
 					a.unavailable(w, r, "read index", err)
 					return
@@ -380,6 +402,9 @@ func (a *api) authorize(method, path string, next http.HandlerFunc) http.Handler
 		case allow:
 		case hide:
 			notFound(w, r)
+			return
+		case hideUser:
+			unknownUser(w, r)
 			return
 		default:
 			httpx.WriteError(w, r, http.StatusForbidden, httpx.CodeForbidden, "forbidden: "+why)
@@ -537,12 +562,23 @@ func findMembershipPath(a *api, r *http.Request) (scope, error) {
 	return scope{orgs: []string{m.OrgID}}, nil
 }
 
-func findMembershipBody(_ *api, r *http.Request) (scope, error) {
+// findMembershipBody is where POST /memberships would put whom: the
+// body's organization, and the person as the state knows them
+// (joinerOf). A body without usable ids is the handler's validation
+// error.
+func findMembershipBody(a *api, r *http.Request) (scope, error) {
 	var b membershipBody
 	if err := peekJSON(r, &b); err != nil {
 		return scope{}, err
 	}
-	return scope{orgs: []string{lowerUUID(b.OrgID)}}, nil
+	var p problems
+	userID := p.uuid("user_id", b.UserID)
+	orgID := p.uuid("org_id", b.OrgID)
+	if len(p) > 0 {
+		return scope{}, problemsError{p}
+	}
+	j, err := a.joinerOf(userID)
+	return scope{orgs: []string{orgID}, joiner: j}, err
 }
 
 // clientScope is where a registration is: its owner and the

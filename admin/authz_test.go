@@ -221,7 +221,7 @@ func TestAuthorizeEveryRouteEveryRole(t *testing.T) {
 		"/invitations/": s.invO.ID,
 	}
 	bodies := map[string]string{
-		"POST /memberships":         `{"user_id":"` + s.carol.ID + `","org_id":"` + s.o.ID + `"}`,
+		"POST /memberships":         `{"user_id":"` + s.alice.ID + `","org_id":"` + s.o.ID + `"}`, // O's already (joiner)
 		"POST /clients":             clientJSON(s.o.ID, nil),
 		"PATCH /clients/{id}":       `{"name":"Renamed"}`,
 		"POST /api-keys":            `{"name":"ci","role":"org_admin","organization_id":"` + s.o.ID + `","expires_in":3600}`,
@@ -492,8 +492,9 @@ func TestOrgAdminMay(t *testing.T) {
 	must(204, "DELETE", u+s.alice.ID+"/totp", "")
 	must(204, "DELETE", u+s.alice.ID+"/lockouts", "")
 	must(200, "PATCH", "/admin/v1/memberships/"+s.bobO.ID, `{"status":"suspended"}`)
-	// Someone of P joins O; O's admin still may not change them.
-	m := decodeAs[Membership](t, must(201, "POST", "/admin/v1/memberships", `{"user_id":"`+s.carol.ID+`","org_id":"`+strings.ToUpper(s.o.ID)+`"}`))
+	// Someone of P joins O (an admin's write: an org_admin's is refused,
+	// TestOrgAdminPullsNoOneIn); O's admin still may not change them.
+	m := decodeAs[Membership](t, s.must(201, "POST", "/admin/v1/memberships", `{"user_id":"`+s.carol.ID+`","org_id":"`+strings.ToUpper(s.o.ID)+`"}`))
 	checkEnvelope(t, s.as(o, "PATCH", u+s.carol.ID, `{"phone":"+15550100003"}`), 403, httpx.CodeForbidden)
 	must(204, "DELETE", "/admin/v1/memberships/"+m.ID, "")
 	must(200, "PATCH", "/admin/v1/clients/app-o", `{"name":"Renamed"}`)

@@ -100,6 +100,9 @@ type Config struct {
 	// format this node announces instead of fsm.CurrentFormat: a test
 	// node plays an older release with it.
 	announceFormat fsm.Format
+	// onAnnounce, set only by tests, runs when this node is asked
+	// opAnnounce; an error it returns is the answer (announce.go).
+	onAnnounce func(ctx context.Context) error
 	// onLeaderApply, set only by tests, runs in leaderApply once a
 	// forwarded write is read and accepted, before raft sees it.
 	onLeaderApply func(ctx context.Context)

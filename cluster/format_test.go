@@ -391,3 +391,37 @@ func TestSingleNodeRaisesItsFormat(t *testing.T) {
 		t.Fatalf("format 2 after the raise: %v", err)
 	}
 }
+
+// TestAnyNodeAnswersWhatItRuns: opAnnounce is answered by a follower as
+// by the leader, with the node's id, version and format; an op the server
+// does not know is answered class other, on a connection that serves on.
+func TestAnyNodeAnswersWhatItRuns(t *testing.T) {
+	mc := newMCluster(t, 3, nil, func(c *Config) { c.Gossip.Version = "0.4.0" })
+	leader, fs := mc.roles()
+	for _, n := range append([]*mnode{leader}, fs...) {
+		asker := mc.nodes[0]
+		if asker == n {
+			asker = mc.nodes[1]
+		}
+		ctx := withTimeout(t, 5*time.Second)
+		body, err := asker.c.callNode(ctx, n.addr, n.id, opAnnounce, nil)
+		var a announceReply
+		if err != nil || json.Unmarshal(body, &a) != nil {
+			t.Fatalf("%s asks %s: %v %q", asker.id, n.id, err, body)
+		}
+		if want := (announceReply{ID: n.id, Version: "0.4.0", Format: int(fsm.CurrentFormat)}); a != want {
+			t.Fatalf("%s answers %+v, want %+v", n.id, a, want)
+		}
+		cl, err := asker.c.fwd.pool.get(ctx, n.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := cl.call(ctx, 99, nil)
+		if err != nil || r.class != classOther || string(r.body) != "cluster: unknown operation 99" {
+			t.Fatalf("op 99 on %s: got %v, class %d, %q", n.id, err, r.class, r.body)
+		}
+		if _, err := asker.c.callNode(ctx, n.addr, n.id, opAnnounce, nil); err != nil {
+			t.Fatalf("%s after an unknown op: %v", n.id, err)
+		}
+	}
+}

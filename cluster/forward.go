@@ -111,8 +111,10 @@ func (c *Cluster) serveOp(ctx context.Context, op byte, body []byte) ([]byte, er
 		return c.leaderRate(ctx, string(body))
 	case opSuffrage:
 		return c.leaderSuffrage(ctx, body)
+	case opAnnounce:
+		return c.serveAnnounce(ctx)
 	}
-	return nil, fmt.Errorf("cluster: unknown operation %d", op)
+	return nil, unknownOp(op)
 }
 
 // leaderApply proposes a command and answers its raft index once it is

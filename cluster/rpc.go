@@ -30,6 +30,10 @@ const (
 	opReadIndex byte = 2 // body: empty; reply: read index uint64
 	opRate      byte = 3 // body: key; reply: allowed byte | retry-after int64 (ns)
 	opSuffrage  byte = 4 // body: voter byte | server id; reply: suffrageOK, suffrageUnknown or suffrageLeader
+	// opAnnounce asks any node (not only the leader) what it runs. Body:
+	// empty; reply: announceReply as JSON (announce.go). A release before
+	// it (0.3.0) answers classOther, "cluster: unknown operation 5".
+	opAnnounce byte = 5
 )
 
 // Reply classes: the outcome of a call, which the caller maps back to the

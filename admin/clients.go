@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -178,9 +180,108 @@ func checkClient(p *problems, c *fsm.Client) {
 		p.add("access_token_ttl", codeOutOfRange, "must be between %d and %d seconds", minTTL, maxTTL)
 	}
 	if c.BackchannelLogoutURI != "" {
-		p.absURI("backchannel_logout_uri", c.BackchannelLogoutURI)
+		p.backchannelURI("backchannel_logout_uri", c.BackchannelLogoutURI)
 	}
 	c.RateLimit = p.rateLimit("rate_limit", c.RateLimit, c.Type)
+}
+
+// backchannelURI checks a back-channel logout URI, whoever sets it: an
+// absolute http or https URI naming a host (absURI), never an IP address
+// no receiver lives at (undeliverable). The leader POSTs logout tokens to
+// it and follows no redirect (package logout); an org_admin's choice is
+// narrowed further by delegatedBackchannelURI.
+func (p *problems) backchannelURI(field, s string) {
+	u, ok := p.absURI(field, s)
+	if !ok {
+		return
+	}
+	if ip, err := netip.ParseAddr(u.Hostname()); err == nil && undeliverable(ip) {
+		p.add(field, codeInvalidURI, "must not be an unspecified, link-local, multicast or broadcast address: no receiver lives there (169.254.169.254 is a cloud's metadata service)")
+	}
+}
+
+// undeliverable reports whether ip is an address no back-channel receiver
+// lives at: unspecified, link-local (169.254.0.0/16, where clouds serve
+// instance metadata, and fe80::/10), multicast or the broadcast address,
+// also written as an IPv4-mapped or NAT64 (64:ff9b::/96) IPv6 address.
+func undeliverable(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	if nat64.Contains(ip) {
+		b := ip.As16()
+		ip = netip.AddrFrom4([4]byte(b[12:]))
+	}
+	return ip.IsUnspecified() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip == netip.AddrFrom4([4]byte{255, 255, 255, 255})
+}
+
+// nat64 is the well-known NAT64 prefix (RFC 6052), which embeds an IPv4
+// address in its last 32 bits.
+var nat64 = netip.MustParsePrefix("64:ff9b::/96")
+
+// reservedSuffixes are the names that mean this host or the local
+// network wherever they are resolved: localhost (RFC 6761), mDNS's .local
+// (RFC 6762), .home.arpa (RFC 8375) and the rest of .arpa (reverse
+// lookups), .internal (ICANN's private-use name) and .localdomain.
+var reservedSuffixes = []string{"localhost", "local", "arpa", "internal", "localdomain"}
+
+// delegatedBackchannelURI is what an org_admin may set as a back-channel
+// logout URI beyond backchannelURI: https, at a DNS name of at least two
+// labels, written plainly (lowercase ASCII letters, digits and hyphens;
+// no trailing dot, no all-digit last label, which some resolvers read as
+// a number), that is not an IP address and not one of reservedSuffixes.
+// https is what keeps the leader's POST off the site's own network: a
+// name the org_admin points at an internal address gets a TLS handshake
+// that fails there, since nothing inside presents a certificate for that
+// name that the leader's roots trust. An admin may set any address
+// backchannelURI takes (a receiver on a private network, or plain http).
+func (p *problems) delegatedBackchannelURI(field, s string) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return // backchannelURI said so
+	}
+	const why = "an org_admin may set only an https URI at a public DNS name (not an IP address, localhost, a name of one label, or a .local, .internal, .localdomain or .arpa name); ask an admin for another address"
+	host := strings.ToLower(u.Hostname())
+	labels := strings.Split(host, ".")
+	last := labels[len(labels)-1]
+	switch {
+	case u.Scheme != "https":
+		p.add(field, codeInvalidURI, "must use https: %s", why)
+	case !plainHostName(host) || len(labels) < 2 || strings.Trim(last, "0123456789") == "":
+		p.add(field, codeInvalidURI, "must name a host by a DNS name: %s", why)
+	case slices.Contains(reservedSuffixes, last):
+		p.add(field, codeInvalidURI, "must name a public host: %s", why)
+	}
+}
+
+// plainHostName reports whether host is a DNS name written plainly:
+// labels of 1 to 63 ASCII letters (lowercased by the caller), digits and hyphens, neither
+// starting nor ending with a hyphen, at most 253 bytes in all.
+func plainHostName(host string) bool {
+	if host == "" || len(host) > 253 {
+		return false
+	}
+	for _, l := range strings.Split(host, ".") {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for i := 0; i < len(l); i++ {
+			if c := l[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// checkDelegated adds the problems of the fields an org_admin sets more
+// narrowly than an admin, where r's credential is not an admin's: its
+// back-channel logout URI, when it is new (before is the stored one; an
+// address an admin chose stays when an org_admin changes something else).
+func checkDelegated(r *http.Request, p *problems, c fsm.Client, before string) {
+	if credentialOf(r).Role == RoleAdmin || c.BackchannelLogoutURI == "" || c.BackchannelLogoutURI == before {
+		return
+	}
+	p.delegatedBackchannelURI("backchannel_logout_uri", c.BackchannelLogoutURI)
 }
 
 // rateLimitForm is the form of a client's own rate limit, as
@@ -256,6 +357,7 @@ func (a *api) createClient(w http.ResponseWriter, r *http.Request) {
 		key = "" // a client_id of its own identifies the client: a retry meets 409 on it
 	}
 	c, p := newClient(&b, id)
+	checkDelegated(r, &p, c, "")
 	if len(p) > 0 {
 		writeInvalid(w, r, p)
 		return
@@ -382,6 +484,7 @@ func (a *api) updateClient(w http.ResponseWriter, r *http.Request) {
 	next.Organizations = slices.Clone(cur.Organizations)
 	b.mergeInto(&next)
 	checkClient(&p, &next)
+	checkDelegated(r, &p, next, cur.BackchannelLogoutURI)
 	if len(p) > 0 {
 		writeInvalid(w, r, p)
 		return

@@ -113,8 +113,8 @@ func domainsMessage(text func(string, ...any) string, domains []string) string {
 // a registration link (24 hours, going on with ctx's request) and its
 // message, or, when an account has the address, no link and a message
 // pointing to /password/forgot. A locked key is answered like the rest.
-// The audit event (registration, action requested) names the person only
-// when an account has the address.
+// The audit event (registration, action requested) is the same either
+// way and names no one (registrationEvent).
 func (p *Signin) requestRegistration(r *http.Request, f webui.Frame, addr string, ctx *signinContext, org fsm.Org) error {
 	now := p.now()
 	rules := []fsm.ThrottleRule{throttleRegisterTo.rule(emailSubject(addr)), throttleRegisterIP.rule(remoteIP(r))}
@@ -132,23 +132,37 @@ func (p *Signin) requestRegistration(r *http.Request, f webui.Frame, addr string
 		return err
 	}
 	cmd := fsm.IssueLink{Rules: rules, At: now}
-	ev := fsm.Audit{Type: fsm.EventRegistration, Actor: fsm.ActorPerson, ClientID: ctx.ClientID, OrgID: org.ID,
-		Detail: map[string]string{"action": "requested"}}
 	var m fsm.OutgoingEmail
 	if found {
 		m, err = p.outgoing(f, email.RegistrationExists, existing.Email, existing.ID, email.Data{ForgotURL: p.cfg.Issuer + PathForgot})
-		ev.Subject, ev.Detail["message"] = existing.ID, "exists"
+		// Whose address it was is for the site's operators, never for
+		// the organization (registrationEvent).
+		p.log.Info("registration: the address has an account; sent the existing-account message",
+			"user_id", existing.ID, "organization_id", org.ID)
 	} else {
 		m, err = p.outgoing(f, email.Registration, addr, "", email.Data{Link: p.linkURL(PathRegister, token), OrgName: org.Name, Expires: registerTTL})
 		cmd.Link = &fsm.Link{Hash: hash, Purpose: fsm.LinkRegistration, Email: addr, OrgID: org.ID, Continue: resumeIn(ctx),
 			CreatedAt: now, ExpiresAt: now.Add(registerTTL)}
-		ev.Detail["message"] = "link"
 	}
 	if err != nil {
 		return err
 	}
 	cmd.Email = []fsm.OutgoingEmail{m}
-	return p.issueQuietly(r.Context(), "registration", cmd, ev)
+	return p.issueQuietly(r.Context(), "registration", cmd, registrationEvent(ctx, org))
+}
+
+// registrationEvent is the audit event of a registration request of org,
+// the same whether the address has an account or not: no subject, no
+// word of which message went out. It names org, whose org_admins read
+// it, and an org_admin sets org's registration domains to any it likes:
+// an event naming the account holder would hand it the id of anyone
+// with an address (the person is no member of org, and their id is the
+// key to every admin route on them), and one saying "exists" would tell
+// it who has an account. The log line of requestRegistration says whose
+// address it was, for the site's operators.
+func registrationEvent(ctx *signinContext, org fsm.Org) fsm.Audit {
+	return fsm.Audit{Type: fsm.EventRegistration, Actor: fsm.ActorPerson, ClientID: ctx.ClientID, OrgID: org.ID,
+		Detail: map[string]string{"action": "requested"}}
 }
 
 // handleRegisterLink is the registration link's page: a new-password

@@ -139,6 +139,9 @@ type Cluster struct {
 	// other (format.go); formatCh pokes the raise when gossip changes.
 	formatMu sync.Mutex
 	formatCh chan struct{}
+	// asked: what the members gossip does not see answered opAnnounce
+	// (announce.go).
+	asked askTable
 
 	// Set by New for Start.
 	raftConfig *raft.Config
@@ -293,8 +296,9 @@ func (c *Cluster) Start() error {
 		return err
 	}
 	c.OnLeader(c.formatLoop)
-	c.observer.Add(1)
+	c.observer.Add(2)
 	go c.watchLeadership()
+	go c.askLoop()
 	c.electAloneNow()
 	return nil
 }

@@ -1,9 +1,13 @@
 package cluster
 
-import "github.com/oidcd/oidcd/fsm"
+import (
+	"context"
+
+	"github.com/oidcd/oidcd/fsm"
+)
 
 // Hooks for the tests of this package: a node that plays an older
-// release.
+// release, or does not answer what it runs.
 
 // announcing makes a node announce version and state format f in gossip,
 // as a release of that format would, instead of its own.
@@ -19,4 +23,29 @@ func (c *Cluster) reannounce(version string, f fsm.Format) error {
 	g.meta.Version, g.meta.Format = version, int(f)
 	g.mu.Unlock()
 	return g.ml.UpdateNode(metaUpdateTimeout)
+}
+
+// on adjusts node id's config alone: newMCluster's mods adjust every
+// node's.
+func on(id string, mod func(*Config)) func(*Config) {
+	return func(c *Config) {
+		if c.NodeID == id {
+			mod(c)
+		}
+	}
+}
+
+// knowsNoAsk makes a node answer opAnnounce as 0.3.0 does, which does
+// not know it: serveOp's answer to an unknown op.
+func knowsNoAsk(c *Config) {
+	c.onAnnounce = func(context.Context) error { return unknownOp(opAnnounce) }
+}
+
+// answersNoAsk makes a node hold every opAnnounce until the asker's
+// deadline: a frozen node, as far as the asks go.
+func answersNoAsk(c *Config) {
+	c.onAnnounce = func(ctx context.Context) error {
+		<-ctx.Done()
+		return ctx.Err()
+	}
 }

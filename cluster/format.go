@@ -17,14 +17,18 @@ import (
 
 // Versions and state formats (DESIGN.md, "Versions and the state format").
 // Each node announces in gossip its version and the newest state format
-// its build applies. From those the leader raises the cluster's format
+// its build applies, and answers the same to a node that asks it over the
+// node-to-node RPC (announce.go), which every node does of a member gossip
+// does not see (static peers: all of them). From those the leader raises
+// the cluster's format
 // (the one its state holds) once every member of the raft configuration
 // applies the higher one, and Apply refuses a command newer than the
 // cluster's format before anything is proposed.
 
 const (
 	// formatEvery is how often the leader looks whether it can raise the
-	// cluster's format, besides whenever gossip changes.
+	// cluster's format, besides whenever gossip changes or an ask's
+	// answer does.
 	formatEvery = 3 * time.Second
 	// formatGap is the least time between two looks: every member
 	// advertises its progress in gossip every couple of seconds, and a
@@ -34,14 +38,18 @@ const (
 
 // format is the state format m announces: fsm.FormatBase when it
 // announces none (a release before the gate).
-func (m nodeMeta) format() fsm.Format {
+func (m nodeMeta) format() fsm.Format { return announcedFormat(m.Format) }
+
+// announcedFormat reads a format announced as n (in gossip or in an
+// answer to opAnnounce): fsm.FormatBase for none.
+func announcedFormat(n int) fsm.Format {
 	switch {
-	case m.Format <= 0:
+	case n <= 0:
 		return fsm.FormatBase
-	case m.Format > math.MaxUint16:
+	case n > math.MaxUint16:
 		return math.MaxUint16
 	}
-	return fsm.Format(m.Format)
+	return fsm.Format(n)
 }
 
 // selfAnnounced is this node's own version and format: what it announces
@@ -72,13 +80,16 @@ type announcement struct {
 	format  fsm.Format
 	// state says why a member counts as fsm.FormatBase whatever it last
 	// announced: "" while it is alive (or is this node), "not seen" when
-	// gossip never showed it, "down" when it failed, left or is stopping.
+	// neither gossip nor an ask ever showed it, "down" when it failed,
+	// left or is stopping, or no longer answers asks.
 	state string
 }
 
 // counted lists what every server of the configuration counts as. This
 // node counts as what it announces; another member as what it announces
-// while gossip sees it alive. One that is down, stopping or never seen
+// while gossip sees it alive, or, when gossip has no entry for it (no
+// gossip at all: static peers), as what it lately answered an ask
+// (announce.go). One that is down, stopping, not answering or never seen
 // counts as fsm.FormatBase: it may come back on any release, an older
 // one included, and must not find a format it cannot apply.
 func (c *Cluster) counted(servers []raft.Server, gossip map[string]member) []announcement {
@@ -90,7 +101,7 @@ func (c *Cluster) counted(servers []raft.Server, gossip map[string]member) []ann
 		case a.id == c.cfg.NodeID:
 			a.version, a.format = c.selfAnnounced()
 		case !seen:
-			a.state = "not seen"
+			a.version, a.format, a.state = c.askedNow(a.id)
 		case !g.alive() || g.meta.Stopping || g.meta.Leaving:
 			a.version, a.state = g.meta.Version, "down"
 		default:
@@ -141,8 +152,9 @@ func behind(members []announcement, need fsm.Format) []string {
 }
 
 // shown is the version and format Status shows for member id: what it
-// announces, or last announced while it is down; "" and fsm.FormatBase
-// when gossip never showed it.
+// announces, or last announced while it is down; without a gossip entry,
+// what it last answered an ask; "" and fsm.FormatBase when neither ever
+// showed it.
 func (c *Cluster) shown(id string, gossip map[string]member) (string, int) {
 	if id == c.cfg.NodeID {
 		v, f := c.selfAnnounced()
@@ -150,6 +162,9 @@ func (c *Cluster) shown(id string, gossip map[string]member) (string, int) {
 	}
 	if g, seen := gossip[id]; seen {
 		return g.meta.Version, int(g.meta.format())
+	}
+	if a, ok := c.asked.get(id); ok && a.ever {
+		return a.version, int(a.format)
 	}
 	return "", int(fsm.FormatBase)
 }
@@ -240,7 +255,9 @@ func parseVersion(v string) (nums [3]uint64, pre string, ok bool) {
 
 // formatLoop runs while this node leads (OnLeader): it raises the
 // cluster's state format when it can, every formatEvery and whenever
-// gossip membership or metadata changes, at most once every formatGap.
+// gossip membership or metadata changes or an ask's answer does
+// (askLoop), at most once every formatGap. It sends no ask itself: it
+// reads what askLoop found.
 // A failed raise is logged at its first attempt and every twentieth.
 func (c *Cluster) formatLoop(ctx context.Context) {
 	t := time.NewTicker(formatEvery)
@@ -271,8 +288,9 @@ func (c *Cluster) formatLoop(ctx context.Context) {
 }
 
 // raiseFormat raises the cluster's state format to the lowest format the
-// members of the raft configuration count as (counted: a member down or
-// never seen counts as fsm.FormatBase), when that is above the state's.
+// members of the raft configuration count as (counted: a member down,
+// never seen or not answering counts as fsm.FormatBase), when that is
+// above the state's.
 // It holds formatMu, as reconcile does while it adds members, so that no
 // member of an older format joins between the look and the raise.
 func (c *Cluster) raiseFormat(ctx context.Context) error {

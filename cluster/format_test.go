@@ -3,6 +3,7 @@ package cluster
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
@@ -61,8 +62,19 @@ func TestCountedMembers(t *testing.T) {
 		"dead":     {state: memberlist.StateDead, meta: nodeMeta{Version: "0.4.0", Format: 2}},
 		"self":     alive("wrong", 1), // this node's own view wins
 	}
+	// What the members gossip has no entry for answered an ask
+	// (announce.go); gossip's view, where it has one, wins.
+	now := time.Now()
+	c.asked.record("asked", true, "0.4.0", 2, now)
+	c.asked.record("asked-old", true, "", fsm.FormatBase, now) // a release that does not know the ask
+	c.asked.record("asked-gone", true, "0.4.0", 2, now)
+	c.asked.record("asked-gone", false, "", 0, now) // answered once, not lately
+	c.asked.record("asked-stale", true, "0.4.0", 2, now.Add(-askFresh-time.Second))
+	c.asked.record("never-answered", false, "", 0, now)
+	c.asked.record("old", true, "0.4.0", 2, now)
 	var servers []raft.Server
-	for _, id := range []string{"self", "new", "old", "bare", "stopping", "dead", "unseen"} {
+	for _, id := range []string{"self", "new", "old", "bare", "stopping", "dead", "unseen",
+		"asked", "asked-old", "asked-gone", "asked-stale", "never-answered"} {
 		servers = append(servers, raft.Server{ID: raft.ServerID(id)})
 	}
 	got := c.counted(servers, gossip)
@@ -74,6 +86,11 @@ func TestCountedMembers(t *testing.T) {
 		{id: "stopping", version: "0.4.0", format: 1, state: "down"},
 		{id: "dead", version: "0.4.0", format: 1, state: "down"},
 		{id: "unseen", format: 1, state: "not seen"},
+		{id: "asked", version: "0.4.0", format: 2},
+		{id: "asked-old", format: 1},
+		{id: "asked-gone", version: "0.4.0", format: 1, state: "down"},
+		{id: "asked-stale", version: "0.4.0", format: 1, state: "down"},
+		{id: "never-answered", format: 1, state: "not seen"},
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %+v, want %+v", got, want)
@@ -84,8 +101,12 @@ func TestCountedMembers(t *testing.T) {
 	if low, v := lowest(got[:2]); low != fsm.CurrentFormat || v != "0.4.0" {
 		t.Fatalf("lowest of the upgraded: got %d %q, want %d 0.4.0", low, v, fsm.CurrentFormat)
 	}
+	if low, _ := lowest([]announcement{got[0], got[7]}); low != fsm.CurrentFormat {
+		t.Fatalf("lowest with a member that answered format 2: got %d, want %d", low, fsm.CurrentFormat)
+	}
 	wantBehind := []string{"old (0.3.0)", "bare (no version announced)", "stopping (down, last announced 0.4.0)",
-		"dead (down, last announced 0.4.0)", "unseen (not seen)"}
+		"dead (down, last announced 0.4.0)", "unseen (not seen)", "asked-old (no version announced)",
+		"asked-gone (down, last announced 0.4.0)", "asked-stale (down, last announced 0.4.0)", "never-answered (not seen)"}
 	if b := behind(got, fsm.FormatGate); !slices.Equal(b, wantBehind) {
 		t.Fatalf("behind: got %q, want %q", b, wantBehind)
 	}
@@ -104,6 +125,10 @@ func TestCountedMembers(t *testing.T) {
 		{"an older release", []string{"self", "old"}, true},
 		{"never seen", []string{"self", "unseen"}, true},
 		{"a stopping member shows what it announced", []string{"self", "new", "stopping"}, false},
+		{"asked, the same release", []string{"self", "new", "asked"}, false},
+		{"asked, gone, last answered the same", []string{"self", "asked-gone", "asked-stale"}, false},
+		{"asked, a release that does not know the ask", []string{"self", "asked-old"}, true},
+		{"asked, never answered", []string{"self", "never-answered"}, true},
 	} {
 		var ss []raft.Server
 		for _, id := range tc.servers {
@@ -137,38 +162,130 @@ func metric(t *testing.T, c *Cluster, name string) float64 {
 	return promtest.Gather(t, c.cfg.Registerer.(prometheus.Gatherer))[name]
 }
 
-// TestGateRefusesANewerCommand: in a static cluster gossip has never shown
-// the other members, so each counts as format 1 and the cluster stays at
-// it. A format-2 command is refused on every node before anything is
-// proposed, with a *fsm.FormatError naming the members that hold it back,
-// counted as a refusal and not as a failed write; the leader refuses one
-// sent past a proposer's gate the same way.
+// versioned makes every node announce version 0.4.0 (a node's own mods,
+// after it, may play another release).
+func versioned(c *Config) { c.Gossip.Version = "0.4.0" }
+
+// oldN3 is a static cluster's n3 playing 0.3.0: it announces format 1.
+var oldN3 = on("n3", announcing("0.3.0", fsm.FormatBase))
+
+// upgraded is what Status shows of a member that versioned left as it is.
+var upgraded = "0.4.0/" + strconv.Itoa(int(fsm.CurrentFormat))
+
+// shownBy is what n's Status shows of each member ("version/format"),
+// the cluster's format and whether it is mixed. Status must answer at
+// once: it reads what the asks found, and never waits for one.
+func shownBy(t *testing.T, n *mnode) (map[string]string, int, bool) {
+	t.Helper()
+	begin := time.Now()
+	st, err := n.c.Status(t.Context())
+	if err != nil {
+		t.Fatalf("%s: status: %v", n.id, err)
+	}
+	if d := time.Since(begin); d > askTimeout/2 {
+		t.Fatalf("%s: status took %v", n.id, d)
+	}
+	shown := map[string]string{}
+	for _, m := range st.Members {
+		shown[m.ID] = m.Version + "/" + strconv.Itoa(m.StateFormat)
+	}
+	return shown, st.StateFormat, st.Mixed
+}
+
+// waitShown waits until every node's Status shows want of the members.
+func waitShown(t *testing.T, mc *mcluster, want map[string]string) {
+	t.Helper()
+	for _, n := range mc.nodes {
+		waitFor(t, 10*time.Second, n.id+" to show "+fmt.Sprint(want), func() bool {
+			shown, _, _ := shownBy(t, n)
+			return maps.Equal(shown, want)
+		})
+	}
+}
+
+// holdsAtM checks, for a while, that no node's state leaves format f.
+func holdsAtM(t *testing.T, mc *mcluster, f fsm.Format, why string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		for _, n := range mc.nodes {
+			if got := n.f.State().StateFormat(); got != f {
+				t.Fatalf("%s: %s runs format %d, want %d", why, n.id, got, f)
+			}
+		}
+	}
+}
+
+// refusedOn applies a format-2 command on n and checks that the gate
+// refuses it, before anything is proposed, naming exactly members.
+func refusedOn(t *testing.T, n *mnode, members ...string) {
+	t.Helper()
+	_, err := n.c.Apply(withTimeout(t, 5*time.Second), raiseTo(fsm.FormatGate))
+	var fe *fsm.FormatError
+	if !errors.As(err, &fe) || !errors.Is(err, fsm.ErrFormat) {
+		t.Fatalf("%s: got %v, want a *fsm.FormatError", n.id, err)
+	}
+	if errors.Is(err, ErrNoLeader) || errors.Is(err, fsm.ErrMaybeApplied) {
+		t.Fatalf("%s: a refusal reads as a failure: %v", n.id, err)
+	}
+	if fe.Need != fsm.FormatGate || fe.Have != fsm.FormatBase || !slices.Equal(fe.Members, members) {
+		t.Fatalf("%s: got %+v, want need 2, have 1, members %q", n.id, fe, members)
+	}
+}
+
+// TestStaticClusterRaisesItsFormat: a cluster formed from static peers
+// has no gossip; every node asks the others what they run (opAnnounce),
+// so the leader raises the state format within a few seconds
+// (newMCluster waits for it) and every node's Status shows each member's
+// version and format, not mixed. The raise records the members' version
+// and the gate lets format 2 through everywhere.
+func TestStaticClusterRaisesItsFormat(t *testing.T) {
+	mc := newMCluster(t, 3, nil, versioned)
+	if mc.nodes[0].c.gossip != nil {
+		t.Fatal("a static cluster started gossip")
+	}
+	for _, n := range mc.nodes {
+		if v := n.f.State().StateFormatVersion(); v != "0.4.0" {
+			t.Fatalf("%s: the raise records version %q, want 0.4.0", n.id, v)
+		}
+	}
+	want := map[string]string{"n1": upgraded, "n2": upgraded, "n3": upgraded}
+	waitShown(t, mc, want)
+	for _, n := range mc.nodes {
+		if _, f, mixed := shownBy(t, n); mixed || f != int(fsm.CurrentFormat) {
+			t.Fatalf("%s: status: mixed %v, format %d; want not mixed, format %d", n.id, mixed, f, fsm.CurrentFormat)
+		}
+		if m := metric(t, n.c, "oidcd_cluster_mixed_versions"); m != 0 {
+			t.Fatalf("%s: mixed gauge %v, want 0", n.id, m)
+		}
+	}
+	_, fs := mc.roles()
+	if _, err := fs[0].c.Apply(withTimeout(t, 5*time.Second), raiseTo(fsm.FormatGate)); err != nil {
+		t.Fatalf("format 2 on a follower after the raise: %v", err)
+	}
+}
+
+// TestGateRefusesANewerCommand: in a static cluster where n3 plays 0.3.0
+// (it announces format 1 when asked), the leader never raises the
+// format, and every node's Status shows the cluster mixed. A format-2
+// command is refused on every node before anything is proposed, with a
+// *fsm.FormatError naming n3, counted as a refusal and not as a failed
+// write; the leader refuses one sent past a proposer's gate the same way.
+// Once n3 stops, it holds the format back still, as down.
 func TestGateRefusesANewerCommand(t *testing.T) {
-	mc := newMCluster(t, 3, nil)
+	mc := newMCluster(t, 3, nil, versioned, oldN3)
+	want := map[string]string{"n1": upgraded, "n2": upgraded, "n3": "0.3.0/1"}
+	waitShown(t, mc, want)
+	holdsAtM(t, mc, fsm.FormatBase, "n3 announces format 1")
+	for _, n := range mc.nodes {
+		if _, f, mixed := shownBy(t, n); !mixed || f != 1 {
+			t.Fatalf("%s: status: mixed %v, format %d; want mixed, format 1", n.id, mixed, f)
+		}
+	}
 	leader, fs := mc.roles()
 	mustApply(t, fs[0], org("o1", "one"))
 	applied := leader.f.Applied()
-	others := func(self *mnode) []string {
-		var out []string
-		for _, n := range mc.nodes {
-			if n != self {
-				out = append(out, n.id+" (not seen)")
-			}
-		}
-		return out
-	}
 	for _, n := range mc.nodes {
-		_, err := n.c.Apply(withTimeout(t, 5*time.Second), raiseTo(fsm.FormatGate))
-		var fe *fsm.FormatError
-		if !errors.As(err, &fe) || !errors.Is(err, fsm.ErrFormat) {
-			t.Fatalf("%s: got %v, want a *fsm.FormatError", n.id, err)
-		}
-		if errors.Is(err, ErrNoLeader) || errors.Is(err, fsm.ErrMaybeApplied) {
-			t.Fatalf("%s: a refusal reads as a failure: %v", n.id, err)
-		}
-		if fe.Need != fsm.FormatGate || fe.Have != fsm.FormatBase || !slices.Equal(fe.Members, others(n)) {
-			t.Fatalf("%s: got %+v, want need 2, have 1, members %q", n.id, fe, others(n))
-		}
+		refusedOn(t, n, "n3 (0.3.0)")
 		if got := metric(t, n.c, "oidcd_write_format_refusals_total"); got != 1 {
 			t.Fatalf("%s: %v refusals counted, want 1", n.id, got)
 		}
@@ -180,17 +297,86 @@ func TestGateRefusesANewerCommand(t *testing.T) {
 	// comes back as the same error.
 	_, err := fs[0].c.forwardApply(withTimeout(t, 5*time.Second), raiseTo(fsm.FormatGate))
 	var fe *fsm.FormatError
-	if !errors.As(err, &fe) || fe.Need != fsm.FormatGate || !slices.Equal(fe.Members, others(leader)) {
-		t.Fatalf("forwarded past the gate: got %v (%+v), want the leader's *fsm.FormatError naming %q", err, fe, others(leader))
+	if !errors.As(err, &fe) || fe.Need != fsm.FormatGate || !slices.Equal(fe.Members, []string{"n3 (0.3.0)"}) {
+		t.Fatalf("forwarded past the gate: got %v (%+v), want the leader's *fsm.FormatError naming n3", err, fe)
 	}
 	readIndex(t, leader)
-	for _, n := range mc.nodes {
-		if got := n.f.State().StateFormat(); got != fsm.FormatBase {
-			t.Fatalf("%s runs format %d, want 1", n.id, got)
-		}
-	}
 	if got := leader.f.Applied(); got != applied {
 		t.Fatalf("applied index moved from %d to %d: a refused command was proposed", applied, got)
+	}
+
+	// n3 stops: it no longer answers, and counts as down, shown as what it
+	// last answered.
+	n1 := mc.nodes[0]
+	mc.nodes[2].stop()
+	mc.nodes = mc.nodes[:2]
+	waitFor(t, 10*time.Second, "n3 counted as down", func() bool {
+		_, err := n1.c.Apply(withTimeout(t, 5*time.Second), raiseTo(fsm.FormatGate))
+		var fe *fsm.FormatError
+		return errors.As(err, &fe) && slices.Equal(fe.Members, []string{"n3 (down, last announced 0.3.0)"})
+	})
+	if shown, _, mixed := shownBy(t, n1); !mixed || shown["n3"] != "0.3.0/1" {
+		t.Fatalf("status with n3 down: %v, mixed %v; want n3 0.3.0/1, mixed", shown, mixed)
+	}
+	holdsAtM(t, mc, fsm.FormatBase, "n3 is down")
+}
+
+// TestAMemberThatDoesNotKnowTheAskCountsAsFormat1: a member of 0.3.0
+// does not know opAnnounce. Its server answers what it answers any
+// unknown op, a message of class classOther on a connection it keeps
+// open (cluster/forward.go's serveOp at the commit of VERSION 0.3.0,
+// 5dc23dba), and the asker takes that for format 1 and no version: the
+// cluster is held at format 1, shown mixed, and the gate names the
+// member as announcing no version.
+func TestAMemberThatDoesNotKnowTheAskCountsAsFormat1(t *testing.T) {
+	mc := newMCluster(t, 3, nil, versioned, oldN3, on("n3", knowsNoAsk))
+	n1, n3 := mc.nodes[0], mc.nodes[2]
+
+	ctx := withTimeout(t, 5*time.Second)
+	cl, err := n1.c.fwd.asks.get(ctx, n3.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the connection stays usable after the answer
+		r, err := cl.call(ctx, opAnnounce, nil)
+		if err != nil || r.class != classOther || string(r.body) != "cluster: unknown operation 5" {
+			t.Fatalf("got %v, class %d, %q; want class %d, \"cluster: unknown operation 5\"", err, r.class, r.body, classOther)
+		}
+		if !cl.usable() {
+			t.Fatal("the connection was closed after the answer")
+		}
+	}
+	if v, f, err := n1.c.ask(ctx, raft.Server{ID: "n3", Address: raft.ServerAddress(n3.addr)}); err != nil || v != "" || f != fsm.FormatBase {
+		t.Fatalf("ask: got %q, %d, %v; want no version, format 1", v, f, err)
+	}
+
+	want := map[string]string{"n1": upgraded, "n2": upgraded, "n3": "/1"}
+	waitShown(t, &mcluster{nodes: mc.nodes[:2]}, want)
+	holdsAtM(t, mc, fsm.FormatBase, "n3 does not know the ask")
+	for _, n := range mc.nodes[:2] {
+		if _, f, mixed := shownBy(t, n); !mixed || f != 1 {
+			t.Fatalf("%s: status: mixed %v, format %d; want mixed, format 1", n.id, mixed, f)
+		}
+		refusedOn(t, n, "n3 (no version announced)")
+	}
+}
+
+// TestAMemberThatDoesNotAnswerCountsAsFormat1: a member that never
+// answers an ask in time (frozen, as far as asks go) counts as format 1,
+// never seen, and Status does not wait for it. (n3 plays 0.3.0 too, so
+// that it holds the format back should it lead: it asks the others, who
+// answer.)
+func TestAMemberThatDoesNotAnswerCountsAsFormat1(t *testing.T) {
+	mc := newMCluster(t, 3, nil, versioned, oldN3, on("n3", answersNoAsk))
+	others := &mcluster{nodes: mc.nodes[:2]}
+	waitShown(t, others, map[string]string{"n1": upgraded, "n2": upgraded, "n3": "/1"})
+	time.Sleep(askEvery + askTimeout) // an ask of n3 has timed out
+	holdsAtM(t, mc, fsm.FormatBase, "n3 does not answer")
+	for _, n := range others.nodes {
+		if _, f, mixed := shownBy(t, n); !mixed || f != 1 {
+			t.Fatalf("%s: status: mixed %v, format %d; want mixed, format 1", n.id, mixed, f)
+		}
+		refusedOn(t, n, "n3 (not seen)")
 	}
 }
 

@@ -19,9 +19,14 @@ import (
 const leaderPoll = 20 * time.Millisecond
 
 // forwarder carries leader operations (writes, read indexes, rate checks)
-// from any node to the leader, and answers them when this node leads.
+// from any node to the leader, and answers them when this node leads; it
+// also carries the asks of what each member runs (announce.go), which
+// any node answers.
 type forwarder struct {
-	pool   rpcPool
+	pool rpcPool
+	// asks carries opAnnounce alone (announce.go), so that an ask that
+	// times out never drops a connection a write is waiting on.
+	asks   rpcPool
 	server rpcServer
 	reads  readIndexer
 	stop   context.CancelFunc
@@ -36,6 +41,7 @@ func (c *Cluster) startForwarding() error {
 	c.fwd.pool.dial = func(ctx context.Context, addr string) (net.Conn, error) {
 		return c.stream.dialNode(ctx, addr, protoForward)
 	}
+	c.fwd.asks.dial = c.fwd.pool.dial
 	c.fwd.server = rpcServer{handle: c.serveOp, base: base}
 	c.stream.serve(c.fwd.server.serveConn)
 	return nil
@@ -84,6 +90,7 @@ func (c *Cluster) stopForwarding() {
 	c.fwd.stop()
 	c.stream.Close()
 	c.fwd.pool.close()
+	c.fwd.asks.close()
 	c.stream.wait() // every serveConn has returned: no more server.wg.Add
 	c.fwd.server.wg.Wait()
 	c.fwd.reads.stop()

@@ -140,17 +140,21 @@ type Member struct {
 	AppliedIndex  int64 `json:"applied_index"`
 	AppliedLag    int64 `json:"applied_lag"`
 	LastContactMs int64 `json:"last_contact_ms"`
-	// Version and StateFormat are what the member announces in gossip:
-	// its oidcd version and the newest state format it applies. A member
-	// that announces no format (a release before the gate), or is not
-	// seen, counts as fsm.FormatBase, and its version as "".
+	// Version and StateFormat are what the member announces in gossip,
+	// or, when gossip does not see it (static peers), what it last
+	// answered when asked (announce.go): its oidcd version and the newest
+	// state format it applies. A member that announces no format (a
+	// release before the gate), or is neither seen nor ever answered,
+	// counts as fsm.FormatBase, and its version as "".
 	Version     string `json:"version"`
 	StateFormat int    `json:"state_format"`
 }
 
 // Status joins the raft configuration with gossip metadata. Without gossip
 // (a single node, static peers) only this node's gossip and HTTP addresses
-// are known.
+// are known, and the members' versions and formats are what they last
+// answered this node's asks (announce.go, refreshed in the background:
+// Status never waits for a member).
 func (c *Cluster) Status(ctx context.Context) (Status, error) {
 	if err := ctx.Err(); err != nil {
 		return Status{}, err

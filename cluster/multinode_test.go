@@ -34,6 +34,10 @@ type mnode struct {
 	c        *Cluster
 	f        *fsm.FSM
 	once     sync.Once
+	// current: the node announces fsm.CurrentFormat, and answers so when
+	// asked (no test hook plays an older release on it or holds its
+	// answers).
+	current bool
 }
 
 func (n *mnode) stop() {
@@ -65,8 +69,10 @@ var (
 )
 
 // newMCluster starts size nodes with key (nil: a test key; there is no
-// plaintext mode) and waits until every node knows the leader. mods
-// adjust every node's config.
+// plaintext mode) and waits until every node knows the leader and, when
+// every node announces fsm.CurrentFormat, until the leader has raised the
+// state format to it (announce.go): that entry then stays out of what the
+// tests count. mods adjust every node's config.
 func newMCluster(tb testing.TB, size int, key []byte, mods ...func(*Config)) *mcluster {
 	tb.Helper()
 	if key == nil {
@@ -87,7 +93,23 @@ func newMCluster(tb testing.TB, size int, key []byte, mods ...func(*Config)) *mc
 		mc.nodes = append(mc.nodes, mc.startNode(string(peers[i].ID), ln, peers, key))
 	}
 	mc.waitLeader()
+	if !slices.ContainsFunc(mc.nodes, func(n *mnode) bool { return !n.current }) {
+		mc.waitFormat(fsm.CurrentFormat, 15*time.Second)
+	}
 	return mc
+}
+
+// waitFormat waits until every node's state holds format f.
+func (mc *mcluster) waitFormat(f fsm.Format, d time.Duration) {
+	mc.tb.Helper()
+	for deadline := time.Now().Add(d); ; time.Sleep(20 * time.Millisecond) {
+		if !slices.ContainsFunc(mc.nodes, func(n *mnode) bool { return n.f.State().StateFormat() != f }) {
+			return
+		}
+		if time.Now().After(deadline) {
+			mc.tb.Fatalf("the nodes' state formats are not %d after %v", f, d)
+		}
+	}
 }
 
 func (mc *mcluster) startNode(id string, ln net.Listener, peers []raft.Server, key []byte) *mnode {
@@ -118,7 +140,8 @@ func (mc *mcluster) startNode(id string, ln net.Listener, peers []raft.Server, k
 		f.Close()
 		mc.tb.Fatalf("start %s: %v", id, err)
 	}
-	n := &mnode{id: id, addr: addr, c: c, f: f}
+	current := (cfg.announceFormat == 0 || cfg.announceFormat == fsm.CurrentFormat) && cfg.onAnnounce == nil
+	n := &mnode{id: id, addr: addr, c: c, f: f, current: current}
 	mc.tb.Cleanup(n.stop)
 	return n
 }

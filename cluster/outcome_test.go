@@ -37,7 +37,7 @@ func TestWriteOutcomeClasses(t *testing.T) {
 		{
 			name: "refused by the format gate",
 			write: func(t *testing.T) error {
-				mc := newMCluster(t, 3, nil)
+				mc := newMCluster(t, 3, nil, oldN3) // n3 holds the format at 1
 				_, fs := mc.roles()
 				_, err := fs[0].c.Apply(withTimeout(t, 5*time.Second), raiseTo(fsm.FormatGate))
 				return err

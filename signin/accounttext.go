@@ -86,6 +86,8 @@ const (
 	keyVerifyLeadOther    = "verify.lead_other"
 	keyEmailTakenTitle    = "verify.taken.title"
 	keyEmailTaken         = "verify.taken.message"
+	keyNoticeLimitTitle   = "verify.notice_limit.title"
+	keyNoticeLimit        = "verify.notice_limit.message"
 	keyEmailVerifiedTitle = "verify.done.title"
 	keyEmailVerified      = "verify.done.message"
 	keyConfirmSubmit      = "confirm.submit"

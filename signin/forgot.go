@@ -80,8 +80,8 @@ func plausibleAddress(typed string) bool {
 // requestReset is one request of the forgotten-password page (its frame
 // f: the mail is in its language and names its site) for the address
 // typed, from the client address ip: exactly one fsm.IssueLink,
-// whose Rules (3 an hour per address, 20 per client address) are counted
-// before anything is stored or sent. A local person with a password gets
+// whose Rules (mailRules: per mailbox and per client address, every kind
+// of message together) are counted before anything is stored or sent. A local person with a password gets
 // a password_reset link (30 minutes) and its message; a person of a
 // directory a message that tells them to use it; an unknown address or a
 // person without a password neither, but the message is composed and
@@ -95,7 +95,9 @@ func plausibleAddress(typed string) bool {
 // directory, none). The token is in no event and no log line.
 func (p *Signin) requestReset(ctx context.Context, f webui.Frame, typed, ip, clientID string) error {
 	now := p.now()
-	rules := []fsm.ThrottleRule{throttleResetTo.rule(emailSubject(typed)), throttleResetIP.rule(ip)}
+	// The address typed is counted: a person found has it, in another
+	// case at most, which folds alike (email.Mailbox).
+	rules := mailRules(typed, ip)
 	if !p.localLock(rules, now).IsZero() {
 		// Refused before any write, as a locked sign-in is: the lock
 		// counts the address typed, known or not, so it tells nothing.

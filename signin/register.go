@@ -108,8 +108,8 @@ func domainsMessage(text func(string, ...any) string, domains []string) string {
 // requestRegistration is one registration request of the registration
 // page (its frame f: the mail is in its language and names its site) for
 // the normalized address addr inside org's domains: exactly one fsm.IssueLink, with the
-// limits of the forgotten-password page (3 an hour per address, 20 per
-// client address), counted before anything is stored or sent, and either
+// limits of every message (mailRules: per mailbox, subaddresses folded,
+// and per client address), counted before anything is stored or sent, and either
 // a registration link (24 hours, going on with ctx's request) and its
 // message, or, when an account has the address, no link and a message
 // pointing to /password/forgot. A locked key is answered like the rest.
@@ -117,7 +117,7 @@ func domainsMessage(text func(string, ...any) string, domains []string) string {
 // way and names no one (registrationEvent).
 func (p *Signin) requestRegistration(r *http.Request, f webui.Frame, addr string, ctx *signinContext, org fsm.Org) error {
 	now := p.now()
-	rules := []fsm.ThrottleRule{throttleRegisterTo.rule(emailSubject(addr)), throttleRegisterIP.rule(remoteIP(r))}
+	rules := mailRules(addr, remoteIP(r))
 	if !p.localLock(rules, now).IsZero() {
 		p.log.Info("registration: limit reached")
 		return nil

@@ -109,19 +109,8 @@ func (p *Signin) waitFloor(ctx context.Context, start time.Time) {
 	}
 }
 
-// The limits on mail a person (or anyone) can cause to be sent. Counted in
-// the replicated throttle, by a hash of the address typed (emailSubject:
-// the key holds no address, and an unknown address counts like a known
-// one) and by the client's address. A key that reaches its limit stays
-// locked for the hour; what is refused is answered as if it was sent.
-var (
-	throttleResetTo    = throttlePolicy{"mail-reset:", 3, time.Hour, time.Hour}
-	throttleResetIP    = throttlePolicy{"mail-reset-ip:", 20, time.Hour, time.Hour}
-	throttleRegisterTo = throttlePolicy{"mail-register:", 3, time.Hour, time.Hour}
-	throttleRegisterIP = throttlePolicy{"mail-register-ip:", 20, time.Hour, time.Hour}
-	// New addresses asked for on /account, per person.
-	throttleEmailChange = throttlePolicy{"mail-change:", 5, time.Hour, time.Hour}
-)
+// The limits on mail a person (or anyone) can cause to be sent are in
+// mailthrottle.go.
 
 func (p *Signin) registerSelfService(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+PathForgot, p.handleForgot)

@@ -548,7 +548,7 @@ func TestForgotLimits(t *testing.T) {
 	if n := len(h.mailsTo(hEmail)); n != 3 {
 		t.Errorf("messages to one address in an hour: %d, want 3", n)
 	}
-	key := throttleResetTo.rule(emailSubject(hEmail)).Key
+	key := throttleMailbox.rule(email.MailboxKey(hEmail)).Key
 	if th, err := h.applier.State().Throttle(key); err != nil || !th.Locked(h.clock.Now()) || strings.Contains(key, "@") {
 		t.Errorf("throttle %q: %+v %v", key, th, err)
 	}

@@ -62,7 +62,9 @@ func (s *selfPage) linkPerson(l fsm.Link) (fsm.User, bool) {
 
 // handleVerifyEmailPost follows the link: fsm.UseLink makes the address
 // the person's, verified; when it replaces another, the same apply
-// commits an email_changed message to the old one.
+// commits an email_changed message to the old one, counted against the
+// old mailbox just before (countNotice: a 429 page while it is full, the
+// address unchanged).
 func (p *Signin) handleVerifyEmailPost(w http.ResponseWriter, r *http.Request) {
 	s := p.selfPage(w, r)
 	if _, ok := s.form(stageVerifyEmail); !ok {
@@ -77,15 +79,27 @@ func (p *Signin) handleVerifyEmailPost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cmd := fsm.UseLink{Hash: l.Hash, Purpose: fsm.LinkVerifyEmail, At: s.now}
+	ctx := r.Context()
 	if !strings.EqualFold(u.Email, l.Email) {
 		m, err := p.outgoing(s.frame(nil), email.EmailChanged, u.Email, u.ID, email.Data{Email: l.Email})
 		if err != nil {
 			s.unavailable("compose email_changed: " + err.Error())
 			return
 		}
+		// The notice counts against the old address's mailbox first; it
+		// is never dropped, so the change waits while that mailbox has
+		// had its messages (countNotice).
+		switch err := p.countNotice(ctx, u.Email, s.now); {
+		case errors.Is(err, errNoticeLimit):
+			p.log.Info("address change: the old address has had its messages; the change waits", "user_id", u.ID)
+			s.page(http.StatusTooManyRequests, s.text(keyNoticeLimitTitle), s.text(keyNoticeLimit))
+			return
+		case err != nil:
+			s.unavailable("count email_changed: " + err.Error())
+			return
+		}
 		cmd.Email = []fsm.OutgoingEmail{m}
 	}
-	ctx := r.Context()
 	res, err := p.cfg.Applier.Apply(ctx, p.stamp(ctx, fsm.MustCommand(fsm.TypeUseLink, cmd),
 		fsm.Audit{Type: fsm.EventVerifyEmail, Actor: fsm.ActorPerson, Subject: u.ID, Detail: map[string]string{"action": "completed"}}))
 	if err == nil {
@@ -105,12 +119,15 @@ func (p *Signin) handleVerifyEmailPost(w http.ResponseWriter, r *http.Request) {
 
 // changeEmail is /account's new address (or, typed again, the unverified
 // address the person has): one fsm.IssueLink of a verify_email link, 24
-// hours, and its message to that address, at most 5 an hour per person
-// (counted in the apply before anything is stored or sent). The address
-// stays the old one until the link is followed. An address another
-// account has gets no link and no message, and the page says the same:
-// /account does not tell whose addresses exist, in its page or in its
-// time (answerFloor).
+// hours, and its message to that address, counted in the apply before
+// anything is stored or sent: at most 5 an hour per person (a 429 and a
+// message: the person's own requests), and the limits of every message
+// to a mailbox and from a client address (mailRules), which are refused
+// silently: the page says the link was sent, so it tells nothing of the
+// mail others caused. The address stays the old one until the link is
+// followed. An address another account has gets no link and no message,
+// is counted the same, and the page says the same: /account does not
+// tell whose addresses exist, in its page or in its time (answerFloor).
 func (a *account) changeEmail(form url.Values) {
 	start := time.Now()
 	if a.user.DirectoryID != "" {
@@ -135,10 +152,31 @@ func (a *account) changeEmail(form url.Values) {
 	if same {
 		addr = a.user.Email
 	}
-	rules := []fsm.ThrottleRule{throttleEmailChange.rule(a.user.ID)}
-	if !a.p.localLock(rules, a.now).IsZero() {
+	person := []fsm.ThrottleRule{throttleEmailChange.rule(a.user.ID)}
+	if !a.p.localLock(person, a.now).IsZero() {
 		a.showHome(http.StatusTooManyRequests, "", a.text(keyEmailLimit))
 		return
+	}
+	rules := append(person, mailRules(addr, remoteIP(a.r))...)
+	if ok := a.requestVerifyLink(addr, same, rules); !ok {
+		return
+	}
+	a.p.waitFloor(a.r.Context(), start) // a taken address, or one refused, must not answer sooner
+	if same {
+		a.showHome(http.StatusOK, a.text(keyEmailConfirm, addr), "")
+		return
+	}
+	a.showHome(http.StatusOK, a.text(keyEmailPending, addr, a.user.Email), "")
+}
+
+// requestVerifyLink makes changeEmail's write for addr under rules (the
+// person's key first); false when it has answered (an error, or the
+// person's own limit). A mailbox's or client address's limit is only
+// logged: the caller answers as if the link was sent.
+func (a *account) requestVerifyLink(addr string, same bool, rules []fsm.ThrottleRule) bool {
+	if !a.p.localLock(rules[1:], a.now).IsZero() {
+		a.p.log.Info("address change: mail limit reached", "user_id", a.user.ID)
+		return true
 	}
 	taken := false
 	if !same {
@@ -148,7 +186,7 @@ func (a *account) changeEmail(form url.Values) {
 			taken = other.ID != a.user.ID
 		case !errors.Is(err, fsm.ErrNotFound):
 			a.unavailable("user by email: " + err.Error())
-			return
+			return false
 		}
 	}
 	cmd := fsm.IssueLink{Rules: rules, At: a.now}
@@ -160,29 +198,27 @@ func (a *account) changeEmail(form url.Values) {
 		}
 		if err != nil {
 			a.unavailable("verify link: " + err.Error())
-			return
+			return false
 		}
 		cmd.Link = &fsm.Link{Hash: hash, Purpose: fsm.LinkVerifyEmail, UserID: a.user.ID, Email: addr, CreatedAt: a.now, ExpiresAt: a.now.Add(verifyTTL)}
 		cmd.Email = []fsm.OutgoingEmail{m}
 	}
-	ctx := a.r.Context()
-	res, locked, err := a.p.issue(ctx, cmd, fsm.Audit{Type: fsm.EventVerifyEmail, Actor: fsm.ActorPerson, Subject: a.user.ID,
+	res, locked, err := a.p.issue(a.r.Context(), cmd, fsm.Audit{Type: fsm.EventVerifyEmail, Actor: fsm.ActorPerson, Subject: a.user.ID,
 		Detail: map[string]string{"action": "requested"}})
 	switch {
 	case err != nil:
 		a.unavailable("issue verify link: " + err.Error())
-		return
-	case locked:
+		return false
+	case locked && !a.p.localLock(rules[:1], a.now).IsZero():
+		// The person's own key: the apply refused it, and this node's
+		// state, which has applied the refusal, holds its lock.
 		a.showHome(http.StatusTooManyRequests, "", a.text(keyEmailLimit))
-		return
+		return false
+	case locked:
+		a.p.log.Info("address change: mail limit reached", "user_id", a.user.ID)
 	case res.Err != nil:
 		a.unavailable("issue verify link: " + res.Err.Error())
-		return
+		return false
 	}
-	a.p.waitFloor(ctx, start) // a taken address must not answer sooner
-	if same {
-		a.showHome(http.StatusOK, a.text(keyEmailConfirm, addr), "")
-		return
-	}
-	a.showHome(http.StatusOK, a.text(keyEmailPending, addr, a.user.Email), "")
+	return true
 }

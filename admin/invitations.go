@@ -12,7 +12,6 @@ import (
 	"github.com/oidcd/oidcd/email"
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/httpx"
-	"github.com/oidcd/oidcd/internal/password"
 )
 
 // Invitations (docs/operators/invitations.md). POST /invitations asks an
@@ -324,7 +323,12 @@ const (
 )
 
 // adminMailRules is the throttle of administrators' messages to addr: a
-// key made of the address's hash, so the throttle table holds no address.
+// key made of the hash of the mailbox it reaches (email.MailboxKey: case,
+// subaddresses and gmail's dots folded, so "ann+1@" and "ann+2@" are one
+// count), so the throttle table holds no address. It is kept apart from
+// the limits of the people's own pages (package signin): a stranger's
+// requests must not block an administrator's invitation, nor an
+// administrator's onboarding use up a person's own resets.
 func adminMailRules(addr string) []fsm.ThrottleRule {
-	return []fsm.ThrottleRule{{Key: "admin-mail:" + password.HashSecret(strings.ToLower(addr))[:32], Limit: AdminMailLimit, Window: AdminMailWindow, Lockout: AdminMailWindow}}
+	return []fsm.ThrottleRule{{Key: "admin-mail:" + email.MailboxKey(addr), Limit: AdminMailLimit, Window: AdminMailWindow, Lockout: AdminMailWindow}}
 }

@@ -25,6 +25,7 @@ func TestNodeStopsOnANewerStateFormat(t *testing.T) {
 	f := c.Followers()[0]
 	sm := c.Node(f).StateMachine()
 	before := sm.Applied()
+	formatBefore := sm.State().StateFormat()
 	entry := fsm.MustCommand(fsm.TypeSetStateFormat, fsm.SetStateFormat{Format: fsm.CurrentFormat + 1, Version: "9.1.0"})
 	sm.ApplyBatch([]*raft.Log{{Index: before + 1, Type: raft.LogCommand, Data: entry.Encode()}})
 	select {
@@ -38,7 +39,7 @@ func TestNodeStopsOnANewerStateFormat(t *testing.T) {
 	if got := sm.Applied(); got < before {
 		t.Fatalf("applied index went back to %d", got)
 	}
-	if st := sm.State().StateFormat(); st != fsm.FormatBase {
+	if st := sm.State().StateFormat(); st != formatBefore || st > fsm.CurrentFormat {
 		t.Fatalf("the refused entry raised the format to %d", st)
 	}
 	// The others go on: a write commits with the two voters left.

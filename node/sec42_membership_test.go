@@ -24,7 +24,8 @@ import (
 // A's registration page, A's audit trail) on three real nodes. Bob is a
 // member of B only. The org_admin opens A's registration for Bob's
 // domain, posts Bob's address on A's /register page and reads A's audit
-// trail: no event names Bob. Asking for Bob's membership of A answers as
+// trail, and tries Bob's address with a wrong password on A's sign-in
+// page: no event of A's names Bob. Asking for Bob's membership of A answers as
 // for an id that names no one, word for word and in about the same
 // time, and Bob stays out of its sight (his record, factors, address
 // lookup and memberships). An invitation is the way in: only once Bob
@@ -88,7 +89,7 @@ func TestOrgAdminCannotPullInAnotherOrganizationsPerson(t *testing.T) {
 	outOfSight("at first")
 
 	// 1. A's registration, opened for Bob's domain.
-	if st, raw := call(0, "PATCH", "/organizations/"+orgA,
+	if st, raw := call(1, "PATCH", "/organizations/"+orgA, // node 1 serves the pages below
 		map[string]any{"registration": map[string]any{"enabled": true, "email_domains": []string{"bravo.example"}}}); st != http.StatusOK {
 		t.Fatalf("open A's registration: %d %s", st, raw)
 	}
@@ -100,6 +101,12 @@ func TestOrgAdminCannotPullInAnotherOrganizationsPerson(t *testing.T) {
 	wantPage(t, b.Submit(form, map[string]string{"email": bobAddr}, "", ""), http.StatusOK, "We sent a message to "+bobAddr)
 	if m := pm.await(t, bobAddr, "registration"); m.Link != "" || !strings.Contains(m.Text, c.Issuer()+"/password/forgot") {
 		t.Errorf("Bob's message: link %q, text\n%s", m.Link, m.Text)
+	}
+	// ... and on A's sign-in page, with a wrong password.
+	wrong := testcluster.NewBrowser(t)
+	page0 := wrong.Follow(wrong.Get(app.oauth.AuthCodeURL("state-sec42-4567", oauth2.S256ChallengeOption(oauth2.GenerateVerifier()), gooidc.Nonce("nonce-sec42"))), app.authBase())
+	if p := wrong.Submit(page0, map[string]string{"email": bobAddr, "password": "a guess at bob's"}, "method", "password"); p.Status != http.StatusBadRequest {
+		t.Fatalf("a wrong password for Bob: %d", p.Status)
 	}
 	// 3. A's audit trail, as its org_admin reads it.
 	st, raw := call(2, "GET", "/audit?type=registration", nil)

@@ -47,17 +47,33 @@ func (p *Signin) clientOrg(clientID string) string {
 // lockoutEvent is the template of the sign-in failure a reservation
 // records if it starts a lockout (fsm: deriveReserve).
 func (p *Signin) lockoutEvent(subject, clientID string) *fsm.Audit {
-	a := p.signinEvent(subject, clientID, nil)
-	a.Outcome = fsm.OutcomeFailure
+	a := p.failureEvent(subject, clientID, nil)
 	return &a
+}
+
+// failureEvent is the event of a failed sign-in step. It names the
+// client's organization only for an unknown address or a member of it:
+// anyone can type any address with a wrong password on an
+// organization's sign-in page, and the organization's org_admins read
+// the events that name it, so naming it in the failure of a person who
+// is not theirs would hand them that person's id (SECURITY.md,
+// "Administrators who are people"). Such a failure is the site's alone.
+func (p *Signin) failureEvent(subject, clientID string, detail map[string]string) fsm.Audit {
+	a := p.signinEvent(subject, clientID, detail)
+	a.Outcome = fsm.OutcomeFailure
+	if subject != "" && a.OrgID != "" {
+		if _, err := p.cfg.State.MembershipOf(subject, a.OrgID); err != nil {
+			a.OrgID = "" // not a member, or not known to be: the site's
+		}
+	}
+	return a
 }
 
 // recordFailure commits a failed sign-in step's event. It is best effort:
 // the attempt is already counted, and the person gets the same answer
 // whether it is recorded or not.
 func (p *Signin) recordFailure(ctx context.Context, subject, clientID, reason string) {
-	a := p.signinEvent(subject, clientID, map[string]string{"reason": reason})
-	a.Outcome = fsm.OutcomeFailure
+	a := p.failureEvent(subject, clientID, map[string]string{"reason": reason})
 	b := fsm.AuditBaseFrom(ctx)
 	a.Node, a.IP, a.Time = b.Node, b.IP, p.now().UTC()
 	if _, err := p.cfg.Applier.Apply(ctx, fsm.NewAuditEvent(a)); err != nil {

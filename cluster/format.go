@@ -52,14 +52,11 @@ func announcedFormat(n int) fsm.Format {
 	return fsm.Format(n)
 }
 
-// selfAnnounced is this node's own version and format: what it announces
-// in gossip, else its configuration and fsm.CurrentFormat.
+// selfAnnounced is this node's own version and format, as it announces
+// them in gossip (which takes them from the same configuration). It reads
+// no gossip state: opAnnounce is served from before gossip starts, and
+// c.gossip is set while the forwarding server already runs.
 func (c *Cluster) selfAnnounced() (string, fsm.Format) {
-	if g := c.gossip; g != nil {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		return g.meta.Version, g.meta.format()
-	}
 	return c.cfg.Gossip.Version, c.announceFormat()
 }
 

@@ -1,6 +1,9 @@
 package admin
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Who is asking. Three kinds of credential reach the API: the break-glass
 // token (the replicated admin token), an API key (for automation, scoped
@@ -41,6 +44,12 @@ type Credential struct {
 	Sub   string // the person's user id (CredentialPerson)
 	Role  string // RoleAdmin, RoleOrgAdmin or RoleAuditor
 	OrgID string // the organization of a RoleOrgAdmin; empty otherwise
+
+	// Of an API key: when it expires, and how many keys its line holds,
+	// itself and the keys that made it (fsm.APIKeyLineage), which bound
+	// the keys it may make (recordMaker).
+	keyExpires time.Time
+	keyDepth   int
 }
 
 // PersonToken is what the provider says of a bearer access token: whose

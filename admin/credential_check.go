@@ -22,6 +22,11 @@ import (
 //     locates the one record to compare with (no scan), after a read
 //     index, so a key deleted through any node is refused by the next
 //     request here. A key past its expires_at is refused like a wrong one.
+//     Read with it, in the same read, are what made it (fsm.APIKeyLineage:
+//     the keys that made it, at most fsm.MaxAPIKeyChain, and the grants
+//     of the person who made the first): a key acts only while its maker
+//     holds the authority for it now (InForce), else it is refused as a
+//     key that is gone. A key made by the token costs no more reads.
 //  3. With Config.People set, a person's access token: the provider must
 //     find it active and issued to ClientID (another application's token
 //     is refused, 401), its acr must meet the required one (403 FORBIDDEN
@@ -114,7 +119,12 @@ func (f *refusal) write(w http.ResponseWriter, r *http.Request) {
 var (
 	refuseInvalid = &refusal{status: http.StatusUnauthorized, code: httpx.CodeUnauthorized, message: "invalid admin token"}
 	refuseKey     = &refusal{status: http.StatusUnauthorized, code: httpx.CodeUnauthorized, message: "invalid or expired API key"}
-	refuseClient  = &refusal{status: http.StatusUnauthorized, code: httpx.CodeUnauthorized,
+	// refuseMakerGone: the key's maker no longer holds the authority for
+	// it. The write that took it away ends such a key, so this is what a
+	// state reached some other way answers: as a key that is gone.
+	refuseMakerGone = &refusal{status: http.StatusUnauthorized, code: httpx.CodeUnauthorized,
+		message: "this API key's maker no longer holds the authority for it (its grant was removed or narrowed, or the key that made it is gone): make a new key"}
+	refuseClient = &refusal{status: http.StatusUnauthorized, code: httpx.CodeUnauthorized,
 		message: "the access token was not issued to " + ClientID + "; sign in through the console or oidcd admin login"}
 	refuseACR = &refusal{status: http.StatusForbidden, code: httpx.CodeForbidden, release: true,
 		message: "this sign-in is not strong enough to administer: a second factor is needed; sign in again with it"}
@@ -188,17 +198,22 @@ func (a *api) resolveKey(r *http.Request, id, key string) (Credential, *refusal)
 	if f := a.linearize(r); f != nil {
 		return Credential{}, f
 	}
-	k, err := a.State.APIKey(id)
+	l, err := a.State.APIKeyLineage(id)
 	switch {
 	case errors.Is(err, fsm.ErrNotFound):
 		return Credential{}, refuseKey
 	case err != nil:
 		a.Logger.Warn("admin: read an API key", "err", err, "correlation_id", httpx.CorrelationID(r.Context()))
 		return Credential{}, refuseUnavailable
-	case !password.VerifySecret(key, k.Hash) || !a.now().Before(k.ExpiresAt):
-		return Credential{}, refuseKey
 	}
-	return Credential{Kind: CredentialAPIKey, ID: k.ID, Role: k.Role, OrgID: k.OrgID}, nil
+	k, now := l.Keys[0], a.now()
+	switch {
+	case !password.VerifySecret(key, k.Hash) || !now.Before(k.ExpiresAt):
+		return Credential{}, refuseKey
+	case !l.InForce(now):
+		return Credential{}, refuseMakerGone
+	}
+	return Credential{Kind: CredentialAPIKey, ID: k.ID, Role: k.Role, OrgID: k.OrgID, keyExpires: k.ExpiresAt, keyDepth: len(l.Keys)}, nil
 }
 
 func (a *api) resolvePerson(r *http.Request, token string) (Credential, *refusal) {

@@ -87,9 +87,15 @@ func idempotencyEnv(t *testing.T) (*env, *lossyApplier, []createRoute) {
 	for i := range 40 {
 		users = append(users, e.createUser(fmt.Sprintf(`{"email":"person%d@example.com"}`, i)).ID)
 	}
+	// A key made by a key records its maker, which must exist and needs
+	// the newest state format.
+	if err := e.app.SetFormat(fsm.CurrentFormat); err != nil {
+		t.Fatal(err)
+	}
+	ak := e.createKey(`{"name":"idem","role":"admin","expires_in":31536000}`)
 	admins := [2]Credential{
 		{Kind: CredentialToken, Role: RoleAdmin},
-		{Kind: CredentialAPIKey, ID: uuid.NewString(), Role: RoleAdmin},
+		{Kind: CredentialAPIKey, ID: ak.ID, Role: RoleAdmin, keyExpires: ak.ExpiresAt, keyDepth: 1},
 	}
 	orgAdmins := [2]Credential{
 		{Kind: CredentialPerson, Sub: uuid.NewString(), Role: RoleOrgAdmin, OrgID: org.ID},

@@ -51,5 +51,18 @@ func (a *Applier) Apply(_ context.Context, cmd fsm.Command) (fsm.Result, error) 
 	return a.FSM.Apply(&raft.Log{Index: a.index, Type: raft.LogCommand, Data: cmd.Encode()}).(fsm.Result), nil
 }
 
+// SetFormat sets the state's format to f as a cluster's leader raises it
+// once every member applies f: past the gate, behind which
+// set_state_format itself stands. A test of one build's behaviour runs at
+// fsm.CurrentFormat, as a cluster of one build does a moment after it
+// starts; a fresh FSM, like a cluster mid-upgrade, runs fsm.FormatBase.
+func (a *Applier) SetFormat(f fsm.Format) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.index++
+	cmd := fsm.MustCommand(fsm.TypeSetStateFormat, fsm.SetStateFormat{Format: f, Version: fsm.FormatRelease(f)})
+	return a.FSM.Apply(&raft.Log{Index: a.index, Type: raft.LogCommand, Data: cmd.Encode()}).(fsm.Result).Err
+}
+
 // State is the FSM's read view.
 func (a *Applier) State() *fsm.State { return a.FSM.State() }

@@ -2,9 +2,12 @@ package admin
 
 import (
 	"errors"
+	"math"
 	"net/http"
+	"slices"
 	"strings"
 
+	"github.com/oidcd/oidcd/email"
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/httpx"
 	"github.com/oidcd/oidcd/internal/password"
@@ -84,8 +87,13 @@ func (a *api) createUser(w http.ResponseWriter, r *http.Request) {
 		writeInvalid(w, r, p)
 		return
 	}
+	verified, err := a.mayVerify(r, *b.Email, deref(b.EmailVerified))
+	if err != nil {
+		a.readFailed(w, r, err)
+		return
+	}
 	now := a.now()
-	u := fsm.User{ID: a.createID(r, key), Email: *b.Email, EmailVerified: deref(b.EmailVerified), Phone: deref(b.Phone),
+	u := fsm.User{ID: a.createID(r, key), Email: *b.Email, EmailVerified: verified, Phone: deref(b.Phone),
 		CreatedAt: now, UpdatedAt: now}
 	r, rp := withReplay(r, &replay{key: key, id: u.ID, read: func() (any, bool, error) {
 		got, err := a.State.User(u.ID)
@@ -107,6 +115,53 @@ func (a *api) createUser(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpx.WriteJSON(w, http.StatusCreated, userOut(u))
+}
+
+// mayVerify is what a request's email_verified (want) becomes for
+// address: as asked from an admin (and false is always taken); from an
+// org_admin of O, true only for an address that O's registration domains
+// (registration.email_domains, whether or not registration is open) or a
+// pending invitation to O covers, and false otherwise. An application
+// trusts email_verified (to link an account to an address, say), and an
+// org_admin vouches for no address beyond those its organization claims
+// or invited. The error is the state's.
+func (a *api) mayVerify(r *http.Request, address string, want bool) (bool, error) {
+	org := orgScope(r)
+	if !want || org == "" {
+		return want, nil
+	}
+	o, err := a.State.Org(org)
+	if err != nil {
+		return false, err
+	}
+	local, domain, ok := splitAddress(address)
+	if !ok {
+		return false, nil
+	}
+	if o.Registration != nil && slices.Contains(o.Registration.EmailDomains, domain) {
+		return true, nil
+	}
+	all, _, err := a.State.Invitations(fsm.Page{Page: 1, PageSize: math.MaxInt32}) // few: see listInvitations
+	if err != nil {
+		return false, err
+	}
+	now := a.now()
+	return slices.ContainsFunc(all, func(in fsm.Invitation) bool {
+		l, d, ok := splitAddress(in.Email)
+		return ok && in.OrgID == org && invitationStatus(in, now) == InvitationPending && d == domain && strings.EqualFold(l, local)
+	}), nil
+}
+
+// splitAddress splits an address at its last '@' into its local part and
+// its domain in the form registration domains are stored in
+// (email.ASCIIDomain); ok is false when the domain is not such a name.
+func splitAddress(address string) (local, domain string, ok bool) {
+	at := strings.LastIndexByte(address, '@')
+	if at < 1 {
+		return "", "", false
+	}
+	domain, ok = email.ASCIIDomain(address[at+1:])
+	return address[:at], domain, ok
 }
 
 // createMember creates the person u as an active member of org in one
@@ -229,7 +284,24 @@ func (a *api) updateUser(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := fsm.UpdateUser{ID: id, Email: b.Email, EmailVerified: b.EmailVerified, Phone: b.Phone, At: a.now()}
-	if b.Email != nil && b.EmailVerified == nil && !strings.EqualFold(*b.Email, cur.Email) {
+	if deref(b.EmailVerified) {
+		// An org_admin's true that its organization does not cover is
+		// not taken: the address keeps what it had (false when it is new,
+		// below), since a proof the person made themselves still stands.
+		addr := cur.Email
+		if b.Email != nil {
+			addr = *b.Email
+		}
+		ok, err := a.mayVerify(r, addr, true)
+		if err != nil {
+			a.readFailed(w, r, err)
+			return
+		}
+		if !ok {
+			c.EmailVerified = nil
+		}
+	}
+	if b.Email != nil && c.EmailVerified == nil && !strings.EqualFold(*b.Email, cur.Email) {
 		c.EmailVerified = new(bool)
 	}
 	if b.Password != nil {

@@ -17,10 +17,10 @@ import (
 // second factor.
 type makerEnv struct {
 	*env
-	ri                 *readIndexCounter
-	people             *fakePeople
-	org                Org
-	ada, olga          User
+	ri                  *readIndexCounter
+	people              *fakePeople
+	org                 Org
+	ada, olga           User
 	adaGrant, olgaGrant Grant
 }
 

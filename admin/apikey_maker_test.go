@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/authn"
@@ -313,5 +312,4 @@ func TestKeyWithAMakerWhileMixed(t *testing.T) {
 	if made.CreatedBy != (Maker{Kind: CredentialAPIKey, ID: k.ID}) {
 		t.Errorf("once upgraded: created_by got %+v, want the key %s", made.CreatedBy, k.ID)
 	}
-	_ = time.Second
 }

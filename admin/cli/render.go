@@ -72,10 +72,11 @@ var (
 		col("ID", "id"), col("USER", "user_id"), col("ROLE", "role"), col("ORG", "organization_id"), col("CREATED_AT", "created_at"),
 	}}
 	apiKeyTable = view{plural: "API keys", cols: []column{
-		col("ID", "id"), col("NAME", "name"), col("ROLE", "role"), col("ORG", "organization_id"), col("EXPIRES_AT", "expires_at"),
-	}}
+		col("ID", "id"), col("NAME", "name"), col("ROLE", "role"), col("ORG", "organization_id"), col("MADE_BY", makerMark),
+		col("EXPIRES_AT", "expires_at"),
+	}, prep: makerCell}
 	apiKeyView = view{plural: "API keys", cols: apiKeyTable.cols, fields: []string{
-		"id", "name", "role", "organization_id", "expires_at", "key",
+		"id", "name", "role", "organization_id", "created_by", "expires_at", "key",
 	}}
 	lockoutTable = view{plural: "lockouts", cols: []column{
 		col("KEY", "key"), col("KIND", "kind"), col("USER", "person", "user_id"), col("FAILURES", "count"), col("LOCKED_UNTIL", "locked_until"),
@@ -95,6 +96,27 @@ const leaderMark = "\x00leader"
 // registrationMark is a key that no server field uses: an organization's
 // registration in a word, "on" or "off", with its domains.
 const registrationMark = "\x00registration"
+
+// makerMark is a key that no server field uses: who made an API key in
+// a word and an id, "person <sub>", "api_key <id>" or "token".
+const makerMark = "\x00maker"
+
+// makerCell sets makerMark from the row's created_by object (none from an
+// older server: the cell shows "-").
+func makerCell(row map[string]any) {
+	m, ok := row["created_by"].(map[string]any)
+	if !ok {
+		return
+	}
+	kind, _ := m["kind"].(string)
+	cell := kind
+	for _, k := range []string{"sub", "id"} {
+		if id, _ := m[k].(string); id != "" {
+			cell += " " + id
+		}
+	}
+	row[makerMark] = cell
+}
 
 // registrationCell sets registrationMark from the row's registration
 // object (none from an older server: the cell shows "-").

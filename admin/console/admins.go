@@ -27,13 +27,14 @@ type grant struct {
 // apiKey is one of the admin API's API keys; Key only in the answer to
 // its creation.
 type apiKey struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	Role      string    `json:"role"`
-	OrgID     string    `json:"organization_id,omitempty"`
-	ExpiresAt time.Time `json:"expires_at"`
-	CreatedAt time.Time `json:"created_at"`
-	Key       string    `json:"key,omitempty"`
+	ID        string      `json:"id"`
+	Name      string      `json:"name"`
+	Role      string      `json:"role"`
+	OrgID     string      `json:"organization_id,omitempty"`
+	ExpiresAt time.Time   `json:"expires_at"`
+	CreatedAt time.Time   `json:"created_at"`
+	CreatedBy admin.Maker `json:"created_by"`
+	Key       string      `json:"key,omitempty"`
 }
 
 // roles are the roles a grant or an API key carries, in the forms' order.
@@ -107,7 +108,27 @@ func grantBody(c *Console, r *http.Request, f url.Values) (any, []httpx.Detail) 
 type apiKeyRow struct {
 	apiKey
 	OrgName string
+	MadeBy  string // who made the key: a person's address, a key's name, or the token
 	Expired bool
+}
+
+// madeBy names k's maker for a person: a person by their address, a key
+// by its name when it is on the page (else its id), and the break-glass
+// token, which also stands for every key made before makers were
+// recorded.
+func madeBy(names *nameCache, k apiKey, page []apiKey) string {
+	switch k.CreatedBy.Kind {
+	case admin.CredentialPerson:
+		return names.user(k.CreatedBy.Sub)
+	case admin.CredentialAPIKey:
+		for _, o := range page {
+			if o.ID == k.CreatedBy.ID {
+				return "API key " + o.Name
+			}
+		}
+		return "API key " + k.CreatedBy.ID
+	}
+	return "the break-glass token"
 }
 
 type apiKeysData struct {
@@ -140,7 +161,7 @@ func apiKeyEntity() *entity[apiKey] {
 			now := c.now()
 			d := apiKeysData{Orgs: c.firstOrgs(r), Pager: pg, Roles: roles, Expiry: expiryChoices}
 			for _, k := range ks {
-				row := apiKeyRow{apiKey: k, Expired: !k.ExpiresAt.IsZero() && !now.Before(k.ExpiresAt)}
+				row := apiKeyRow{apiKey: k, MadeBy: madeBy(names, k, ks), Expired: !k.ExpiresAt.IsZero() && !now.Before(k.ExpiresAt)}
 				if k.OrgID != "" {
 					row.OrgName = names.org(k.OrgID)
 				}

@@ -282,6 +282,33 @@ func contrastWithWhite(hex string) float64 {
 	return 1.05 / (l + 0.05)
 }
 
+// mayBrand reports whether r's credential may change organization org's
+// own branding, and answers 403 itself when not. An admin always may. An
+// org_admin of org may not while org owns a client that serves other
+// organizations as well (a multi-organization client serving every
+// organization, or listing another): that client's sign-in, consent and
+// sign-out pages wear its owner's branding (signin's BrandFor) for every
+// person who signs in through it, and only an admin sets what people of
+// other organizations see. The error answered is the state's.
+func (a *api) mayBrand(w http.ResponseWriter, r *http.Request, org string) bool {
+	if credentialOf(r).Role == RoleAdmin {
+		return true
+	}
+	shared, _, err := a.State.ClientsWhere(func(c fsm.Client) bool {
+		return c.OrganizationID == org && !clientScope(c).only(org)
+	}, fsm.Page{Page: 1, PageSize: 1})
+	if err != nil {
+		a.readFailed(w, r, err)
+		return false
+	}
+	if len(shared) > 0 {
+		httpx.WriteError(w, r, http.StatusForbidden, httpx.CodeForbidden, fmt.Sprintf(
+			"forbidden: this organization owns client %s, which serves other organizations too, and its pages wear this organization's branding for all of them; only an admin may change it", shared[0].ID))
+		return false
+	}
+	return true
+}
+
 // getBranding is GET /branding: the site's default.
 func (a *api) getBranding(w http.ResponseWriter, r *http.Request) {
 	b, err := a.State.Branding()

@@ -185,15 +185,17 @@ func TestOrgBranding(t *testing.T) {
 	}
 }
 
-// TestOrgAdminBrandsOwnOrganization: an org_admin of O sets O's
-// branding, and nothing else's (the attack table has the refusals).
+// TestOrgAdminBrandsOwnOrganization: an org_admin of P, whose clients
+// serve P alone, sets P's branding, and nothing else's (the attack table
+// has the refusals; TestSharedClientsBrandingIsAnAdmins those of an
+// organization owning a shared client, as the scene's O does).
 func TestOrgAdminBrandsOwnOrganization(t *testing.T) {
 	s := newScene(t)
-	w := s.as(orgAdmin(s.o.ID), "PATCH", "/admin/v1/organizations/"+s.o.ID, `{"branding":{"display_name":"O's own"}}`)
+	w := s.as(orgAdmin(s.p.ID), "PATCH", "/admin/v1/organizations/"+s.p.ID, `{"branding":{"display_name":"P's own"}}`)
 	if w.Code != 200 {
 		t.Fatalf("got %d: %s", w.Code, w.Body)
 	}
-	if b, _ := s.state.BrandingFor(s.o.ID); b.DisplayName != "O's own" {
+	if b, _ := s.state.BrandingFor(s.p.ID); b.DisplayName != "P's own" {
 		t.Errorf("stored %+v", b)
 	}
 }

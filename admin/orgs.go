@@ -175,6 +175,9 @@ func (a *api) updateOrg(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if bb := b.Branding; bb != nil {
+		if !a.mayBrand(w, r, id) {
+			return
+		}
 		var base fsm.Branding
 		if cur.Branding != nil {
 			base = *cur.Branding

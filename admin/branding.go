@@ -177,11 +177,14 @@ func checkPNG(b []byte) error {
 }
 
 // checkSVG accepts an SVG document whose root is <svg> and that has no
-// script, no foreignObject, no event handler attribute (on...) and no
-// reference outside itself (an href that is not "#..." or "data:..."),
-// nor a DOCTYPE or entity. The pages only ever show it through <img>,
-// where none of that runs; the check is for the day someone opens the
-// logo's address directly.
+// script, no foreignObject, no event handler attribute (on...), no
+// reference outside itself (an href that is not "#..." or "data:...", an
+// animation of an href), nor a DOCTYPE or entity, and whose CSS (each
+// <style> element's whole text, and every SVG or XLink attribute, style
+// and presentation attributes alike) passes checkCSS. The pages only
+// ever show it through <img>, and its own address is served with a
+// sandbox CSP, nosniff and CORP same-origin, where none of that runs; the
+// check is for the day someone opens the logo elsewhere.
 func checkSVG(b []byte) error {
 	if !utf8.Valid(b) {
 		return errors.New("must be UTF-8 SVG")
@@ -190,6 +193,11 @@ func checkSVG(b []byte) error {
 	d.Strict = true
 	depth := 0
 	sawRoot := false
+	// style holds the text of the <style> element being read: the whole
+	// of it is checked at its end, since an XML comment or a CDATA
+	// section splits it into pieces that CSS reads as one
+	// ("@im<!---->port" is "@import").
+	var style *strings.Builder
 	for {
 		tok, err := d.Token()
 		if err == io.EOF {
@@ -201,6 +209,9 @@ func checkSVG(b []byte) error {
 		switch t := tok.(type) {
 		case xml.StartElement:
 			name := strings.ToLower(t.Name.Local)
+			if style != nil {
+				return errors.New("must not hold elements inside <style>")
+			}
 			if depth == 0 {
 				if sawRoot || name != "svg" {
 					return errors.New("must be an SVG document (root <svg>)")
@@ -211,28 +222,22 @@ func checkSVG(b []byte) error {
 			switch name {
 			case "script", "foreignobject", "iframe", "embed", "object", "handler", "listener":
 				return fmt.Errorf("must not hold <%s>", t.Name.Local)
+			case "style":
+				style = new(strings.Builder)
 			}
 			for _, a := range t.Attr {
-				an := strings.ToLower(a.Name.Local)
-				if strings.HasPrefix(an, "on") {
-					return fmt.Errorf("must not hold event handler attributes (%s)", a.Name.Local)
-				}
-				if an == "href" || an == "src" {
-					v := strings.TrimSpace(a.Value)
-					if !strings.HasPrefix(v, "#") && !strings.HasPrefix(strings.ToLower(v), "data:") {
-						return errors.New("must not refer to anything outside itself (href)")
-					}
-				}
-				if compact := strings.ToLower(strings.Join(strings.Fields(a.Value), "")); strings.Contains(compact, "javascript:") {
-					// An animation (<set to="javascript:...">) can give an href later.
-					return errors.New("must not hold javascript: addresses")
-				}
-				if strings.Contains(strings.ToLower(a.Value), "url(") && !strings.Contains(strings.ToLower(a.Value), "url(#") {
-					return errors.New("must not refer to anything outside itself (url())")
+				if err := checkSVGAttr(a); err != nil {
+					return err
 				}
 			}
 		case xml.EndElement:
 			depth--
+			if style != nil {
+				if err := checkCSS(style.String(), true); err != nil {
+					return err
+				}
+				style = nil
+			}
 		case xml.Directive:
 			return errors.New("must not hold a DOCTYPE or entity declaration")
 		case xml.ProcInst:
@@ -240,10 +245,8 @@ func checkSVG(b []byte) error {
 				return errors.New("must not hold processing instructions")
 			}
 		case xml.CharData:
-			// <style> text: @import and url() reach outside.
-			l := strings.ToLower(string(t))
-			if strings.Contains(l, "@import") || (strings.Contains(l, "url(") && !strings.Contains(l, "url(#")) {
-				return errors.New("must not refer to anything outside itself (url() or @import)")
+			if style != nil {
+				style.Write(t)
 			}
 		}
 	}
@@ -251,6 +254,124 @@ func checkSVG(b []byte) error {
 		return errors.New("must be an SVG document (root <svg>)")
 	}
 	return nil
+}
+
+// Namespaces whose attributes an SVG's renderer reads: SVG's own
+// (unprefixed) and XLink's.
+const xlinkNS = "http://www.w3.org/1999/xlink"
+
+// checkSVGAttr checks one attribute of a logo's element (its value as the
+// XML decoder gives it, character references resolved).
+func checkSVGAttr(a xml.Attr) error {
+	an := strings.ToLower(a.Name.Local)
+	if strings.HasPrefix(an, "on") {
+		return fmt.Errorf("must not hold event handler attributes (%s)", a.Name.Local)
+	}
+	v := strings.TrimSpace(a.Value)
+	switch an {
+	case "href", "src":
+		if !strings.HasPrefix(v, "#") && !strings.HasPrefix(strings.ToLower(v), "data:") {
+			return errors.New("must not refer to anything outside itself (href)")
+		}
+	case "attributename":
+		// <set attributeName="href" to="https://..."> would give an href
+		// later, past the check above.
+		_, target, _ := strings.Cut(strings.ToLower(v), ":")
+		if target == "" {
+			target = strings.ToLower(v)
+		}
+		if target == "href" || target == "src" {
+			return errors.New("must not animate a reference (href)")
+		}
+	}
+	if compact := strings.ToLower(strings.Join(strings.Fields(a.Value), "")); strings.Contains(compact, "javascript:") {
+		return errors.New("must not hold javascript: addresses")
+	}
+	switch a.Name.Space {
+	case "", xlinkNS:
+		// A presentation attribute is CSS (fill="url(...)"), and a style
+		// attribute holds declarations; other attributes hold nothing
+		// that CSS's functions could turn into a fetch, and refusing them
+		// the same costs little. Other namespaces' (an editor's metadata)
+		// are not read by the renderer.
+		return checkCSS(a.Value, an == "style")
+	}
+	return nil
+}
+
+// cssFunctions are the functions a logo's CSS may call (ASCII case
+// folded): colours, transforms, arithmetic and the pseudo-classes of
+// selectors. url() is allowed too, for a fragment of the document alone
+// (url(#gradient)). Everything else is refused, among it every function
+// that fetches (image(), image-set(), cross-fade(), src()...) and old
+// browsers' expression().
+var cssFunctions = map[string]bool{
+	"rgb": true, "rgba": true, "hsl": true, "hsla": true, "hwb": true,
+	"translate": true, "translatex": true, "translatey": true, "scale": true, "scalex": true, "scaley": true,
+	"rotate": true, "skew": true, "skewx": true, "skewy": true, "matrix": true,
+	"calc": true, "min": true, "max": true, "clamp": true, "var": true,
+	"not": true, "is": true, "where": true, "nth-child": true, "nth-of-type": true, "nth-last-child": true, "nth-last-of-type": true,
+	"url": true,
+}
+
+// checkCSS checks CSS from a logo against an allow-list rather than a
+// list of what to refuse, so that no spelling of a refused thing gets
+// through: no backslash at all (CSS escapes, "@\69mport", "\40import",
+// "u\72l(", "@imp\ort"); in style text (a <style> element's or a style
+// attribute, style true) no comment ("@im/**/port") and no at-rule but
+// @media ("@import", "@font-face" with its src, "@namespace"); every
+// function (a name right before "(") one of cssFunctions, and url() only
+// of "#..." (quoted or not). A "(" after anything but a name opens a
+// block, as in a media query, and calls nothing.
+func checkCSS(s string, style bool) error {
+	const outside = "must not refer to anything outside itself (url(), @import or other CSS that fetches)"
+	if strings.ContainsRune(s, '\\') {
+		return errors.New("must not hold CSS escapes (a backslash)")
+	}
+	if style && strings.Contains(s, "/*") {
+		return errors.New("must not hold CSS comments")
+	}
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '@':
+			if !style {
+				continue
+			}
+			j := i + 1
+			for j < len(s) && isCSSNameByte(s[j]) {
+				j++
+			}
+			if !strings.EqualFold(s[i+1:j], "media") {
+				return errors.New(outside)
+			}
+		case '(':
+			j := i
+			for j > 0 && isCSSNameByte(s[j-1]) {
+				j--
+			}
+			name := strings.ToLower(s[j:i])
+			switch {
+			case name == "":
+				// a block, not a call
+			case !cssFunctions[name]:
+				return errors.New(outside)
+			case name == "url":
+				rest := strings.TrimLeft(s[i+1:], " \t\r\n\f")
+				rest = strings.TrimLeft(rest, `"'`)
+				if !strings.HasPrefix(rest, "#") {
+					return errors.New(outside)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// isCSSNameByte reports whether c may be part of a CSS name: letters,
+// digits, "-", "_" and every byte of a non-ASCII character (escapes are
+// refused before names are read).
+func isCSSNameByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c >= 0x80
 }
 
 // checkPrimaryColor accepts #rrggbb (answered in lower case) on which

@@ -611,6 +611,8 @@ func TestOrgAdminInvites(t *testing.T) {
 	must(200, "GET", "/admin/v1/invitations?organization_id="+s.o.ID, "")
 	must(200, "GET", "/admin/v1/invitations/"+s.invO.ID, "")
 	must(204, "DELETE", "/admin/v1/invitations/"+s.invO.ID, "")
+	// An admin adds the domain; the org_admin opens registration there.
+	s.must(200, "PATCH", "/admin/v1/organizations/"+s.o.ID, `{"registration":{"enabled":false,"email_domains":["acme.example"]}}`)
 	must(200, "PATCH", "/admin/v1/organizations/"+s.o.ID, `{"name":"Acme","registration":{"enabled":true,"email_domains":["acme.example"]}}`)
 	must(202, "POST", "/admin/v1/users/"+s.alice.ID+"/verify-email", "")
 	// An auditor reads them, and changes nothing.

@@ -2,7 +2,9 @@ package admin
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/httpx"
@@ -206,6 +208,11 @@ func (a *api) updateOrg(w http.ResponseWriter, r *http.Request) {
 			writeInvalid(w, r, p)
 			return
 		}
+		if d, ok := addedDomain(cur.Registration, reg.EmailDomains); ok && orgScope(r) != "" {
+			httpx.WriteError(w, r, http.StatusForbidden, httpx.CodeForbidden, fmt.Sprintf(
+				"forbidden: only an admin adds a registration domain (%s): it says whose addresses the organization's are, which its people's email_verified rests on; an org_admin may open or close registration and remove domains", d))
+			return
+		}
 		c.Registration = &reg
 	}
 	res, ok := a.apply(w, r, fsm.MustCommand(fsm.TypeUpdateOrg, c))
@@ -218,4 +225,19 @@ func (a *api) updateOrg(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpx.WriteJSON(w, http.StatusOK, orgOut(o))
+}
+
+// addedDomain is a domain of next that cur's registration does not hold
+// (the first, in next's order), if any. An org_admin may not add one: a
+// registration domain lets anyone with an address there register into
+// the organization and lets its org_admin set email_verified for
+// addresses there (mayVerify), so it is a claim an admin makes for the
+// organization, as a sign-in provider's email_domains are.
+func addedDomain(cur *fsm.Registration, next []string) (string, bool) {
+	for _, d := range next {
+		if cur == nil || !slices.Contains(cur.EmailDomains, d) {
+			return d, true
+		}
+	}
+	return "", false
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,11 +16,12 @@ import (
 )
 
 // TestOrgAdminVouchesOnlyForItsOwnAddresses: email_verified true from an
-// org_admin of O is stored only for an address O's registration domains
-// (open or not) or a pending invitation to O covers, on POST and PATCH
+// org_admin of O is stored only for an address in O's registration
+// domains (open or not), which only an admin adds, on POST and PATCH
 // /users; anything else is stored false (a PATCH keeps what the person
-// proved themselves). An admin's true is taken as asked; import, which
-// could set it for many, is an admin's alone.
+// proved themselves), a pending invitation too, which the org_admin may
+// send anywhere. An admin's true is taken as asked; import, which could
+// set it for many, is an admin's alone.
 func TestOrgAdminVouchesOnlyForItsOwnAddresses(t *testing.T) {
 	s := newScene(t)
 	o := orgAdmin(s.o.ID)
@@ -39,8 +41,8 @@ func TestOrgAdminVouchesOnlyForItsOwnAddresses(t *testing.T) {
 		{"in a registration domain, any case", "New.Person@ACME.Example", o, true},
 		{"in an internationalized registration domain", "leser@xn--bcher-kva.example", o, true},
 		{"in an internationalized domain as typed", "leser2@bücher.example", o, true},
-		{"invited to O", "erin@example.com", o, true},
-		{"invited to O, another case", "IVAN@Example.COM", o, true},
+		{"invited to O", "erin@example.com", o, false},
+		{"invited to O, another case", "IVAN@Example.COM", o, false},
 		{"in a sub-domain", "x@sub.acme.example", o, false},
 		{"in a longer domain", "x@acme.example.evil.example", o, false},
 		{"in a domain that ends like it", "x@notacme.example", o, false},
@@ -128,5 +130,71 @@ func (e *env) expiredInvitation(addr, org string) {
 	res, err := e.app.Apply(context.Background(), fsm.MustCommand(fsm.TypeCreateInvitation, fsm.CreateInvitation{Invitation: in, Email: msg, At: now}))
 	if err != nil || res.Err != nil {
 		e.t.Fatalf("invitation: %v %v", err, res.Err)
+	}
+}
+
+// TestOrgAdminAddsNoRegistrationDomain: a registration domain is an
+// admin's claim that an organization's addresses are there (it lets
+// anyone there register, and the org_admin vouch for them), so an
+// org_admin's PATCH /organizations that adds one is 403, names it, and
+// applies nothing, however it is spelled; opening, closing, removing and
+// restating what an admin set are its own. Before, an org_admin of O put
+// another organization's domain in O's list and then created people
+// there with email_verified true.
+func TestOrgAdminAddsNoRegistrationDomain(t *testing.T) {
+	s := newScene(t)
+	o := orgAdmin(s.o.ID)
+	path := "/admin/v1/organizations/" + s.o.ID
+	s.must(http.StatusOK, "PATCH", path, `{"registration":{"enabled":false,"email_domains":["acme.example","bücher.example"]}}`)
+	s.must(http.StatusOK, "PATCH", "/admin/v1/organizations/"+s.p.ID, `{"registration":{"enabled":true,"email_domains":["globex.example"]}}`)
+	reg := func() Registration {
+		t.Helper()
+		return decodeAs[Org](t, s.must(http.StatusOK, "GET", path, "")).Registration
+	}
+	for _, tt := range []struct {
+		name, body string
+		status     int
+		domain     string // named in the 403
+		want       string // the domains after
+	}{
+		{"another organization's domain", `{"registration":{"email_domains":["acme.example","globex.example"]}}`, 403, "globex.example", "acme.example,xn--bcher-kva.example"},
+		{"a domain nobody claims, opening", `{"registration":{"enabled":true,"email_domains":["acme.example","gmail.com"]}}`, 403, "gmail.com", "acme.example,xn--bcher-kva.example"},
+		{"a new list", `{"registration":{"email_domains":["evil.example"]}}`, 403, "evil.example", "acme.example,xn--bcher-kva.example"},
+		{"a sub-domain of its own", `{"registration":{"email_domains":["acme.example","mail.acme.example"]}}`, 403, "mail.acme.example", "acme.example,xn--bcher-kva.example"},
+		{"open with the admin's domains", `{"registration":{"enabled":true}}`, 200, "", "acme.example,xn--bcher-kva.example"},
+		{"the admin's domains restated, another spelling", `{"registration":{"email_domains":["ACME.example.","bücher.example"]}}`, 200, "", "acme.example,xn--bcher-kva.example"},
+		{"remove one", `{"registration":{"email_domains":["xn--bcher-kva.example"]}}`, 200, "", "xn--bcher-kva.example"},
+		{"put back what it removed", `{"registration":{"email_domains":["xn--bcher-kva.example","acme.example"]}}`, 403, "acme.example", "xn--bcher-kva.example"},
+		{"close", `{"registration":{"enabled":false}}`, 200, "", "xn--bcher-kva.example"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			before := s.app.FSM.Applied()
+			w := s.as(o, "PATCH", path, tt.body)
+			if tt.status == http.StatusForbidden {
+				e := checkEnvelope(t, w, http.StatusForbidden, httpx.CodeForbidden)
+				if !strings.Contains(e.Message, "("+tt.domain+")") {
+					t.Errorf("message %q: want it to name %s", e.Message, tt.domain)
+				}
+				if got := s.app.FSM.Applied(); got != before {
+					t.Errorf("applied index moved from %d to %d", before, got)
+				}
+			} else if w.Code != tt.status {
+				t.Fatalf("got %d %s, want %d", w.Code, w.Body, tt.status)
+			}
+			if got := strings.Join(reg().EmailDomains, ","); got != tt.want {
+				t.Errorf("domains %s, want %s", got, tt.want)
+			}
+		})
+	}
+	// The way the issue's attacker went: no domain of another
+	// organization in O's list, so no verified address there.
+	w := s.as(o, "POST", "/admin/v1/users", `{"email":"ceo@globex.example","email_verified":true}`)
+	if w.Code != http.StatusCreated || decodeAs[User](t, w).EmailVerified {
+		t.Errorf("ceo@globex.example: got %d %s, want 201 unverified", w.Code, w.Body)
+	}
+	// An admin adds what it likes.
+	s.must(http.StatusOK, "PATCH", path, `{"registration":{"email_domains":["xn--bcher-kva.example","acme.example","globex.example"]}}`)
+	if got := strings.Join(reg().EmailDomains, ","); got != "xn--bcher-kva.example,acme.example,globex.example" {
+		t.Errorf("after the admin's PATCH: %s", got)
 	}
 }

@@ -88,10 +88,16 @@ func TestOrgAdminCannotPullInAnotherOrganizationsPerson(t *testing.T) {
 	}
 	outOfSight("at first")
 
-	// 1. A's registration, opened for Bob's domain.
-	if st, raw := call(1, "PATCH", "/organizations/"+orgA, // node 1 serves the pages below
-		map[string]any{"registration": map[string]any{"enabled": true, "email_domains": []string{"bravo.example"}}}); st != http.StatusOK {
-		t.Fatalf("open A's registration: %d %s", st, raw)
+	// 1. A's registration, opened for Bob's domain: only an admin adds
+	// a registration domain, so the org_admin is refused, and the attack
+	// goes on as if an admin had been talked into it (or the domain were
+	// one many organizations share).
+	openFor := map[string]any{"registration": map[string]any{"enabled": true, "email_domains": []string{"bravo.example"}}}
+	if st, raw := call(1, "PATCH", "/organizations/"+orgA, openFor); st != http.StatusForbidden {
+		t.Errorf("org_admin opens A's registration for bravo.example: %d %s, want 403", st, raw)
+	}
+	if r := doOn(t, c, 1, "PATCH", "/admin/v1/organizations/"+orgA, testcluster.AdminToken, openFor, nil); r.StatusCode != http.StatusOK { // node 1 serves the pages below
+		t.Fatalf("admin opens A's registration: %d", r.StatusCode)
 	}
 	// 2. Bob's address on A's /register page.
 	app := rpOn(t, c, 1, 1, appID, secret, cb)

@@ -16,7 +16,6 @@ import (
 
 	"github.com/oidcd/oidcd/admin"
 	"github.com/oidcd/oidcd/fsm"
-	"github.com/oidcd/oidcd/oidc"
 )
 
 // bootstrapOnce runs on the leader: it puts the admin token's hash in the
@@ -28,7 +27,7 @@ func (n *Node) bootstrapOnce(ctx context.Context) {
 	for attempt := 0; ; attempt++ {
 		err := n.ensureAdminToken(ctx)
 		if err == nil {
-			err = oidc.EnsureBrowserKey(ctx, n.fsm.State(), n.cluster, n.kek)
+			err = n.sessions.EnsureBrowserKey(ctx, n.cluster)
 		}
 		if err == nil && n.cfg.Demo {
 			err = n.seedDemo(ctx)

@@ -27,7 +27,7 @@ import (
 	"github.com/oidcd/oidcd/internal/kek"
 	"github.com/oidcd/oidcd/keys"
 	"github.com/oidcd/oidcd/node"
-	"github.com/oidcd/oidcd/oidc"
+	browsersession "github.com/oidcd/oidcd/session"
 	"github.com/oidcd/oidcd/testcluster"
 )
 
@@ -145,7 +145,7 @@ func secretsOf(t *testing.T, n *node.Node, k *kek.KEK) (stored map[string][]byte
 	if err != nil {
 		t.Fatal(err)
 	}
-	open, err := oidc.OpenBrowserKey(k, bk)
+	open, err := browsersession.OpenBrowserKey(k, bk)
 	if err != nil {
 		t.Fatal(err)
 	}

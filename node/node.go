@@ -40,6 +40,7 @@ import (
 	"github.com/oidcd/oidcd/keys"
 	"github.com/oidcd/oidcd/logout"
 	"github.com/oidcd/oidcd/oidc"
+	"github.com/oidcd/oidcd/session"
 	"github.com/oidcd/oidcd/signin"
 	"github.com/oidcd/oidcd/webui"
 )
@@ -71,7 +72,8 @@ type Node struct {
 	provider   *oidc.Provider
 	signin     *signin.Signin
 	logout     *logout.Service
-	pprof      *pprofServer // nil unless Config.PprofAddr is set
+	sessions   *session.Manager // the browser session, one for oidc, signin and logout
+	pprof      *pprofServer     // nil unless Config.PprofAddr is set
 	// kek seals secrets at rest before they are proposed (--kek-file); nil
 	// without one (see internal/kek and secrets.go).
 	kek *kek.KEK
@@ -238,6 +240,12 @@ func (n *Node) buildServices() (err error) {
 		RotateEvery: cfg.KeyRotation,
 		KEK:         n.kek,
 	})
+	// One browser session (cookies, sealer, browser key) for oidc, signin
+	// and logout.
+	n.sessions, err = session.New(session.Config{Issuer: cfg.Issuer, State: n.fsm.State(), KEK: n.kek})
+	if err != nil {
+		return err
+	}
 	// Refuse to start on secrets this node cannot open (no --kek-file, or
 	// another one than the one they were sealed under).
 	if err := n.checkSecrets(); err != nil {
@@ -257,9 +265,9 @@ func (n *Node) buildServices() (err error) {
 		Now:           cfg.Now,
 		Logger:        n.log,
 		Registerer:    n.registry,
-		SessionCookie: oidc.CookieName(oidc.SessionCookie, "/", strings.HasPrefix(cfg.Issuer, "https://")),
+		SessionCookie: session.CookieName(session.SSOCookie, "/", n.sessions.Secure()),
 		ReadIndex:     n.readIndex,
-		SecureCookies: strings.HasPrefix(cfg.Issuer, "https://"),
+		SecureCookies: n.sessions.Secure(),
 		AdminClientID: oidc.AdminClientID,
 	})
 	if err != nil {
@@ -288,6 +296,7 @@ func (n *Node) newProvider(ui *webui.UI) (err error) {
 		Now:         cfg.Now,
 		Logger:      n.log,
 		Registerer:  n.registry,
+		Sessions:    n.sessions,
 		ReadIndex:   n.readIndex,
 		SessionIdle: cfg.SessionIdle,
 		SessionMax:  cfg.SessionMax,
@@ -310,12 +319,12 @@ func (n *Node) newProvider(ui *webui.UI) (err error) {
 		Now:         cfg.Now,
 		Logger:      n.log,
 		Registerer:  n.registry,
+		Sessions:    n.sessions,
 		RateLimit:   cfg.RateLimit,
 		RateLimiter: n.cluster.RateLimiter(),
 		ReadIndex:   n.readIndex,
 		SessionIdle: cfg.SessionIdle,
 		SessionMax:  cfg.SessionMax,
-		KEK:         n.kek,
 		AdminACR:    cfg.AdminACR,
 		// The console's callback on the admin listener, when it is there.
 		AdminRedirectURIs: n.adminCallbacks,
@@ -446,14 +455,8 @@ func (n *Node) routes() (public, adminSurface http.Handler) {
 	adminMux.Handle(console.Prefix, console.New(console.Config{Admin: adminCfg, Issuer: n.cfg.Issuer, OwnListener: n.separateAdmin(), Secret: n.consoleSecret(),
 		// A person's code is redeemed in process at this node's token
 		// endpoint, counted against the browser's address.
-		Exchange: console.ExchangeVia(mux),
-		BrowserKey: func() ([]byte, error) {
-			stored, err := n.fsm.State().Secret(fsm.SecretBrowserKey)
-			if err != nil {
-				return nil, err
-			}
-			return oidc.OpenBrowserKey(n.kek, stored)
-		},
+		Exchange:   console.ExchangeVia(mux),
+		BrowserKey: n.sessions.BrowserKey,
 	}))
 	adminMux.Handle("GET /metrics", promhttp.HandlerFor(n.registry, promhttp.HandlerOpts{}))
 	trusted, _ := httpx.ParseTrustedProxies(n.cfg.TrustedProxies) // validated in New

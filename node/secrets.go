@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 
 	"github.com/oidcd/oidcd/internal/kek"
-	"github.com/oidcd/oidcd/oidc"
 	"github.com/oidcd/oidcd/signin"
 )
 
@@ -46,7 +45,7 @@ func (n *Node) checkSecrets() error {
 	if err != nil {
 		return fail(err)
 	}
-	clearBrowser, err := oidc.CheckBrowserKey(n.fsm.State(), n.kek)
+	clearBrowser, err := n.sessions.CheckBrowserKey()
 	if err != nil {
 		return fail(err)
 	}

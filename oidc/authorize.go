@@ -623,7 +623,7 @@ func (f *flow) unavailable(reason string) {
 // data every form carries. ok is false when it has answered 503.
 func (f *flow) common(stage, action string) (webui.Common, bool) {
 	if f.csrf == "" {
-		f.csrf = f.p.jar.CSRFToken(f.w, f.r)
+		f.csrf = f.p.sessions.CSRFToken(f.w, f.r)
 	}
 	f.pend.Stage, f.pend.CSRF = stage, f.csrf
 	step, err := f.p.sealPending(f.pend)

@@ -56,24 +56,6 @@ func TestSecureCookies(t *testing.T) {
 	}
 }
 
-func TestCookieName(t *testing.T) {
-	cases := []struct {
-		name, path string
-		secure     bool
-		want       string
-	}{
-		{"oidcd_session", "/", false, "oidcd_session"},
-		{"oidcd_session", "/", true, "__Host-oidcd_session"},
-		{"oidcd_authz", "/authorize", true, "__Secure-oidcd_authz"},
-		{"oidcd_authz", "/authorize", false, "oidcd_authz"},
-	}
-	for _, c := range cases {
-		if got := CookieName(c.name, c.path, c.secure); got != c.want {
-			t.Errorf("CookieName(%q, %q, %v): got %q, want %q", c.name, c.path, c.secure, got, c.want)
-		}
-	}
-}
-
 // BenchmarkSilentAuthorize: GET /authorize with a live session cookie,
 // answered 302 with a code (validation, session read, membership read,
 // one IssueCode apply on a real bbolt FSM).

@@ -4,37 +4,32 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/oidcd/oidcd/internal/authn"
+	"github.com/oidcd/oidcd/session"
 )
 
-// Cookies of the authorization flow; their names and flags are
-// internal/authn's, shared with the sign-in pages (package signin).
+// Cookies of the authorization flow: their names and flags are package
+// session's, which node hands to the flow, the sign-in and logout alike.
 const (
-	cookieSession   = authn.SessionCookie
-	cookieAuthz     = authn.AuthzCookie
-	cookieCSRF      = authn.CSRFCookie
-	authzCookiePath = authn.AuthzCookiePath
+	cookieSession   = session.SSOCookie
+	cookieAuthz     = session.AuthzCookie
+	cookieCSRF      = session.CSRFCookie
+	authzCookiePath = session.AuthzCookiePath
 )
-
-// SessionCookie is the name of the SSO cookie; package logout reads it to
-// find the browser's session.
-const SessionCookie = authn.SessionCookie
-
-// CookieName is the name a browser holds cookie name of path under
-// (authn.CookieName: __Host- and __Secure- prefixes on an https issuer).
-func CookieName(name, path string, secure bool) string { return authn.CookieName(name, path, secure) }
 
 // setCookie sets an HttpOnly, SameSite=Lax cookie, Secure when the issuer
-// is https. A zero expires makes a browser-session cookie.
+// is https (session.Manager.SetCookie). A zero expires makes a
+// browser-session cookie.
 func (p *Provider) setCookie(w http.ResponseWriter, name, value, path string, expires time.Time) {
-	p.jar.Set(w, name, value, path, expires)
+	p.sessions.SetCookie(w, name, value, path, expires)
 }
 
 // clearCookie tells the browser to drop a cookie.
-func (p *Provider) clearCookie(w http.ResponseWriter, name, path string) { p.jar.Clear(w, name, path) }
+func (p *Provider) clearCookie(w http.ResponseWriter, name, path string) {
+	p.sessions.ClearCookie(w, name, path)
+}
 
 // cookieValue is the value of the first cookie called name (of path), ""
 // if none.
 func (p *Provider) cookieValue(r *http.Request, name, path string) string {
-	return p.jar.Value(r, name, path)
+	return p.sessions.Cookie(r, name, path)
 }

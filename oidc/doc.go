@@ -22,9 +22,11 @@
 //     still checks that the signing key is published and exp against the
 //     clock, and the live check of the store (revocation, sessions,
 //     suspensions) is never cached.
-//   - oidc imports fsm, keys, webui and internal leaf helpers (what it
-//     shares with the sign-in is in internal/authn), never signin,
-//     cluster or logout; writes go through a narrow Applier interface.
+//   - oidc imports fsm, keys, session (the browser session node hands
+//     it: cookies, the sealer of the pending request), webui and internal
+//     leaf helpers (what it shares with the sign-in is in internal/authn),
+//     never signin, cluster or logout; writes go through a narrow Applier
+//     interface.
 //   - Only this package redirects to a client's redirect_uri and issues
 //     codes: a sign-in Step either answers with its own page or hands the
 //     request back with the session it opened.

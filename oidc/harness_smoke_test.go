@@ -7,7 +7,7 @@ func TestHarnessSeeds(t *testing.T) {
 	if code := h.signedInCode(hPublic, hUser, hOrgA, []string{"openid"}, "", "verifier-verifier-verifier-verifier-verifier"); code == "" {
 		t.Fatal("no code")
 	}
-	if _, err := h.p.sealer.Box(); err != nil {
+	if _, err := h.p.sessions.Box(); err != nil {
 		t.Fatal(err)
 	}
 }

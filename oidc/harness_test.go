@@ -14,6 +14,7 @@ import (
 	"github.com/oidcd/oidcd/internal/password"
 	"github.com/oidcd/oidcd/internal/testkit/fsmtest"
 	"github.com/oidcd/oidcd/keys"
+	"github.com/oidcd/oidcd/session"
 	"github.com/oidcd/oidcd/signin"
 	"github.com/oidcd/oidcd/webui"
 )
@@ -131,10 +132,16 @@ func newHarness(t testing.TB, opts ...harnessOption) *harness {
 	for _, f := range tweaks {
 		f(&cfg)
 	}
+	// One browser session for the flow and the sign-in, as node builds it.
+	if cfg.Sessions == nil {
+		if cfg.Sessions, err = session.New(session.Config{Issuer: cfg.Issuer, State: cfg.State}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// The sign-in steps come from package signin, as node wires them.
 	h.steps, err = signin.New(signin.Config{
 		Issuer: cfg.Issuer, State: cfg.State, Applier: cfg.Applier, UI: cfg.UI, Hasher: h.hasher,
-		Now: cfg.Now, Registerer: cfg.Registerer, KEK: cfg.KEK, ReadIndex: cfg.ReadIndex,
+		Now: cfg.Now, Registerer: cfg.Registerer, Sessions: cfg.Sessions, ReadIndex: cfg.ReadIndex,
 		SessionIdle: cfg.SessionIdle, SessionMax: cfg.SessionMax,
 	})
 	if err != nil {

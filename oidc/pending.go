@@ -41,9 +41,9 @@ type pending struct {
 var errStepInvalid = errors.New("oidc: sign-in step invalid or expired")
 
 // sealPending seals pd until its request's deadline. The error is the
-// sealer's (authn.ErrNoBrowserKey: answer 503).
+// sealer's (session.ErrNoBrowserKey: answer 503).
 func (p *Provider) sealPending(pd *pending) (string, error) {
-	box, err := p.sealer.Box()
+	box, err := p.sessions.Box()
 	if err != nil {
 		return "", err
 	}
@@ -53,7 +53,7 @@ func (p *Provider) sealPending(pd *pending) (string, error) {
 // openPending opens a sealed pending request whose stage is one of
 // stages. It returns errStepInvalid, or the sealer's error.
 func (p *Provider) openPending(sealed string, now time.Time, stages ...string) (*pending, error) {
-	box, err := p.sealer.Box()
+	box, err := p.sessions.Box()
 	if err != nil {
 		return nil, err
 	}

@@ -12,9 +12,9 @@ import (
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/authn"
-	"github.com/oidcd/oidcd/internal/kek"
 	"github.com/oidcd/oidcd/internal/ratelimit"
 	"github.com/oidcd/oidcd/keys"
+	"github.com/oidcd/oidcd/session"
 	"github.com/oidcd/oidcd/webui"
 )
 
@@ -85,6 +85,10 @@ type Config struct {
 	// Registerer receives the protocol metrics (nil: none).
 	Registerer prometheus.Registerer
 
+	// Sessions is the browser session (package session): cookies, the
+	// sealer of the pending request, the browser key.
+	Sessions *session.Manager
+
 	// RateLimit is "N/duration" per client and address (default "5/60s")
 	// or "off".
 	RateLimit string
@@ -98,9 +102,6 @@ type Config struct {
 	SessionMax  time.Duration
 	// CodeTTL is the authorization code lifetime (default 60s).
 	CodeTTL time.Duration
-	// KEK opens the browser key (nil: stored with the clear marker, see
-	// internal/kek).
-	KEK *kek.KEK
 	// ReadIndex, when set, makes liveness checks linearizable: it returns
 	// once this node has applied every write acknowledged anywhere in the
 	// cluster before the call (a raft read index), or an error when no
@@ -126,8 +127,8 @@ type Provider struct {
 	cfg    Config
 	log    *slog.Logger
 	issuer *url.URL
-	jar    authn.Jar // cookies get Secure: the issuer is https
-	sealer *authn.Sealer
+	// sessions holds the cookies and seals the pending request.
+	sessions *session.Manager
 
 	limiter *rateLimiter
 	metrics *metrics
@@ -136,8 +137,8 @@ type Provider struct {
 
 // New checks cfg and returns a Provider.
 func New(cfg Config) (*Provider, error) {
-	if cfg.State == nil || cfg.Applier == nil || cfg.Keys == nil || cfg.UI == nil || cfg.Steps == nil {
-		return nil, errors.New("oidc: State, Applier, Keys, UI and Steps are required")
+	if cfg.State == nil || cfg.Applier == nil || cfg.Keys == nil || cfg.UI == nil || cfg.Steps == nil || cfg.Sessions == nil {
+		return nil, errors.New("oidc: State, Applier, Keys, UI, Steps and Sessions are required")
 	}
 	u, err := url.Parse(cfg.Issuer)
 	if err != nil || u.Host == "" {
@@ -167,14 +168,7 @@ func New(cfg Config) (*Provider, error) {
 	if cfg.CodeTTL == 0 {
 		cfg.CodeTTL = 60 * time.Second
 	}
-	p := &Provider{cfg: cfg, log: cfg.Logger, issuer: u, jar: authn.Jar{Secure: u.Scheme == "https"}}
-	p.sealer = authn.NewSealer(func() ([]byte, error) {
-		stored, err := cfg.State.Secret(fsm.SecretBrowserKey)
-		if err != nil {
-			return nil, authn.ErrNoBrowserKey
-		}
-		return OpenBrowserKey(cfg.KEK, stored)
-	})
+	p := &Provider{cfg: cfg, log: cfg.Logger, issuer: u, sessions: cfg.Sessions}
 	if p.limiter, err = newRateLimiter(cfg.RateLimit, cfg.RateLimiter, cfg.Now); err != nil {
 		return nil, err
 	}

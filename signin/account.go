@@ -27,6 +27,7 @@ import (
 	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/factor"
 	"github.com/oidcd/oidcd/internal/httpx"
+	"github.com/oidcd/oidcd/session"
 	"github.com/oidcd/oidcd/webui"
 )
 
@@ -129,7 +130,7 @@ func (a *account) handleForm() (url.Values, bool) {
 	}
 	form := a.r.PostForm
 	sealed, _ := authn.FormValue(form, "step")
-	box, err := a.p.sealer.Box()
+	box, err := a.p.sessions.Box()
 	if err != nil {
 		a.unavailable("sealer: " + err.Error())
 		return nil, false
@@ -139,7 +140,7 @@ func (a *account) handleForm() (url.Values, bool) {
 		return nil, false
 	}
 	token, _ := authn.FormValue(form, "csrf_token")
-	if !authn.CSRFMatch(a.p.cookieValue(a.r, authn.CSRFCookie, "/"), token, a.step.CSRF) {
+	if !authn.CSRFMatch(a.p.cookieValue(a.r, session.CSRFCookie, "/"), token, a.step.CSRF) {
 		a.page(http.StatusForbidden, a.text(authn.MsgForbidden))
 		return nil, false
 	}
@@ -245,7 +246,7 @@ func (a *account) signIn(form url.Values) {
 		a.sess, err = a.p.stepUp(ctx, a.sess, authn.AMRPassword, settled, "")
 	} else {
 		a.sess, err = a.p.openSession(a.w, a.r, u, authn.AMRPassword, a.sess.ID, a.now, settled, "")
-		a.csrf = a.p.jar.RotateCSRF(a.w)
+		a.csrf = a.p.sessions.RotateCSRF(a.w)
 	}
 	if err != nil {
 		a.unavailable("account sign-in: " + err.Error())
@@ -268,14 +269,14 @@ func (a *account) next(status int, notice string) {
 // common seals the next step.
 func (a *account) common(step accountStep) (webui.Common, bool) {
 	if a.csrf == "" {
-		a.csrf = a.p.jar.CSRFToken(a.w, a.r)
+		a.csrf = a.p.sessions.CSRFToken(a.w, a.r)
 	}
 	step.CSRF = a.csrf
 	path := PathAccount
 	if a.inv != nil {
 		step.Link, path = a.inv.link.Hash, PathInvite
 	}
-	box, err := a.p.sealer.Box()
+	box, err := a.p.sessions.Box()
 	var sealed string
 	if err == nil {
 		sealed, err = box.Seal(accountPurpose, step, a.now.Add(accountTTL))

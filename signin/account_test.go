@@ -10,6 +10,7 @@ import (
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/factor"
+	"github.com/oidcd/oidcd/session"
 	"github.com/oidcd/oidcd/webui"
 )
 
@@ -47,7 +48,7 @@ func TestAccountPasswordChange(t *testing.T) {
 	elsewhere := h.browser().fullSignInWith(authzQuery(hPublic, false), hEmail, hPassword)
 	b := h.browser()
 	p := b.accountSignIn(hEmail, hPassword)
-	if b.cookie("/", authn.SessionCookie) == "" {
+	if b.cookie("/", session.SSOCookie) == "" {
 		t.Fatal("no session cookie after the account sign-in")
 	}
 

@@ -18,18 +18,19 @@
 //
 // What the flow and the sign-in share lives in the leaf package
 // internal/authn, not here, so that neither package imports the other:
-// the acr and amr values, the cookie names and flags, the CSRF
-// double-submit token, the pending request's shared fields and stages,
-// and the browser-key Box. A leaf rather than this package because oidc
-// must not import signin, and rather than oidc because signin must not
-// import oidc; node only wires the two.
+// the acr and amr values, the CSRF double-submit check, the pending
+// request's shared fields and stages. A leaf rather than this package
+// because oidc must not import signin, and rather than oidc because
+// signin must not import oidc; node only wires the two. The browser
+// session itself (cookies, the sealer, the browser key) is package
+// session's Manager, which node builds once and hands to both.
 //
 // Invariants:
-//   - signin imports fsm, webui, directory, email and internal leaf helpers;
-//     never oidc, keys, cluster, logout or node. No sign-in page can
-//     issue an authorization code or sign a token: a Step records a
-//     session (or a step-up) and hands the request back to the flow,
-//     which alone redirects to a client.
+//   - signin imports fsm, session, webui, directory, email and internal
+//     leaf helpers; never oidc, keys, cluster, logout or node. No sign-in
+//     page can issue an authorization code or sign a token: a Step
+//     records a session (or a step-up) and hands the request back to the
+//     flow, which alone redirects to a client.
 //   - Every password check spends exactly one argon2id derivation at the
 //     node's cost (password.Hasher.Decoy when there is no hash to check:
 //     an unknown address, a person without a password, a malformed hash,

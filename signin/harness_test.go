@@ -21,10 +21,12 @@ import (
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/i18n"
+	"github.com/oidcd/oidcd/internal/kek"
 	"github.com/oidcd/oidcd/internal/password"
 	"github.com/oidcd/oidcd/internal/testkit/fsmtest"
 	"github.com/oidcd/oidcd/internal/testkit/htmlform"
 	"github.com/oidcd/oidcd/internal/testkit/promtest"
+	"github.com/oidcd/oidcd/session"
 	"github.com/oidcd/oidcd/webui"
 )
 
@@ -68,7 +70,6 @@ type harness struct {
 	p       *Signin
 	srv     *httptest.Server
 	hasher  *password.Hasher
-	box     *authn.Sealer
 }
 
 // newHarness builds the harness; opts tweak the Config before New (they
@@ -92,17 +93,14 @@ func newHarness(t testing.TB, opts ...func(*Config)) *harness {
 	for _, f := range opts {
 		f(&cfg)
 	}
+	if cfg.Sessions == nil {
+		// As node does: one browser session, after the issuer is known.
+		cfg.Sessions = newSessions(t, cfg.Issuer, cfg.State, cfg.KEK)
+	}
 	h.p, err = New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.box = authn.NewSealer(func() ([]byte, error) {
-		stored, err := cfg.State.Secret(fsm.SecretBrowserKey)
-		if err != nil {
-			return nil, authn.ErrNoBrowserKey
-		}
-		return stored, nil
-	})
 	mux := http.NewServeMux()
 	h.p.Register(mux)
 	mux.HandleFunc("GET /authorize", h.handleAuthorize)
@@ -113,6 +111,16 @@ func newHarness(t testing.TB, opts ...func(*Config)) *harness {
 	t.Cleanup(h.srv.Close)
 	h.seed()
 	return h
+}
+
+// newSessions is the browser session of a sign-in over st.
+func newSessions(t testing.TB, issuer string, st *fsm.State, k *kek.KEK) *session.Manager {
+	t.Helper()
+	m, err := session.New(session.Config{Issuer: issuer, State: st, KEK: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 func (h *harness) apply(typ fsm.Type, v any) fsm.Result {
@@ -223,7 +231,7 @@ func (h *harness) handleAuthorizePost(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "form", http.StatusBadRequest)
 		return
 	}
-	box, err := h.box.Box()
+	box, err := h.p.sessions.Box()
 	if err != nil {
 		http.Error(w, "sealer", http.StatusServiceUnavailable)
 		return
@@ -236,7 +244,7 @@ func (h *harness) handleAuthorizePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	token, _ := authn.FormValue(r.PostForm, "csrf_token")
-	if !authn.CSRFMatch(h.p.cookieValue(r, authn.CSRFCookie, "/"), token, pd.CSRF) {
+	if !authn.CSRFMatch(h.p.cookieValue(r, session.CSRFCookie, "/"), token, pd.CSRF) {
 		http.Error(w, "csrf", http.StatusForbidden)
 		return
 	}
@@ -266,7 +274,7 @@ func (tr *turn) step(form url.Values, show string) {
 	st := &authn.Step{
 		Pending: &tr.pend.Pending,
 		Seal: func() (string, error) {
-			box, err := tr.h.box.Box()
+			box, err := tr.h.p.sessions.Box()
 			if err != nil {
 				return "", err
 			}

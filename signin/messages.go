@@ -57,7 +57,7 @@ func (p *Signin) pickLanguage(w http.ResponseWriter, form url.Values, now time.T
 	v, _ := authn.FormValue(form, "lang")
 	tag := i18n.UILocale(v)
 	if tag != "" {
-		p.jar.Set(w, webui.LangCookie, tag, "/", now.Add(langCookieLife))
+		p.sessions.SetCookie(w, webui.LangCookie, tag, "/", now.Add(langCookieLife))
 	}
 	return tag
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/password"
+	"github.com/oidcd/oidcd/session"
 	"github.com/oidcd/oidcd/webui"
 )
 
@@ -267,7 +268,7 @@ func (f *flow) startSession(u fsm.User, method string, settled *fsm.ThrottleClea
 		"supersedes", supersedes, "reference", f.reference())
 	f.sess, f.user, f.hasSession = s, u, true
 	f.pend.SSOID, f.pend.StepUp = s.ID, false
-	f.st.CSRF = f.p.jar.RotateCSRF(f.w)
+	f.st.CSRF = f.p.sessions.RotateCSRF(f.w)
 	return true
 }
 
@@ -294,7 +295,7 @@ func (p *Signin) openSession(w http.ResponseWriter, r *http.Request, u fsm.User,
 	if err != nil {
 		return s, err
 	}
-	p.setCookie(w, authn.SessionCookie, secret, "/", s.ExpiresAt)
+	p.setCookie(w, session.SSOCookie, secret, "/", s.ExpiresAt)
 	p.metrics.signIns.WithLabelValues(method).Inc()
 	return s, nil
 }

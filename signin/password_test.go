@@ -12,6 +12,8 @@ import (
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/authn"
+	"github.com/oidcd/oidcd/internal/testkit/fsmtest"
+	"github.com/oidcd/oidcd/session"
 )
 
 // signinEvents are the sign-in audit events of subject, oldest first.
@@ -37,7 +39,7 @@ func TestPasswordSignIn(t *testing.T) {
 	if p.status != http.StatusOK || !strings.Contains(p.body, hAppName) {
 		t.Fatalf("sign-in page: %d\n%s", p.status, p.body)
 	}
-	csrfBefore := b.cookie("/", authn.CSRFCookie)
+	csrfBefore := b.cookie("/", session.CSRFCookie)
 	if csrfBefore == "" {
 		t.Fatal("no CSRF cookie on the sign-in page")
 	}
@@ -46,7 +48,7 @@ func TestPasswordSignIn(t *testing.T) {
 	if p.status != http.StatusBadRequest || !strings.Contains(p.body, "Incorrect email or password.") {
 		t.Fatalf("wrong password: %d\n%s", p.status, p.body)
 	}
-	if b.cookie("/", authn.SessionCookie) != "" {
+	if b.cookie("/", session.SSOCookie) != "" {
 		t.Fatal("a wrong password set a session cookie")
 	}
 
@@ -55,19 +57,19 @@ func TestPasswordSignIn(t *testing.T) {
 	if got.User != hUser || got.ACR != authn.ACRPwd || !slices.Equal(got.AMR, []string{authn.AMRPassword}) {
 		t.Fatalf("signed in: %+v", got)
 	}
-	var session *http.Cookie
+	var sso *http.Cookie
 	for _, c := range (&http.Response{Header: p.header}).Cookies() {
-		if c.Name == authn.SessionCookie {
-			session = c
+		if c.Name == session.SSOCookie {
+			sso = c
 		}
 	}
-	if session == nil || !session.HttpOnly || session.Path != "/" || session.SameSite != http.SameSiteLaxMode || session.Secure {
-		t.Fatalf("session cookie: %+v", session)
+	if sso == nil || !sso.HttpOnly || sso.Path != "/" || sso.SameSite != http.SameSiteLaxMode || sso.Secure {
+		t.Fatalf("session cookie: %+v", sso)
 	}
-	if after := b.cookie("/", authn.CSRFCookie); after == "" || after == csrfBefore {
+	if after := b.cookie("/", session.CSRFCookie); after == "" || after == csrfBefore {
 		t.Error("the sign-in did not rotate the CSRF token")
 	}
-	s, err := h.applier.State().SSOSessionByToken(authn.HashToken(session.Value))
+	s, err := h.applier.State().SSOSessionByToken(authn.HashToken(sso.Value))
 	if err != nil || s.ID != got.SSO || s.UserID != hUser {
 		t.Fatalf("stored session: %+v %v", s, err)
 	}
@@ -113,8 +115,8 @@ func TestPasswordUnknownAddressAnswersAlike(t *testing.T) {
 // browser key cannot seal a step, and says so with 503.
 func TestSignInWithoutBrowserKeyIs503(t *testing.T) {
 	h := newHarness(t)
-	h.p.sealer = authn.NewSealer(func() ([]byte, error) { return nil, authn.ErrNoBrowserKey })
-	h.box = h.p.sealer
+	// A browser session over a state the key has not reached yet.
+	h.p.sessions = newSessions(t, h.p.cfg.Issuer, fsmtest.New(t).State(), nil)
 	p := h.browser().get(authzPath(authzQuery(hPublic, false)))
 	if p.status != http.StatusServiceUnavailable || !strings.Contains(p.body, testText(t, language.English, authn.MsgUnavailable)) {
 		t.Fatalf("got %d\n%s", p.status, p.body)

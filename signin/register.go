@@ -283,7 +283,7 @@ func (s *selfPage) finishRegistration(form url.Values) {
 		s.message(http.StatusOK, s.text(keyAccountMadeTitle), s.text(keyRegisteredSignIn), PathAccount, s.text(keySignIn))
 		return
 	}
-	p.jar.RotateCSRF(s.w)
+	p.sessions.RotateCSRF(s.w)
 	if l.Continue == "" || clientID == "" {
 		s.message(http.StatusOK, s.text(keyAccountMadeTitle), s.text(keyRegisteredSignedIn), PathAccount, s.text(keyToAccount))
 		return

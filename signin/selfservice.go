@@ -36,6 +36,7 @@ import (
 	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/i18n"
 	"github.com/oidcd/oidcd/internal/password"
+	"github.com/oidcd/oidcd/session"
 	"github.com/oidcd/oidcd/webui"
 )
 
@@ -165,10 +166,10 @@ func (p *Signin) selfPage(w http.ResponseWriter, r *http.Request) *selfPage {
 // common seals step for a form posting to action, titled title.
 func (s *selfPage) common(step selfStep, action, title string) (webui.Common, bool) {
 	if s.csrf == "" {
-		s.csrf = s.p.jar.CSRFToken(s.w, s.r)
+		s.csrf = s.p.sessions.CSRFToken(s.w, s.r)
 	}
 	step.CSRF = s.csrf
-	box, err := s.p.sealer.Box()
+	box, err := s.p.sessions.Box()
 	var sealed string
 	if err == nil {
 		sealed, err = box.Seal(selfPurpose, step, s.now.Add(selfTTL))
@@ -190,7 +191,7 @@ func (s *selfPage) form(stages ...string) (url.Values, bool) {
 	}
 	form := s.r.PostForm
 	sealed, _ := authn.FormValue(form, "step")
-	box, err := s.p.sealer.Box()
+	box, err := s.p.sessions.Box()
 	if err != nil {
 		s.unavailable("sealer: " + err.Error())
 		return nil, false
@@ -200,7 +201,7 @@ func (s *selfPage) form(stages ...string) (url.Values, bool) {
 		return nil, false
 	}
 	token, _ := authn.FormValue(form, "csrf_token")
-	if !authn.CSRFMatch(s.p.cookieValue(s.r, authn.CSRFCookie, "/"), token, s.step.CSRF) {
+	if !authn.CSRFMatch(s.p.cookieValue(s.r, session.CSRFCookie, "/"), token, s.step.CSRF) {
 		s.page(http.StatusForbidden, "", s.text(keyFormExpired))
 		return nil, false
 	}
@@ -367,7 +368,7 @@ func (p *Signin) selfServiceLinks(page *webui.SignInPage, st *authn.Step, now ti
 	if ctx == (signinContext{}) {
 		return
 	}
-	box, err := p.sealer.Box()
+	box, err := p.sessions.Box()
 	var sealed string
 	if err == nil {
 		sealed, err = box.Seal(contextPurpose, ctx, now.Add(contextTTL))
@@ -390,7 +391,7 @@ func (s *selfPage) openContext() *signinContext {
 	if v == "" {
 		return nil
 	}
-	box, err := s.p.sealer.Box()
+	box, err := s.p.sessions.Box()
 	if err != nil {
 		return nil
 	}

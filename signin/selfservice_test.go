@@ -14,8 +14,8 @@ import (
 
 	"github.com/oidcd/oidcd/email"
 	"github.com/oidcd/oidcd/fsm"
-	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/testkit/htmlform"
+	"github.com/oidcd/oidcd/session"
 )
 
 // The people's own way in, through the real pages: every flow from the
@@ -344,7 +344,7 @@ func TestForgotAndReset(t *testing.T) {
 	if u, _ := h.applier.State().User(hUser); !strings.HasPrefix(u.PasswordHash, "$argon2id$") {
 		t.Errorf("hash %q", u.PasswordHash)
 	}
-	if b.cookie("/", authn.SessionCookie) != "" {
+	if b.cookie("/", session.SSOCookie) != "" {
 		t.Error("the reset signed the browser in")
 	}
 	wantInvalidLink(t, "the form posted twice", b.fill(f, map[string]string{"new_password": "another passphrase"}))

@@ -19,6 +19,7 @@ import (
 	"github.com/oidcd/oidcd/internal/kek"
 	"github.com/oidcd/oidcd/internal/password"
 	"github.com/oidcd/oidcd/internal/sms"
+	"github.com/oidcd/oidcd/session"
 	"github.com/oidcd/oidcd/webui"
 )
 
@@ -33,15 +34,18 @@ type Config struct {
 	Logger  *slog.Logger
 	// Registerer receives the sign-in metrics (nil: none).
 	Registerer prometheus.Registerer
+	// Sessions is the browser session (package session): cookies and the
+	// sealer of the steps, shared with the authorization flow.
+	Sessions *session.Manager
 	// SessionIdle and SessionMax bound the SSO session (defaults 2h, 12h).
 	SessionIdle time.Duration
 	SessionMax  time.Duration
 	// SMS sends text-message sign-in codes (internal/sms); nil turns
 	// text-message sign-in off.
 	SMS sms.Sender
-	// KEK seals TOTP secrets before they are replicated, and opens them,
-	// the directories' bind passwords and the browser key (nil: stored
-	// with the clear marker, see internal/kek).
+	// KEK seals TOTP secrets before they are replicated, and opens them
+	// and the directories' bind passwords (nil: stored with the clear
+	// marker, see internal/kek).
 	KEK *kek.KEK
 	// ReadIndex, when set, makes lock and session checks linearizable: it
 	// returns once this node has applied every write acknowledged anywhere
@@ -62,27 +66,23 @@ type Signin struct {
 	cfg        Config
 	log        *slog.Logger
 	issuer     *url.URL
-	jar        authn.Jar
 	smsEnabled bool // the sign-in page offers text messages: SMS is set
 
-	sealer  *authn.Sealer
-	metrics *metrics
-	wa      *webauthn.WebAuthn // passkeys; the relying-party id is the issuer's host
-	dirs    directoryClients   // one client per directory (directory.go)
-	brands  brandCache         // BrandForOrg's
+	// sessions holds the cookies and seals the steps.
+	sessions *session.Manager
+	metrics  *metrics
+	wa       *webauthn.WebAuthn // passkeys; the relying-party id is the issuer's host
+	dirs     directoryClients   // one client per directory (directory.go)
+	brands   brandCache         // BrandForOrg's
 	// floor is answerFloor (selfservice.go); tests that do not time it
 	// set it to 0.
 	floor time.Duration
 }
 
-// BrowserKeyAAD is the additional data the browser key is sealed with
-// (kek.Seal) before it is replicated.
-const BrowserKeyAAD = "secret/" + fsm.SecretBrowserKey
-
 // New checks cfg and returns a Signin.
 func New(cfg Config) (*Signin, error) {
-	if cfg.State == nil || cfg.Applier == nil || cfg.UI == nil || cfg.Hasher == nil {
-		return nil, errors.New("signin: State, Applier, UI and Hasher are required")
+	if cfg.State == nil || cfg.Applier == nil || cfg.UI == nil || cfg.Hasher == nil || cfg.Sessions == nil {
+		return nil, errors.New("signin: State, Applier, UI, Hasher and Sessions are required")
 	}
 	u, err := url.Parse(cfg.Issuer)
 	if err != nil || u.Host == "" {
@@ -100,14 +100,7 @@ func New(cfg Config) (*Signin, error) {
 	if cfg.SessionMax == 0 {
 		cfg.SessionMax = 12 * time.Hour
 	}
-	p := &Signin{cfg: cfg, log: cfg.Logger, issuer: u, jar: authn.Jar{Secure: u.Scheme == "https"}, smsEnabled: cfg.SMS != nil, floor: answerFloor}
-	p.sealer = authn.NewSealer(func() ([]byte, error) {
-		stored, err := cfg.State.Secret(fsm.SecretBrowserKey)
-		if err != nil {
-			return nil, authn.ErrNoBrowserKey
-		}
-		return authn.OpenBrowserKey(cfg.KEK, stored, BrowserKeyAAD)
-	})
+	p := &Signin{cfg: cfg, log: cfg.Logger, issuer: u, sessions: cfg.Sessions, smsEnabled: cfg.SMS != nil, floor: answerFloor}
 	p.metrics = newMetrics(cfg.Registerer)
 	if net.ParseIP(u.Hostname()) == nil {
 		if p.wa, err = newWebAuthn(u); err != nil {
@@ -152,18 +145,18 @@ func (p *Signin) catchUp(ctx context.Context) bool {
 }
 
 func (p *Signin) setCookie(w http.ResponseWriter, name, value, path string, expires time.Time) {
-	p.jar.Set(w, name, value, path, expires)
+	p.sessions.SetCookie(w, name, value, path, expires)
 }
 
 func (p *Signin) cookieValue(r *http.Request, name, path string) string {
-	return p.jar.Value(r, name, path)
+	return p.sessions.Cookie(r, name, path)
 }
 
 // browserSession finds the browser's usable SSO session: the cookie's
 // secret names a session that is live at now and whose person still
 // exists. err is only for a store problem.
 func (p *Signin) browserSession(r *http.Request, now time.Time) (fsm.SSOSession, fsm.User, bool, error) {
-	secret := p.cookieValue(r, authn.SessionCookie, "/")
+	secret := p.cookieValue(r, session.SSOCookie, "/")
 	if secret == "" || len(secret) > 64 {
 		return fsm.SSOSession{}, fsm.User{}, false, nil
 	}
@@ -272,7 +265,7 @@ func (f *flow) unavailable(reason string) {
 // data every form carries. ok is false when it has answered 503.
 func (f *flow) common(stage, action string) (webui.Common, bool) {
 	if f.st.CSRF == "" {
-		f.st.CSRF = f.p.jar.CSRFToken(f.w, f.r)
+		f.st.CSRF = f.p.sessions.CSRFToken(f.w, f.r)
 	}
 	f.pend.Stage, f.pend.CSRF = stage, f.st.CSRF
 	step, err := f.st.Seal()

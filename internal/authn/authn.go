@@ -5,16 +5,9 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
-	"errors"
-	"fmt"
-	"net/http"
 	"net/url"
-	"sync"
-	"time"
 
-	"github.com/oidcd/oidcd/internal/kek"
 	"github.com/oidcd/oidcd/internal/password"
-	"github.com/oidcd/oidcd/internal/seal"
 )
 
 // Authentication strength values (acr) and methods (amr).
@@ -34,74 +27,12 @@ const (
 // posts its form.
 const PathAuthorize = "/authorize"
 
-// Cookies of the sign-in pages.
-const (
-	// SessionCookie holds the SSO session secret (NewID); the store keeps
-	// only HashToken of it. Package logout reads it to find the browser's
-	// session.
-	SessionCookie = "oidcd_session"
-	// AuthzCookie carries the sealed pending request to the picker's GET
-	// pages, whose query has only q, after and before.
-	AuthzCookie = "oidcd_authz"
-	// CSRFCookie is the double-submit CSRF token.
-	CSRFCookie = "oidcd_csrf"
-
-	AuthzCookiePath = PathAuthorize
-)
-
-// CookieName is the name a browser holds cookie name of path under. On an
-// https issuer a cookie of path / gets the __Host- prefix, which browsers
-// accept only Secure, without Domain and with path /, so a sibling
-// subdomain can neither plant nor shadow it; a cookie of another path gets
-// __Secure-. On an http issuer (loopback, development) names stay plain.
-func CookieName(name, path string, secure bool) string {
-	switch {
-	case !secure:
-		return name
-	case path == "/":
-		return "__Host-" + name
-	}
-	return "__Secure-" + name
-}
-
-// Jar sets and reads the sign-in cookies of one issuer: Secure is true
-// when the issuer is https.
-type Jar struct{ Secure bool }
-
-// Set sets an HttpOnly, SameSite=Lax cookie, Secure when the issuer is
-// https. A zero expires makes a browser-session cookie.
-func (j Jar) Set(w http.ResponseWriter, name, value, path string, expires time.Time) {
-	// #nosec G124 -- HttpOnly and SameSite are set; Secure follows the issuer scheme (an http issuer is for loopback and development; TestSecureCookies)
-	http.SetCookie(w, &http.Cookie{
-		Name: CookieName(name, path, j.Secure), Value: value, Path: path, Expires: expires,
-		HttpOnly: true, Secure: j.Secure, SameSite: http.SameSiteLaxMode,
-	})
-}
-
-// Clear tells the browser to drop a cookie.
-func (j Jar) Clear(w http.ResponseWriter, name, path string) {
-	// #nosec G124 -- HttpOnly and SameSite are set; Secure follows the issuer scheme (an http issuer is for loopback and development; TestSecureCookies)
-	http.SetCookie(w, &http.Cookie{
-		Name: CookieName(name, path, j.Secure), Value: "", Path: path, MaxAge: -1,
-		HttpOnly: true, Secure: j.Secure, SameSite: http.SameSiteLaxMode,
-	})
-}
-
-// Value is the value of the first cookie called name (of path), "" if
-// none.
-func (j Jar) Value(r *http.Request, name, path string) string {
-	c, err := r.Cookie(CookieName(name, path, j.Secure))
-	if err != nil {
-		return ""
-	}
-	return c.Value
-}
-
 // CSRF protection of the sign-in forms is double-submit, bound to the step:
-// the oidcd_csrf cookie, the csrf_token form field and the CSRF value sealed
-// in the step must all be equal. A cross-site form can set none of the
-// three; a step lifted from another browser carries that browser's token,
-// which this browser's cookie does not match.
+// the oidcd_csrf cookie (package session sets it), the csrf_token form
+// field and the CSRF value sealed in the step must all be equal. A
+// cross-site form can set none of the three; a step lifted from another
+// browser carries that browser's token, which this browser's cookie does
+// not match.
 
 // IsCSRFToken reports whether v has the shape of a token we issue (NewID:
 // 43 characters of base64url), so a junk cookie is replaced, not echoed.
@@ -111,24 +42,6 @@ func IsCSRFToken(v string) bool {
 	}
 	b, err := base64.RawURLEncoding.Strict().DecodeString(v)
 	return err == nil && len(b) == 32
-}
-
-// CSRFToken returns this browser's CSRF token, setting a fresh cookie when
-// it has none (or a malformed one).
-func (j Jar) CSRFToken(w http.ResponseWriter, r *http.Request) string {
-	if v := j.Value(r, CSRFCookie, "/"); IsCSRFToken(v) {
-		return v
-	}
-	return j.RotateCSRF(w)
-}
-
-// RotateCSRF gives the browser a fresh CSRF token and returns it. It runs
-// when a sign-in opens a session, so a token planted or seen before the
-// sign-in cannot ride the new session (login CSRF, fixation).
-func (j Jar) RotateCSRF(w http.ResponseWriter) string {
-	v := NewID()
-	j.Set(w, CSRFCookie, v, "/", time.Time{})
-	return v
 }
 
 // CSRFMatch reports whether cookie, form field and sealed value are one
@@ -261,54 +174,4 @@ type Step struct {
 	// again: a registration finished from an emailed link goes on with it,
 	// so the application still receives its code.
 	Resume string
-}
-
-// ErrNoBrowserKey: the cluster-wide browser key has not been replicated
-// yet (a node that just started); pages answer 503.
-var ErrNoBrowserKey = errors.New("browser key not available yet")
-
-// OpenBrowserKey returns the browser key from its stored form: a kek
-// record sealed with additional data aad (sealed, or clear without a
-// KEK), or the bare 32 bytes written before secrets were sealed (its kek
-// record, clear or sealed, is never 32 bytes long).
-func OpenBrowserKey(k *kek.KEK, stored []byte, aad string) ([]byte, error) {
-	if len(stored) == seal.KeySize {
-		return stored, nil
-	}
-	key, err := k.Open(stored, aad)
-	if err != nil {
-		return nil, fmt.Errorf("open browser key: %w", err)
-	}
-	return key, nil
-}
-
-// Sealer is the Box for browser state, built on first use from the key
-// load returns (load answers ErrNoBrowserKey until the key is
-// replicated). Each surface holds its own; all open each other's values.
-type Sealer struct {
-	load func() ([]byte, error)
-	mu   sync.Mutex
-	box  *seal.Box
-}
-
-// NewSealer returns a Sealer over load.
-func NewSealer(load func() ([]byte, error)) *Sealer { return &Sealer{load: load} }
-
-// Box returns the Box, loading the key on first use.
-func (s *Sealer) Box() (*seal.Box, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.box != nil {
-		return s.box, nil
-	}
-	key, err := s.load()
-	if err != nil {
-		return nil, err
-	}
-	b, err := seal.New(key)
-	if err != nil {
-		return nil, err
-	}
-	s.box = b
-	return b, nil
 }

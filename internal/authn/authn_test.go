@@ -1,8 +1,6 @@
 package authn
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -41,46 +39,6 @@ func TestIsCSRFToken(t *testing.T) {
 	} {
 		if got := IsCSRFToken(tc.v); got != tc.want {
 			t.Errorf("IsCSRFToken(%q): got %v, want %v", tc.v, got, tc.want)
-		}
-	}
-}
-
-func TestCookieNames(t *testing.T) {
-	for _, tc := range []struct {
-		name, path string
-		secure     bool
-		want       string
-	}{
-		{SessionCookie, "/", false, "oidcd_session"},
-		{SessionCookie, "/", true, "__Host-oidcd_session"},
-		{AuthzCookie, AuthzCookiePath, true, "__Secure-oidcd_authz"},
-		{CSRFCookie, "/", true, "__Host-oidcd_csrf"},
-	} {
-		if got := CookieName(tc.name, tc.path, tc.secure); got != tc.want {
-			t.Errorf("CookieName(%q, %q, %v) = %q, want %q", tc.name, tc.path, tc.secure, got, tc.want)
-		}
-	}
-}
-
-// TestJarFlags: every cookie is HttpOnly and SameSite=Lax, Secure exactly
-// when the issuer is https, and a junk CSRF cookie is replaced.
-func TestJarFlags(t *testing.T) {
-	for _, secure := range []bool{false, true} {
-		j := Jar{Secure: secure}
-		w := httptest.NewRecorder()
-		r := httptest.NewRequest(http.MethodGet, "/", nil)
-		r.AddCookie(&http.Cookie{Name: CookieName(CSRFCookie, "/", secure), Value: "junk"})
-		tok := j.CSRFToken(w, r)
-		if !IsCSRFToken(tok) {
-			t.Fatalf("token %q", tok)
-		}
-		cs := w.Result().Cookies()
-		if len(cs) != 1 {
-			t.Fatalf("cookies: %v", cs)
-		}
-		c := cs[0]
-		if c.Name != CookieName(CSRFCookie, "/", secure) || c.Value != tok || !c.HttpOnly || c.Secure != secure || c.SameSite != http.SameSiteLaxMode || c.Path != "/" {
-			t.Errorf("cookie %+v", c)
 		}
 	}
 }

@@ -1,0 +1,107 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/authn"
+	"github.com/oidcd/oidcd/internal/kek"
+	"github.com/oidcd/oidcd/internal/testkit/fsmtest"
+)
+
+func newManager(t *testing.T, issuer string, k *kek.KEK) (*Manager, *fsmtest.Applier) {
+	t.Helper()
+	a := fsmtest.New(t)
+	m, err := New(Config{Issuer: issuer, State: a.State(), KEK: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, a
+}
+
+func TestCookieNames(t *testing.T) {
+	for _, tc := range []struct {
+		name, path string
+		secure     bool
+		want       string
+	}{
+		{SSOCookie, "/", false, "oidcd_session"},
+		{SSOCookie, "/", true, "__Host-oidcd_session"},
+		{AuthzCookie, AuthzCookiePath, true, "__Secure-oidcd_authz"},
+		{AuthzCookie, AuthzCookiePath, false, "oidcd_authz"},
+		{CSRFCookie, "/", true, "__Host-oidcd_csrf"},
+	} {
+		if got := CookieName(tc.name, tc.path, tc.secure); got != tc.want {
+			t.Errorf("CookieName(%q, %q, %v) = %q, want %q", tc.name, tc.path, tc.secure, got, tc.want)
+		}
+	}
+}
+
+// TestCookieFlags: every cookie is HttpOnly and SameSite=Lax, Secure
+// exactly when the issuer is https, and a junk CSRF cookie is replaced.
+func TestCookieFlags(t *testing.T) {
+	for _, issuer := range []string{"http://127.0.0.1:8080", "https://idp.example"} {
+		m, _ := newManager(t, issuer, nil)
+		secure := m.Secure()
+		if want := issuer[:5] == "https"; secure != want {
+			t.Fatalf("%s: Secure %v, want %v", issuer, secure, want)
+		}
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.AddCookie(&http.Cookie{Name: CookieName(CSRFCookie, "/", secure), Value: "junk"})
+		tok := m.CSRFToken(w, r)
+		if !authn.IsCSRFToken(tok) {
+			t.Fatalf("token %q", tok)
+		}
+		cs := w.Result().Cookies()
+		if len(cs) != 1 {
+			t.Fatalf("cookies: %v", cs)
+		}
+		c := cs[0]
+		if c.Name != CookieName(CSRFCookie, "/", secure) || c.Value != tok || !c.HttpOnly || c.Secure != secure || c.SameSite != http.SameSiteLaxMode || c.Path != "/" {
+			t.Errorf("cookie %+v", c)
+		}
+	}
+}
+
+// TestBrowserKey: without a key the Box answers ErrNoBrowserKey; once the
+// leader created it (sealed under the KEK) it opens, and a key stored as
+// the bare 32 bytes of an older release opens too.
+func TestBrowserKey(t *testing.T) {
+	k, err := kek.New(bytes.Repeat([]byte{9}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, a := newManager(t, "https://idp.example", k)
+	if _, err := m.Box(); !errors.Is(err, ErrNoBrowserKey) {
+		t.Fatalf("Box before the key: got %v, want ErrNoBrowserKey", err)
+	}
+	if clear, err := m.CheckBrowserKey(); clear || err != nil {
+		t.Fatalf("CheckBrowserKey before the key: %v %v", clear, err)
+	}
+	if err := m.EnsureBrowserKey(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := a.State().Secret(fsm.SecretBrowserKey)
+	if err != nil || !kek.Sealed(stored) {
+		t.Fatalf("stored key: sealed %v, %v", kek.Sealed(stored), err)
+	}
+	if clear, err := m.CheckBrowserKey(); clear || err != nil {
+		t.Fatalf("CheckBrowserKey: %v %v", clear, err)
+	}
+	if _, err := m.Box(); err != nil {
+		t.Fatalf("Box: %v", err)
+	}
+	if _, err := OpenBrowserKey(nil, stored); err == nil {
+		t.Error("a sealed key opened without the KEK")
+	}
+	bare := bytes.Repeat([]byte{7}, 32)
+	if got, err := OpenBrowserKey(nil, bare); err != nil || !bytes.Equal(got, bare) {
+		t.Errorf("bare key: got %x, %v", got, err)
+	}
+}

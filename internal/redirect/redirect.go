@@ -137,9 +137,11 @@ func Match(appType string, registered []string, got string) bool {
 }
 
 // loopback parses s as an http loopback redirect at an IP literal with
-// no fragment, no user info and a valid port, if any.
+// no fragment, no user info and a valid port, if any, its scheme written
+// in lower case (url.Parse folds "HTTP:" to "http", and an any-port
+// match is only for the one plain spelling).
 func loopback(s string) (*url.URL, bool) {
-	if strings.Contains(s, "#") {
+	if !strings.HasPrefix(s, "http://") || strings.Contains(s, "#") {
 		return nil, false
 	}
 	u, err := url.Parse(s)

@@ -73,6 +73,8 @@ func TestMatch(t *testing.T) {
 		{Native, "http://127.0.0.1:51004/callback#f", false},
 		{Native, "http://u@127.0.0.1:51004/callback", false},
 		{Native, "https://127.0.0.1:51004/callback", false},
+		{Native, "HTTP://127.0.0.1:51004/callback", false},
+		{Native, "Http://[::1]:9/cb?x=1", false},
 		{Native, "http://localhost:51004/callback", false},
 		{Native, "http://[::1]:51004/callback", false}, // registered at 127.0.0.1 only
 		{Native, "http://[::1]:9/cb?x=1", true},

@@ -17,6 +17,7 @@ import (
 	"github.com/oidcd/oidcd/internal/httpx"
 	"github.com/oidcd/oidcd/internal/password"
 	"github.com/oidcd/oidcd/oidc"
+	"github.com/oidcd/oidcd/session"
 )
 
 // Config is everything one node needs. Zero values take the defaults of
@@ -163,8 +164,8 @@ const (
 	DefaultGossipAddr  = "127.0.0.1:8301"
 	DefaultRateLimit   = "5/60s"
 	DefaultKeyRotation = 30 * 24 * time.Hour
-	DefaultSessionIdle = 2 * time.Hour
-	DefaultSessionMax  = 12 * time.Hour
+	DefaultSessionIdle = session.DefaultIdle
+	DefaultSessionMax  = session.DefaultMax
 	// DefaultAdminACR: administrators sign in with a second factor.
 	DefaultAdminACR = oidc.ACRMFA
 	// DefaultAuditRetention keeps audit events 90 days.

@@ -242,7 +242,9 @@ func (n *Node) buildServices() (err error) {
 	})
 	// One browser session (cookies, sealer, browser key) for oidc, signin
 	// and logout.
-	n.sessions, err = session.New(session.Config{Issuer: cfg.Issuer, State: n.fsm.State(), KEK: n.kek})
+	n.sessions, err = session.New(session.Config{
+		Issuer: cfg.Issuer, State: n.fsm.State(), KEK: n.kek, Idle: cfg.SessionIdle, Max: cfg.SessionMax,
+	})
 	if err != nil {
 		return err
 	}
@@ -288,20 +290,18 @@ func (n *Node) buildServices() (err error) {
 func (n *Node) newProvider(ui *webui.UI) (err error) {
 	cfg := n.cfg
 	n.signin, err = signin.New(signin.Config{
-		Issuer:      cfg.Issuer,
-		State:       n.fsm.State(),
-		Applier:     n.cluster,
-		UI:          ui,
-		Hasher:      n.hasher,
-		Now:         cfg.Now,
-		Logger:      n.log,
-		Registerer:  n.registry,
-		Sessions:    n.sessions,
-		ReadIndex:   n.readIndex,
-		SessionIdle: cfg.SessionIdle,
-		SessionMax:  cfg.SessionMax,
-		KEK:         n.kek,
-		Mail:        cfg.MailEnabled(),
+		Issuer:     cfg.Issuer,
+		State:      n.fsm.State(),
+		Applier:    n.cluster,
+		UI:         ui,
+		Hasher:     n.hasher,
+		Now:        cfg.Now,
+		Logger:     n.log,
+		Registerer: n.registry,
+		Sessions:   n.sessions,
+		ReadIndex:  n.readIndex,
+		KEK:        n.kek,
+		Mail:       cfg.MailEnabled(),
 		SMS: sms.New(cfg.SMSOutbox, cfg.SMSWebhook, func(err error) {
 			n.log.Error("text message not sent", "err", err)
 		}),
@@ -323,8 +323,6 @@ func (n *Node) newProvider(ui *webui.UI) (err error) {
 		RateLimit:   cfg.RateLimit,
 		RateLimiter: n.cluster.RateLimiter(),
 		ReadIndex:   n.readIndex,
-		SessionIdle: cfg.SessionIdle,
-		SessionMax:  cfg.SessionMax,
 		AdminACR:    cfg.AdminACR,
 		// The console's callback on the admin listener, when it is there.
 		AdminRedirectURIs: n.adminCallbacks,

@@ -483,10 +483,7 @@ func (f *flow) consentAndIssue(org fsm.Org, grant bool) {
 func (f *flow) issue(org fsm.Org, grant bool) {
 	p, req, s := f.p, f.pend.Req, f.sess
 	code := authn.NewID()
-	idle := f.now.Add(p.cfg.SessionIdle)
-	if s.ExpiresAt.Before(idle) {
-		idle = s.ExpiresAt
-	}
+	idle := p.sessions.IdleUntil(f.now, s.ExpiresAt)
 	cmd := fsm.IssueCode{
 		Code: fsm.Code{
 			Hash: authn.HashToken(code), ClientID: f.client.ID, RedirectURI: req.RedirectURI,

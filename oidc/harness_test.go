@@ -142,7 +142,6 @@ func newHarness(t testing.TB, opts ...harnessOption) *harness {
 	h.steps, err = signin.New(signin.Config{
 		Issuer: cfg.Issuer, State: cfg.State, Applier: cfg.Applier, UI: cfg.UI, Hasher: h.hasher,
 		Now: cfg.Now, Registerer: cfg.Registerer, Sessions: cfg.Sessions, ReadIndex: cfg.ReadIndex,
-		SessionIdle: cfg.SessionIdle, SessionMax: cfg.SessionMax,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -97,9 +97,6 @@ type Config struct {
 	// cluster.Cluster.RateLimiter). Its errors are answered 500
 	// server_error.
 	RateLimiter ratelimit.Limiter
-	// SessionIdle and SessionMax bound the SSO session (defaults 2h, 12h).
-	SessionIdle time.Duration
-	SessionMax  time.Duration
 	// CodeTTL is the authorization code lifetime (default 60s).
 	CodeTTL time.Duration
 	// ReadIndex, when set, makes liveness checks linearizable: it returns
@@ -152,12 +149,6 @@ func New(cfg Config) (*Provider, error) {
 	}
 	if cfg.RateLimit == "" {
 		cfg.RateLimit = "5/60s"
-	}
-	if cfg.SessionIdle == 0 {
-		cfg.SessionIdle = 2 * time.Hour
-	}
-	if cfg.SessionMax == 0 {
-		cfg.SessionMax = 12 * time.Hour
 	}
 	if cfg.AdminACR == "" {
 		cfg.AdminACR = ACRMFA

@@ -41,6 +41,13 @@ func CookieName(name, path string, secure bool) string {
 	return "__Secure-" + name
 }
 
+// Default lifetimes of an SSO session (node's --session-idle and
+// --session-max).
+const (
+	DefaultIdle = 2 * time.Hour
+	DefaultMax  = 12 * time.Hour
+)
+
 // Config wires the browser session to one node.
 type Config struct {
 	Issuer string // {base_url}: an https issuer gets Secure cookies
@@ -48,6 +55,10 @@ type Config struct {
 	// KEK opens the browser key (nil: stored with the clear marker, see
 	// internal/kek).
 	KEK *kek.KEK
+	// Idle and Max bound an SSO session: it ends after Idle without a
+	// sign-in, and Max after it began whatever happens (defaults
+	// DefaultIdle, DefaultMax).
+	Idle, Max time.Duration
 }
 
 // Manager is the browser session of one node: its cookies, the sealer of
@@ -57,6 +68,8 @@ type Manager struct {
 	kek    *kek.KEK
 	secure bool
 	sealer *sealer
+
+	idle, max time.Duration
 }
 
 // New checks cfg and returns a Manager.
@@ -68,9 +81,31 @@ func New(cfg Config) (*Manager, error) {
 	if err != nil || u.Host == "" {
 		return nil, errors.New("session: Issuer must be an absolute URL")
 	}
-	m := &Manager{state: cfg.State, kek: cfg.KEK, secure: u.Scheme == "https"}
+	if cfg.Idle == 0 {
+		cfg.Idle = DefaultIdle
+	}
+	if cfg.Max == 0 {
+		cfg.Max = DefaultMax
+	}
+	m := &Manager{state: cfg.State, kek: cfg.KEK, secure: u.Scheme == "https", idle: cfg.Idle, max: cfg.Max}
 	m.sealer = &sealer{load: m.BrowserKey}
 	return m, nil
+}
+
+// Lifetimes of an SSO session opened at now: it ends idle at idle (at
+// most at end) and for good at end.
+func (m *Manager) Lifetimes(now time.Time) (idle, end time.Time) {
+	return m.IdleUntil(now, now.Add(m.max)), now.Add(m.max)
+}
+
+// IdleUntil is when a session used at now ends idle: Idle later, but
+// never after its end.
+func (m *Manager) IdleUntil(now, end time.Time) time.Time {
+	idle := now.Add(m.idle)
+	if end.Before(idle) {
+		return end
+	}
+	return idle
 }
 
 // Secure reports whether the issuer is https: cookies are Secure.

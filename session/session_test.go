@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/authn"
@@ -103,5 +104,37 @@ func TestBrowserKey(t *testing.T) {
 	bare := bytes.Repeat([]byte{7}, 32)
 	if got, err := OpenBrowserKey(nil, bare); err != nil || !bytes.Equal(got, bare) {
 		t.Errorf("bare key: got %x, %v", got, err)
+	}
+}
+
+// TestLifetimes: an SSO session ends idle Idle after its use, never after
+// its end, and for good Max after it began; zero takes the defaults.
+func TestLifetimes(t *testing.T) {
+	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		name           string
+		idle, max      time.Duration
+		wantIdle, want time.Duration
+	}{
+		{"defaults", 0, 0, 2 * time.Hour, 12 * time.Hour},
+		{"configured", time.Minute, time.Hour, time.Minute, time.Hour},
+		{"idle beyond max", 3 * time.Hour, time.Hour, time.Hour, time.Hour},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := New(Config{Issuer: "http://127.0.0.1", State: fsmtest.New(t).State(), Idle: tc.idle, Max: tc.max})
+			if err != nil {
+				t.Fatal(err)
+			}
+			idle, end := m.Lifetimes(now)
+			if got := idle.Sub(now); got != tc.wantIdle {
+				t.Errorf("idle: got %s, want %s", got, tc.wantIdle)
+			}
+			if got := end.Sub(now); got != tc.want {
+				t.Errorf("end: got %s, want %s", got, tc.want)
+			}
+			if got := m.IdleUntil(end.Add(-time.Second), end); !got.Equal(end) {
+				t.Errorf("IdleUntil near the end: got %s, want %s", got, end)
+			}
+		})
 	}
 }

@@ -280,11 +280,8 @@ func (p *Signin) openSession(w http.ResponseWriter, r *http.Request, u fsm.User,
 		ID: uuid.NewString(), UserID: u.ID, AuthTime: now,
 		AMR: []string{method}, ACR: acrOf([]string{method}), Verified: map[string]time.Time{method: now},
 		CreatedAt: now, LastSeen: now,
-		IdleExpiresAt: now.Add(p.cfg.SessionIdle), ExpiresAt: now.Add(p.cfg.SessionMax),
 	}
-	if s.ExpiresAt.Before(s.IdleExpiresAt) {
-		s.IdleExpiresAt = s.ExpiresAt
-	}
+	s.IdleExpiresAt, s.ExpiresAt = p.sessions.Lifetimes(now)
 	secret := authn.NewID()
 	cmd := fsm.StartSSOSession{Session: s, TokenHash: authn.HashToken(secret), Supersedes: supersedes, Settle: settled}
 	res, err := p.cfg.Applier.Apply(r.Context(), p.stamp(r.Context(), fsm.MustCommand(fsm.TypeStartSSOSession, cmd),

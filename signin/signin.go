@@ -37,9 +37,6 @@ type Config struct {
 	// Sessions is the browser session (package session): cookies and the
 	// sealer of the steps, shared with the authorization flow.
 	Sessions *session.Manager
-	// SessionIdle and SessionMax bound the SSO session (defaults 2h, 12h).
-	SessionIdle time.Duration
-	SessionMax  time.Duration
 	// SMS sends text-message sign-in codes (internal/sms); nil turns
 	// text-message sign-in off.
 	SMS sms.Sender
@@ -93,12 +90,6 @@ func New(cfg Config) (*Signin, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.SessionIdle == 0 {
-		cfg.SessionIdle = 2 * time.Hour
-	}
-	if cfg.SessionMax == 0 {
-		cfg.SessionMax = 12 * time.Hour
 	}
 	p := &Signin{cfg: cfg, log: cfg.Logger, issuer: u, sessions: cfg.Sessions, smsEnabled: cfg.SMS != nil, floor: answerFloor}
 	p.metrics = newMetrics(cfg.Registerer)

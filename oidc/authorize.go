@@ -237,27 +237,17 @@ func (f *flow) loadClient() bool {
 	return true
 }
 
-// loadSession finds the browser's usable SSO session (browserSession).
-// ok is false when it has answered 503.
+// loadSession finds the browser's usable SSO session (session.Manager.Live),
+// catching up once when the cookie names a session not found. ok is false
+// when it has answered 503.
 func (f *flow) loadSession() bool {
-	s, u, found, err := f.p.browserSession(f.r, f.now)
+	s, u, found, err := f.p.sessions.Live(f.r, f.now, func() bool { return f.p.catchUp(f.r.Context()) })
 	if err != nil {
 		f.unavailable(err.Error())
 		return false
 	}
 	f.sess, f.user, f.hasSession = s, u, found
 	return true
-}
-
-// browserSession finds the browser's usable SSO session: the cookie's
-// secret names a session that is live at now and whose person still
-// exists. err is only for a store problem.
-func (p *Provider) browserSession(r *http.Request, now time.Time) (fsm.SSOSession, fsm.User, bool, error) {
-	secret := p.cookieValue(r, cookieSession, "/")
-	if secret == "" || len(secret) > 64 {
-		return fsm.SSOSession{}, fsm.User{}, false, nil
-	}
-	return p.cfg.State.LiveSSOSession(authn.HashToken(secret), now, func() bool { return p.catchUp(r.Context()) })
 }
 
 // proceed runs the pipeline from authentication to the code. grant is the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,6 +135,62 @@ func TestLifetimes(t *testing.T) {
 			}
 			if got := m.IdleUntil(end.Add(-time.Second), end); !got.Equal(end) {
 				t.Errorf("IdleUntil near the end: got %s, want %s", got, end)
+			}
+		})
+	}
+}
+
+// TestLive: the cookie's secret finds its SSO session while it is live
+// (Live) and as long as the store holds it (Named); no cookie, a junk or
+// overlong one, or an unknown secret find nothing.
+func TestLive(t *testing.T) {
+	m, a := newManager(t, "http://127.0.0.1", nil)
+	now := time.Now().UTC().Truncate(time.Second)
+	apply := func(typ fsm.Type, v any) {
+		t.Helper()
+		res, err := a.Apply(context.Background(), fsm.MustCommand(typ, v))
+		if err != nil || res.Err != nil {
+			t.Fatalf("%s: %v %v", typ, err, res.Err)
+		}
+	}
+	const user, sid = "1a000000-0000-4000-8000-000000000001", "5a000000-0000-4000-8000-000000000001"
+	apply(fsm.TypeCreateUser, fsm.CreateUser{User: fsm.User{ID: user, Email: "ann@example.com", CreatedAt: now}})
+	secret := authn.NewID()
+	idle, end := m.Lifetimes(now)
+	apply(fsm.TypeStartSSOSession, fsm.StartSSOSession{TokenHash: authn.HashToken(secret), Session: fsm.SSOSession{
+		ID: sid, UserID: user, AuthTime: now, CreatedAt: now, LastSeen: now, IdleExpiresAt: idle, ExpiresAt: end,
+	}})
+	w := httptest.NewRecorder()
+	m.SetSSOCookie(w, secret, end)
+	withCookie := func(v string) *http.Request {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		if v != "" {
+			r.AddCookie(&http.Cookie{Name: SSOCookie, Value: v})
+		}
+		return r
+	}
+	if c := w.Result().Cookies(); len(c) != 1 || c[0].Name != SSOCookie || c[0].Value != secret || c[0].Path != "/" {
+		t.Fatalf("SSO cookie: %+v", c)
+	}
+	for _, tc := range []struct {
+		name, cookie string
+		at           time.Time
+		live, named  bool
+	}{
+		{"live", secret, now, true, true},
+		{"idle", secret, idle.Add(time.Second), false, true},
+		{"no cookie", "", now, false, false},
+		{"unknown", authn.NewID(), now, false, false},
+		{"overlong", secret + strings.Repeat("A", 64), now, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, u, live, err := m.Live(withCookie(tc.cookie), tc.at, nil)
+			if err != nil || live != tc.live || (live && (s.ID != sid || u.ID != user)) {
+				t.Errorf("Live: got %v %q %q %v, want %v", live, s.ID, u.ID, err, tc.live)
+			}
+			s, named, err := m.Named(withCookie(tc.cookie))
+			if err != nil || named != tc.named || (named && s.ID != sid) {
+				t.Errorf("Named: got %v %q %v, want %v", named, s.ID, err, tc.named)
 			}
 		})
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/password"
-	"github.com/oidcd/oidcd/session"
 	"github.com/oidcd/oidcd/webui"
 )
 
@@ -292,7 +291,7 @@ func (p *Signin) openSession(w http.ResponseWriter, r *http.Request, u fsm.User,
 	if err != nil {
 		return s, err
 	}
-	p.setCookie(w, session.SSOCookie, secret, "/", s.ExpiresAt)
+	p.sessions.SetSSOCookie(w, secret, s.ExpiresAt)
 	p.metrics.signIns.WithLabelValues(method).Inc()
 	return s, nil
 }

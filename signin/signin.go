@@ -135,23 +135,17 @@ func (p *Signin) catchUp(ctx context.Context) bool {
 	return true
 }
 
-func (p *Signin) setCookie(w http.ResponseWriter, name, value, path string, expires time.Time) {
-	p.sessions.SetCookie(w, name, value, path, expires)
-}
-
+// cookieValue is the value of the first cookie called name (of path), ""
+// if none.
 func (p *Signin) cookieValue(r *http.Request, name, path string) string {
 	return p.sessions.Cookie(r, name, path)
 }
 
-// browserSession finds the browser's usable SSO session: the cookie's
-// secret names a session that is live at now and whose person still
-// exists. err is only for a store problem.
+// browserSession finds the browser's usable SSO session
+// (session.Manager.Live), catching up once when the cookie names a
+// session not found. err is only for a store problem.
 func (p *Signin) browserSession(r *http.Request, now time.Time) (fsm.SSOSession, fsm.User, bool, error) {
-	secret := p.cookieValue(r, session.SSOCookie, "/")
-	if secret == "" || len(secret) > 64 {
-		return fsm.SSOSession{}, fsm.User{}, false, nil
-	}
-	return p.cfg.State.LiveSSOSession(authn.HashToken(secret), now, func() bool { return p.catchUp(r.Context()) })
+	return p.sessions.Live(r, now, func() bool { return p.catchUp(r.Context()) })
 }
 
 // flow is one turn of the sign-in inside /authorize.

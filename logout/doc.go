@@ -24,10 +24,11 @@
 // with an error page quoting the correlation id (GET) or the status alone
 // (POST), and never redirects.
 //
-// The browser's SSO session (the cookie secret's SHA-256, as oidc stores it)
-// is ended with EndSSOSession only when it is the SSO session of the hint's
-// sid (the hint's person's) and still live, and its cookie is then cleared. A hint of another
-// session ends nothing, but the redirect still happens. Before redirecting,
+// The browser's SSO session (found from its cookie through the
+// session.Manager node hands over, which also clears the cookie) is ended
+// with EndSSOSession only when it is the SSO session of the hint's sid
+// (the hint's person's) and still live, and its cookie is then cleared. A
+// hint of another session ends nothing, but the redirect still happens. Before redirecting,
 // a logout that created deliveries waits at most FrontChannelWait (2 s) for
 // them to leave the pending state, so that an app rarely sees the browser
 // before its back-channel token. state is appended to the redirect, keeping
@@ -54,6 +55,6 @@
 // in the sub-only shape) and events with the back-channel logout event
 // mapped to an empty object; never a nonce.
 //
-// logout imports fsm, keys and webui, never oidc or cluster; writes go
-// through the narrow Applier interface.
+// logout imports fsm, keys, session and webui, never oidc or cluster;
+// writes go through the narrow Applier interface.
 package logout

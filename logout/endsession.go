@@ -14,7 +14,6 @@ import (
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/httpx"
-	"github.com/oidcd/oidcd/internal/password"
 	"github.com/oidcd/oidcd/keys"
 	"github.com/oidcd/oidcd/webui"
 )
@@ -35,9 +34,6 @@ const (
 	// maxForm bounds a POST body: a hint (at most keys.MaxTokenSize) and
 	// three short fields.
 	maxForm = keys.MaxTokenSize + 8<<10
-	// maxCookie bounds the SSO cookie value read (oidc writes 32 hex
-	// characters).
-	maxCookie = 64
 	// hintSkew is how far past exp a hint is still accepted.
 	hintSkew = 5 * time.Second
 )
@@ -293,17 +289,11 @@ func (s *Service) endBrowserSession(w http.ResponseWriter, r *http.Request, req 
 	if rerr != nil || ssoID == "" {
 		return ended, false, rerr
 	}
-	c, err := r.Cookie(s.cfg.SessionCookie)
-	if err != nil || c.Value == "" || len(c.Value) > maxCookie {
-		return ended, false, nil
-	}
-	sess, err := s.cfg.State.SSOSessionByToken(hashToken(c.Value))
+	sess, found, err := s.cfg.Sessions.Named(r)
 	switch {
-	case errors.Is(err, fsm.ErrNotFound):
-		return ended, false, nil
 	case err != nil:
 		return ended, false, unavailable("sso session: %v", err)
-	case sess.ID != ssoID:
+	case !found || sess.ID != ssoID:
 		return ended, false, nil
 	}
 	if sess.Live(now) {
@@ -325,7 +315,7 @@ func (s *Service) endBrowserSession(w http.ResponseWriter, r *http.Request, req 
 			ended, _ = res.Value.(fsm.EndedApps)
 		}
 	}
-	s.clearCookie(w)
+	s.cfg.Sessions.ClearSSOCookie(w)
 	return ended, true, nil
 }
 
@@ -428,12 +418,8 @@ func (s *Service) frame(r *http.Request, clientID string) webui.Frame {
 // browserHasLiveSession reports whether the browser's cookie names a live
 // SSO session (a read problem counts as no).
 func (s *Service) browserHasLiveSession(r *http.Request) bool {
-	c, err := r.Cookie(s.cfg.SessionCookie)
-	if err != nil || c.Value == "" || len(c.Value) > maxCookie {
-		return false
-	}
-	sess, err := s.cfg.State.SSOSessionByToken(hashToken(c.Value))
-	return err == nil && sess.Live(s.now())
+	sess, found, err := s.cfg.Sessions.Named(r)
+	return err == nil && found && sess.Live(s.now())
 }
 
 // fail answers a request that cannot be honoured: an error page with a
@@ -467,16 +453,6 @@ func (s *Service) fail(w http.ResponseWriter, r *http.Request, clientID string, 
 	s.cfg.UI.Error(w, rerr.status, webui.ErrorPage{Frame: fr, Title: s.cfg.UI.Text(fr.Lang, title), Message: s.cfg.UI.Text(fr.Lang, msg), Reference: ref})
 }
 
-// clearCookie tells the browser to drop the SSO cookie, with the
-// attributes oidc sets it with.
-func (s *Service) clearCookie(w http.ResponseWriter) {
-	// #nosec G124 -- HttpOnly and SameSite are set; Secure follows the issuer scheme (an http issuer is for loopback and development; TestLogoutSecureCookie)
-	http.SetCookie(w, &http.Cookie{
-		Name: s.cfg.SessionCookie, Value: "", Path: "/", MaxAge: -1,
-		HttpOnly: true, Secure: s.cfg.SecureCookies, SameSite: http.SameSiteLaxMode,
-	})
-}
-
 // reference is the id quoted on error pages and in the log: the request's
 // correlation id, or a fresh one outside the correlation middleware.
 func reference(r *http.Request) string {
@@ -485,7 +461,3 @@ func reference(r *http.Request) string {
 	}
 	return httpx.NewID()[:12]
 }
-
-// hashToken is how oidc stores the SSO cookie secret (a 256-bit random
-// value): password.HashSecret.
-func hashToken(s string) string { return password.HashSecret(s) }

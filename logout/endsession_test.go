@@ -231,12 +231,15 @@ func TestLogoutEndsTheBrowsersSessionAndRedirectsAfterDelivery(t *testing.T) {
 }
 
 func TestLogoutSecureCookie(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.SecureCookies = true; c.FrontChannelWait = -1 })
+	h := newHarness(t, func(c *Config) {
+		c.Sessions = newSessions(t, "https://idp.example", c.State)
+		c.FrontChannelWait = -1
+	})
 	sess := h.ssoSession(hUser)
 	_, hint := h.signIn(sess, hUser, hAppA, hOrgA)
 	r := h.get(q("id_token_hint", hint), sess.secret)
 	cookies := (&http.Response{Header: r.header}).Cookies()
-	if r.status != http.StatusOK || len(cookies) != 1 || !cookies[0].Secure || cookies[0].MaxAge != -1 {
+	if r.status != http.StatusOK || len(cookies) != 1 || !cookies[0].Secure || cookies[0].MaxAge != -1 || cookies[0].Name != "__Host-"+hCookie {
 		t.Fatalf("got %d cookies %+v, want 200 and a Secure clearing cookie", r.status, cookies)
 	}
 }

@@ -19,9 +19,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/httpx"
 	"github.com/oidcd/oidcd/internal/testkit/fsmtest"
 	"github.com/oidcd/oidcd/keys"
+	"github.com/oidcd/oidcd/session"
 	"github.com/oidcd/oidcd/webui"
 )
 
@@ -181,6 +183,16 @@ type harness struct {
 	recvM   *receiver
 }
 
+// newSessions is the browser session of issuer over st, as node builds it.
+func newSessions(t *testing.T, issuer string, st *fsm.State) *session.Manager {
+	t.Helper()
+	m, err := session.New(session.Config{Issuer: issuer, State: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 func newHarness(t *testing.T, tweak ...func(*Config)) *harness {
 	t.Helper()
 	h := &harness{t: t, clock: &clock{}, reg: prometheus.NewRegistry()}
@@ -196,10 +208,13 @@ func newHarness(t *testing.T, tweak ...func(*Config)) *harness {
 	h.srv = httptest.NewUnstartedServer(nil)
 	cfg := Config{
 		Issuer: "http://" + h.srv.Listener.Addr().String(), State: h.applier.State(), Applier: h.applier,
-		Keys: h.keys, UI: ui, Now: h.clock.Now, Registerer: h.reg, SessionCookie: hCookie,
+		Keys: h.keys, UI: ui, Now: h.clock.Now, Registerer: h.reg,
 	}
 	for _, f := range tweak {
 		f(&cfg)
+	}
+	if cfg.Sessions == nil {
+		cfg.Sessions = newSessions(t, cfg.Issuer, cfg.State)
 	}
 	h.s, err = New(cfg)
 	if err != nil {
@@ -256,15 +271,15 @@ func (h *harness) seed() {
 	}
 }
 
-// session is a browser's SSO session: its id and its cookie secret.
-type session struct{ id, secret string }
+// browserSSO is a browser's SSO session: its id and its cookie secret.
+type browserSSO struct{ id, secret string }
 
 // ssoSession opens a live SSO session for user.
-func (h *harness) ssoSession(user string) session {
+func (h *harness) ssoSession(user string) browserSSO {
 	h.t.Helper()
 	now := h.clock.Now()
-	s := session{id: uuid.NewString(), secret: httpx.NewID()}
-	h.apply(fsm.TypeStartSSOSession, fsm.StartSSOSession{TokenHash: hashToken(s.secret), Session: fsm.SSOSession{
+	s := browserSSO{id: uuid.NewString(), secret: httpx.NewID()}
+	h.apply(fsm.TypeStartSSOSession, fsm.StartSSOSession{TokenHash: authn.HashToken(s.secret), Session: fsm.SSOSession{
 		ID: s.id, UserID: user, AuthTime: now, AMR: []string{"pwd"}, ACR: "urn:service:sso:acr:pwd",
 		CreatedAt: now, LastSeen: now, IdleExpiresAt: now.Add(2 * time.Hour), ExpiresAt: now.Add(12 * time.Hour),
 	}})
@@ -273,11 +288,11 @@ func (h *harness) ssoSession(user string) session {
 
 // signIn opens (or reuses) the app session of client in org under sess, as
 // the authorize flow does, and returns an ID token for it.
-func (h *harness) signIn(sess session, user, client, org string) (sid, idToken string) {
+func (h *harness) signIn(sess browserSSO, user, client, org string) (sid, idToken string) {
 	h.t.Helper()
 	now := h.clock.Now()
 	res := h.apply(fsm.TypeIssueCode, fsm.IssueCode{NewSID: uuid.NewString(), IdleExpiresAt: now.Add(2 * time.Hour), Code: fsm.Code{
-		Hash: hashToken(httpx.NewID()), ClientID: client, RedirectURI: hRedirect, UserID: user, OrgID: org,
+		Hash: authn.HashToken(httpx.NewID()), ClientID: client, RedirectURI: hRedirect, UserID: user, OrgID: org,
 		SSOSessionID: sess.id, Scopes: []string{"openid"}, Challenge: "x", AuthTime: now, AMR: []string{"pwd"},
 		ACR: "urn:service:sso:acr:pwd", RequestedAt: now, IssuedAt: now, ExpiresAt: now.Add(time.Minute),
 	}})
@@ -351,7 +366,7 @@ func (h *harness) post(form url.Values, cookie string) response {
 func (h *harness) do(req *http.Request, cookie string) response {
 	h.t.Helper()
 	if cookie != "" {
-		req.AddCookie(&http.Cookie{Name: hCookie, Value: cookie})
+		req.AddCookie(&http.Cookie{Name: session.CookieName(hCookie, "/", h.s.cfg.Sessions.Secure()), Value: cookie})
 	}
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := client.Do(req)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/keys"
+	"github.com/oidcd/oidcd/session"
 	"github.com/oidcd/oidcd/webui"
 )
 
@@ -71,10 +72,9 @@ type Config struct {
 	Now        func() time.Time
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
-	// SessionCookie is the name of the SSO cookie (oidc owns it).
-	SessionCookie string
-	// SecureCookies: the issuer is https.
-	SecureCookies bool
+	// Sessions is the browser session (package session): logout reads
+	// and clears the SSO cookie through it.
+	Sessions *session.Manager
 	// FrontChannelWait bounds how long a logout waits for its back-channel
 	// deliveries before redirecting (default 2s; negative: do not wait).
 	FrontChannelWait time.Duration
@@ -126,8 +126,8 @@ func New(cfg Config) (*Service, error) {
 	if cfg.State == nil || cfg.Applier == nil || cfg.Keys == nil || cfg.UI == nil {
 		return nil, errors.New("logout: State, Applier, Keys and UI are required")
 	}
-	if cfg.Issuer == "" || cfg.SessionCookie == "" {
-		return nil, errors.New("logout: Issuer and SessionCookie are required")
+	if cfg.Issuer == "" || cfg.Sessions == nil {
+		return nil, errors.New("logout: Issuer and Sessions are required")
 	}
 	cfg.Issuer = strings.TrimRight(cfg.Issuer, "/")
 	if cfg.Now == nil {

@@ -73,7 +73,7 @@ func (h *harness) checkLogoutToken(t *testing.T, tok, clientID string, withSID b
 }
 
 // logoutAll signs a browser out of sess through the FSM, as /logout does.
-func (h *harness) logoutAll(sess session) fsm.EndedApps {
+func (h *harness) logoutAll(sess browserSSO) fsm.EndedApps {
 	h.t.Helper()
 	res := h.apply(fsm.TypeEndSSOSession, fsm.EndSSOSession{ID: sess.id, At: h.clock.Now(), Reason: fsm.EndLogout})
 	return res.Value.(fsm.EndedApps)

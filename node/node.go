@@ -267,9 +267,8 @@ func (n *Node) buildServices() (err error) {
 		Now:           cfg.Now,
 		Logger:        n.log,
 		Registerer:    n.registry,
-		SessionCookie: session.CookieName(session.SSOCookie, "/", n.sessions.Secure()),
+		Sessions:      n.sessions,
 		ReadIndex:     n.readIndex,
-		SecureCookies: n.sessions.Secure(),
 		AdminClientID: oidc.AdminClientID,
 	})
 	if err != nil {

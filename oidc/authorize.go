@@ -98,8 +98,7 @@ type flow struct {
 	user       fsm.User
 	hasSession bool
 
-	csrf string // this browser's token once csrfToken ran
-	ref  string // see reference
+	turn authn.Turn // the CSRF token and reference, shared with the sign-in
 }
 
 func (p *Provider) newFlow(w http.ResponseWriter, r *http.Request) *flow {
@@ -167,14 +166,13 @@ func (f *flow) step(form url.Values, show string) {
 	st := &authn.Step{
 		Pending: &f.pend.Pending, Seal: func() (string, error) { return f.p.sealPending(f.pend) },
 		Form: form, Show: show, ClientID: f.client.ID, AppName: f.client.Name,
-		CSRF: f.csrf, Reference: f.ref, OrgHint: f.pend.Req.OrgHint, Resume: f.pend.Req.resume(),
+		Turn: &f.turn, OrgHint: f.pend.Req.OrgHint, Resume: f.pend.Req.resume(),
 	}
 	var sess fsm.SSOSession
 	if f.hasSession {
 		sess = f.sess
 	}
 	s, u, ok := f.p.cfg.Steps.Step(f.w, f.r, st, sess, f.user)
-	f.csrf, f.ref = st.CSRF, st.Reference
 	if !ok {
 		return
 	}
@@ -208,7 +206,7 @@ func (f *flow) openForm(stages ...string) (url.Values, bool) {
 		f.page(http.StatusForbidden, msgForbidden, "csrf mismatch")
 		return nil, false
 	}
-	f.csrf = f.pend.CSRF
+	f.turn.CSRF = f.pend.CSRF
 	return form, true
 }
 
@@ -296,9 +294,7 @@ func (f *flow) authenticate() bool {
 
 // sameSession reports whether the browser's usable session is the one that
 // authenticated this pending request.
-func (f *flow) sameSession() bool {
-	return f.hasSession && f.pend.SSOID != "" && f.sess.ID == f.pend.SSOID
-}
+func (f *flow) sameSession() bool { return f.pend.SameSession(f.hasSession, f.sess.ID) }
 
 // needsFreshAuth reports whether session s is too old or not wanted for
 // req: prompt=login, or max_age exceeded (max_age=0: always).
@@ -549,16 +545,9 @@ func (f *flow) redirectTo(location string, status int) {
 	f.w.WriteHeader(status)
 }
 
-// reference is the id quoted on error pages and in the log: the request's
-// correlation id, or a fresh one outside the correlation middleware.
-func (f *flow) reference() string {
-	if f.ref == "" {
-		if f.ref = httpx.CorrelationID(f.r.Context()); f.ref == "" {
-			f.ref = authn.NewID()[:12]
-		}
-	}
-	return f.ref
-}
+// reference is the id quoted on error pages and in the log
+// (authn.Turn.Reference).
+func (f *flow) reference() string { return f.turn.Reference(f.r) }
 
 // pageErr shows a validation error: 503 for a store problem, else 400.
 func (f *flow) pageErr(err error) {
@@ -609,14 +598,11 @@ func (f *flow) unavailable(reason string) {
 // common seals the pending request for a form of stage and returns the
 // data every form carries. ok is false when it has answered 503.
 func (f *flow) common(stage, action string) (webui.Common, bool) {
-	if f.csrf == "" {
-		f.csrf = f.p.sessions.CSRFToken(f.w, f.r)
-	}
-	f.pend.Stage, f.pend.CSRF = stage, f.csrf
+	csrf := f.p.sessions.Bind(f.w, f.r, &f.turn, &f.pend.Pending, stage)
 	step, err := f.p.sealPending(f.pend)
 	if err != nil {
 		f.unavailable("seal step: " + err.Error())
 		return webui.Common{}, false
 	}
-	return webui.Common{Frame: f.frame(), AppName: f.client.Name, CSRFToken: f.csrf, Action: action, Step: step}, true
+	return webui.Common{Frame: f.frame(), AppName: f.client.Name, CSRFToken: csrf, Action: action, Step: step}, true
 }

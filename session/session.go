@@ -162,6 +162,17 @@ func (m *Manager) RotateCSRF(w http.ResponseWriter) string {
 	return v
 }
 
+// Bind binds pd, about to be sealed into a form of stage, to this
+// browser's CSRF token, which it reads (or sets) once per request and
+// keeps in t, and returns the token for the form's csrf_token field.
+func (m *Manager) Bind(w http.ResponseWriter, r *http.Request, t *authn.Turn, pd *authn.Pending, stage string) string {
+	if t.CSRF == "" {
+		t.CSRF = m.CSRFToken(w, r)
+	}
+	pd.Stage, pd.CSRF = stage, t.CSRF
+	return t.CSRF
+}
+
 // Box returns the Box that seals browser state (the pending sign-in, the
 // self-service steps) under the browser key, loading the key on first
 // use: ErrNoBrowserKey until it is replicated (answer 503). Every node's

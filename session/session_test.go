@@ -195,3 +195,23 @@ func TestLive(t *testing.T) {
 		})
 	}
 }
+
+// TestBind: the first form of a request reads (or sets) the CSRF cookie
+// once, and every pending request sealed in that request is bound to it.
+func TestBind(t *testing.T) {
+	m, _ := newManager(t, "http://127.0.0.1", nil)
+	w := httptest.NewRecorder()
+	r := httptest.NewRequest(http.MethodGet, "/authorize", nil)
+	var turn authn.Turn
+	var a, b authn.Pending
+	tok := m.Bind(w, r, &turn, &a, authn.StageSignIn)
+	if !authn.IsCSRFToken(tok) || turn.CSRF != tok || a.CSRF != tok || a.Stage != authn.StageSignIn {
+		t.Fatalf("first bind: token %q, turn %q, pending %+v", tok, turn.CSRF, a)
+	}
+	if again := m.Bind(w, r, &turn, &b, authn.StageMFA); again != tok || b.CSRF != tok || b.Stage != authn.StageMFA {
+		t.Errorf("second bind: got %q %+v, want %q", again, b, tok)
+	}
+	if n := len(w.Result().Cookies()); n != 1 {
+		t.Errorf("set %d CSRF cookies, want 1", n)
+	}
+}

@@ -280,7 +280,7 @@ func (tr *turn) step(form url.Values, show string) {
 			}
 			return box.Seal("authz", tr.pend, tr.pend.Req.RequestedAt.Add(10*time.Minute))
 		},
-		Form: form, Show: show, ClientID: tr.pend.Req.ClientID, AppName: appName, CSRF: tr.csrf, Reference: tr.ref,
+		Form: form, Show: show, ClientID: tr.pend.Req.ClientID, AppName: appName, Turn: &authn.Turn{CSRF: tr.csrf, Ref: tr.ref},
 		OrgHint: tr.pend.Req.OrgHint, Resume: tr.pend.Req.resume(),
 	}
 	var sess fsm.SSOSession
@@ -288,7 +288,7 @@ func (tr *turn) step(form url.Values, show string) {
 		sess = tr.sess
 	}
 	s, u, ok := tr.h.p.Step(tr.w, tr.r, st, sess, tr.user)
-	tr.csrf, tr.ref = st.CSRF, st.Reference
+	tr.csrf, tr.ref = st.CSRF, st.Ref
 	if !ok {
 		return
 	}

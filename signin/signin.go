@@ -180,6 +180,9 @@ type flow struct {
 // sess is the browser's usable session (zero for none) and u its person.
 // A Step never redirects, issues a code or signs a token.
 func (p *Signin) Step(w http.ResponseWriter, r *http.Request, st *authn.Step, sess fsm.SSOSession, u fsm.User) (fsm.SSOSession, fsm.User, bool) {
+	if st.Turn == nil {
+		st.Turn = &authn.Turn{}
+	}
 	f := &flow{p: p, w: w, r: r, now: p.now(), st: st, pend: st.Pending, sess: sess, user: u, hasSession: sess.ID != ""}
 	if st.Form == nil {
 		switch st.Show {
@@ -217,16 +220,9 @@ func (p *Signin) Step(w http.ResponseWriter, r *http.Request, st *authn.Step, se
 // proceed hands the request back to the flow.
 func (f *flow) proceed() { f.done = true }
 
-// reference is the id quoted on error pages and in the log: the flow's,
-// else the request's correlation id, or a fresh one.
-func (f *flow) reference() string {
-	if f.st.Reference == "" {
-		if f.st.Reference = httpx.CorrelationID(f.r.Context()); f.st.Reference == "" {
-			f.st.Reference = authn.NewID()[:12]
-		}
-	}
-	return f.st.Reference
-}
+// reference is the id quoted on error pages and in the log: the flow's
+// (authn.Turn.Reference).
+func (f *flow) reference() string { return f.st.Reference(f.r) }
 
 // page shows the error page, never a redirect, with the constant message
 // of the catalog key message and logs the real reason under the
@@ -249,20 +245,15 @@ func (f *flow) unavailable(reason string) {
 // common seals the pending request for a form of stage and returns the
 // data every form carries. ok is false when it has answered 503.
 func (f *flow) common(stage, action string) (webui.Common, bool) {
-	if f.st.CSRF == "" {
-		f.st.CSRF = f.p.sessions.CSRFToken(f.w, f.r)
-	}
-	f.pend.Stage, f.pend.CSRF = stage, f.st.CSRF
+	csrf := f.p.sessions.Bind(f.w, f.r, f.st.Turn, f.pend, stage)
 	step, err := f.st.Seal()
 	if err != nil {
 		f.unavailable("seal step: " + err.Error())
 		return webui.Common{}, false
 	}
-	return webui.Common{Frame: f.frame(), AppName: f.st.AppName, CSRFToken: f.st.CSRF, Action: action, Step: step}, true
+	return webui.Common{Frame: f.frame(), AppName: f.st.AppName, CSRFToken: csrf, Action: action, Step: step}, true
 }
 
 // sameSession reports whether the browser's usable session is the one that
 // authenticated this pending request.
-func (f *flow) sameSession() bool {
-	return f.hasSession && f.pend.SSOID != "" && f.sess.ID == f.pend.SSOID
-}
+func (f *flow) sameSession() bool { return f.pend.SameSession(f.hasSession, f.sess.ID) }

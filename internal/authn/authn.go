@@ -5,8 +5,10 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"net/http"
 	"net/url"
 
+	"github.com/oidcd/oidcd/internal/httpx"
 	"github.com/oidcd/oidcd/internal/password"
 )
 
@@ -139,6 +141,37 @@ type Pending struct {
 	UILocales string `json:"ui,omitempty"`
 }
 
+// Turn is what one request to /authorize keeps while the flow (package
+// oidc) and the sign-in (package signin) take turns answering it: both
+// hold the same Turn (through Step), so neither copies it back to the
+// other.
+type Turn struct {
+	// CSRF is this browser's token, "" until a page of this request read
+	// it (session.Manager.Bind); the sign-in rotates it when it opens a
+	// session, and the next page is bound to the value found here.
+	CSRF string
+	// Ref is the id quoted on error pages and in the log (Reference).
+	Ref string
+}
+
+// Reference is the id quoted on error pages and in the log: the request's
+// correlation id, or a fresh one outside the correlation middleware; the
+// same for every page and log line of the request.
+func (t *Turn) Reference(r *http.Request) string {
+	if t.Ref == "" {
+		if t.Ref = httpx.CorrelationID(r.Context()); t.Ref == "" {
+			t.Ref = NewID()[:12]
+		}
+	}
+	return t.Ref
+}
+
+// SameSession reports whether the browser's usable session (has, of id)
+// is the one that authenticated this pending request.
+func (p *Pending) SameSession(has bool, id string) bool {
+	return has && p.SSOID != "" && id == p.SSOID
+}
+
 // Step is one turn of the interactive sign-in inside /authorize: what the
 // flow hands the sign-in (oidc.Steps). The sign-in either answers with one
 // of its pages, or records an authentication and lets the flow go on.
@@ -160,12 +193,9 @@ type Step struct {
 	Show string
 	// ClientID and AppName name the application signed in to.
 	ClientID, AppName string
-	// CSRF is this browser's token, "" until a page of this request read
-	// it; the sign-in rotates it when it opens a session, and the flow
-	// binds its next page to the value found here.
-	CSRF string
-	// Reference is the id quoted on error pages and in the log.
-	Reference string
+	// Turn is the flow's own: the CSRF token and reference the sign-in
+	// reads and sets are the flow's from then on.
+	*Turn
 	// OrgHint is the request's organization_hint ("" for none): the
 	// organization a multi-organization client's sign-in is for, whose
 	// self-registration the sign-in page may offer.

@@ -202,7 +202,7 @@ func (f *flow) openForm(stages ...string) (url.Values, bool) {
 		return nil, false
 	}
 	token, _ := authn.FormValue(form, "csrf_token")
-	if !authn.CSRFMatch(f.p.cookieValue(f.r, cookieCSRF, "/"), token, f.pend.CSRF) {
+	if !f.p.sessions.CSRFOK(f.r, token, f.pend.CSRF) {
 		f.page(http.StatusForbidden, msgForbidden, "csrf mismatch")
 		return nil, false
 	}

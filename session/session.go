@@ -162,6 +162,13 @@ func (m *Manager) RotateCSRF(w http.ResponseWriter) string {
 	return v
 }
 
+// CSRFOK reports whether a posted form's csrf_token field and the CSRF
+// value sealed in its step are this browser's CSRF cookie
+// (authn.CSRFMatch: one non-empty token, compared in constant time).
+func (m *Manager) CSRFOK(r *http.Request, field, sealed string) bool {
+	return authn.CSRFMatch(m.Cookie(r, CSRFCookie, "/"), field, sealed)
+}
+
 // Bind binds pd, about to be sealed into a form of stage, to this
 // browser's CSRF token, which it reads (or sets) once per request and
 // keeps in t, and returns the token for the form's csrf_token field.

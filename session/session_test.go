@@ -215,3 +215,28 @@ func TestBind(t *testing.T) {
 		t.Errorf("set %d CSRF cookies, want 1", n)
 	}
 }
+
+// TestCSRFOK: a form passes only when its field and its sealed step carry
+// the browser's CSRF cookie.
+func TestCSRFOK(t *testing.T) {
+	m, _ := newManager(t, "https://idp.example", nil)
+	tok, other := authn.NewID(), authn.NewID()
+	r := httptest.NewRequest(http.MethodPost, "/authorize", nil)
+	r.AddCookie(&http.Cookie{Name: CookieName(CSRFCookie, "/", true), Value: tok})
+	for _, tc := range []struct {
+		name, field, sealed string
+		want                bool
+	}{
+		{"all one", tok, tok, true},
+		{"field of another", other, tok, false},
+		{"step of another browser", tok, other, false},
+		{"no field", "", tok, false},
+	} {
+		if got := m.CSRFOK(r, tc.field, tc.sealed); got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if m.CSRFOK(httptest.NewRequest(http.MethodPost, "/", nil), tok, tok) {
+		t.Error("no cookie: passed")
+	}
+}

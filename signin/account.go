@@ -27,7 +27,6 @@ import (
 	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/factor"
 	"github.com/oidcd/oidcd/internal/httpx"
-	"github.com/oidcd/oidcd/session"
 	"github.com/oidcd/oidcd/webui"
 )
 
@@ -140,7 +139,7 @@ func (a *account) handleForm() (url.Values, bool) {
 		return nil, false
 	}
 	token, _ := authn.FormValue(form, "csrf_token")
-	if !authn.CSRFMatch(a.p.cookieValue(a.r, session.CSRFCookie, "/"), token, a.step.CSRF) {
+	if !a.p.sessions.CSRFOK(a.r, token, a.step.CSRF) {
 		a.page(http.StatusForbidden, a.text(authn.MsgForbidden))
 		return nil, false
 	}

@@ -36,7 +36,6 @@ import (
 	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/i18n"
 	"github.com/oidcd/oidcd/internal/password"
-	"github.com/oidcd/oidcd/session"
 	"github.com/oidcd/oidcd/webui"
 )
 
@@ -201,7 +200,7 @@ func (s *selfPage) form(stages ...string) (url.Values, bool) {
 		return nil, false
 	}
 	token, _ := authn.FormValue(form, "csrf_token")
-	if !authn.CSRFMatch(s.p.cookieValue(s.r, session.CSRFCookie, "/"), token, s.step.CSRF) {
+	if !s.p.sessions.CSRFOK(s.r, token, s.step.CSRF) {
 		s.page(http.StatusForbidden, "", s.text(keyFormExpired))
 		return nil, false
 	}

@@ -26,7 +26,9 @@ package oidc
 // Because it names no organization it has no app session (app sessions
 // belong to one organization). Its code is a take-once record of the
 // replicated challenge store (fsm.Challenge, purpose adminCodePurpose),
-// and its access token names the SSO session (sid) instead: the token is
+// redeemed by the token endpoint's one code exchange (exchangeCode, with
+// adminCodes where it differs), and its access token names the SSO
+// session (sid) instead: the token is
 // live while it is unexpired, unrevoked, its SSO session is live and its
 // person exists (CheckAdminToken). Lacking organization_id, such a token
 // is refused by every protocol bearer check (userinfo, memberships,
@@ -34,15 +36,12 @@ package oidc
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/oidcd/oidcd/fsm"
@@ -57,7 +56,7 @@ const AdminClientID = "oidcd-admin"
 // Bounds of the built-in client.
 const (
 	// adminAccessTTL is the lifetime of its access tokens, shortened to
-	// the SSO session's end (exchangeAdminCode).
+	// the SSO session's end (adminCodes.expiry).
 	adminAccessTTL = time.Hour
 	// adminCodePurpose marks its codes in the challenge store.
 	adminCodePurpose = "admin_code"
@@ -169,121 +168,89 @@ func (f *flow) issueAdmin() {
 	f.redirect(httpx.AppendQuery(req.RedirectURI, url.Values{"code": {code}, "state": {req.State}, "iss": {p.cfg.Issuer}}))
 }
 
-// adminAccessClaims are the claims of the built-in client's access token:
-// an access token's without organization_id, whose sid names the SSO
-// session, with the client named.
-type adminAccessClaims struct {
-	Iss      string    `json:"iss"`
-	Sub      string    `json:"sub"`
-	Aud      [0]string `json:"aud"`
-	Exp      int64     `json:"exp"`
-	Iat      int64     `json:"iat"`
-	JTI      string    `json:"jti"`
-	AuthTime int64     `json:"auth_time"`
-	ACR      string    `json:"acr"`
-	AMR      []string  `json:"amr"`
-	SID      string    `json:"sid"`
-	ClientID string    `json:"client_id"`
-	Scp      []string  `json:"scp"`
+// code is the code record c stands for, as exchangeCode reads every
+// code: the built-in client's, with no organization, whose sid is the
+// SSO session (there is no app session), until expires.
+func (c adminCode) code(expires time.Time) fsm.Code {
+	return fsm.Code{
+		ClientID: AdminClientID, RedirectURI: c.RedirectURI, UserID: c.UserID, SID: c.SSOSessionID, SSOSessionID: c.SSOSessionID,
+		Scopes: c.Scopes, Nonce: c.Nonce, Challenge: c.Challenge, AuthTime: c.AuthTime, AMR: c.AMR, ACR: c.ACR,
+		RequestedAt: c.RequestedAt, ExpiresAt: expires,
+	}
 }
 
-// adminIDClaims are its ID token's: idClaims without organization_id.
-type adminIDClaims struct {
-	Iss      string   `json:"iss"`
-	Sub      string   `json:"sub"`
-	Aud      []string `json:"aud"`
-	Exp      int64    `json:"exp"`
-	Iat      int64    `json:"iat"`
-	AuthTime int64    `json:"auth_time"`
-	ACR      string   `json:"acr"`
-	AMR      []string `json:"amr"`
-	SID      string   `json:"sid"`
-	AtHash   string   `json:"at_hash"`
-	JTI      string   `json:"jti"`
-	Rat      int64    `json:"rat"`
-	Nonce    string   `json:"nonce,omitempty"`
-}
+// adminCodes are the built-in client's codes for exchangeCode: take-once
+// records of the challenge store, whose access tokens name the SSO
+// session and the client, and live no longer than that session.
+type adminCodes struct{ p *Provider }
 
-// exchangeAdminCode is the token endpoint for the built-in client. The
-// code is taken (read and deleted) through the log first, so it works at
-// most once whatever follows; then the redirect URI and the verifier must
-// match, and the SSO session must still be live.
-func (p *Provider) exchangeAdminCode(r *http.Request, raw, redirectURI, verifier, scope string) (tokenResponse, *Error) {
-	now := p.now()
+var _ codeGrant = adminCodes{}
+
+// load takes the code (reads and deletes it) through the log first, so
+// that it works at most once whatever follows: a wrong verifier or
+// redirect URI spends it too. The take is the token event of the audit
+// trail.
+func (g adminCodes) load(r *http.Request, raw string, now time.Time) (fsm.Code, *Error) {
+	p := g.p
 	res, err := p.cfg.Applier.Apply(r.Context(), p.stamp(r.Context(), fsm.MustCommand(fsm.TypeTakeChallenge, fsm.TakeChallenge{
 		ID: authn.HashToken(raw), UserID: AdminClientID, Purpose: adminCodePurpose, At: now,
 	}), fsm.Audit{Type: fsm.EventToken, Actor: fsm.ActorClient, ClientID: AdminClientID, FailOnError: true}))
 	if err != nil {
 		p.logFault(r.Context(), "apply take admin code", err)
-		return tokenResponse{}, errTokUnavailable
+		return fsm.Code{}, errTokUnavailable
 	}
 	if res.Err != nil {
-		return tokenResponse{}, errTokGrant
+		return fsm.Code{}, errTokGrant
 	}
 	ch, ok := res.Value.(fsm.Challenge)
 	var code adminCode
 	if !ok || json.Unmarshal(ch.Data, &code) != nil {
 		p.logFault(r.Context(), "admin code", errors.New("unreadable record"))
-		return tokenResponse{}, errTokGrant
+		return fsm.Code{}, errTokGrant
 	}
-	switch {
-	case code.RedirectURI != redirectURI:
-		return tokenResponse{}, errTokGrant
-	case subtle.ConstantTimeCompare([]byte(authn.S256(verifier)), []byte(code.Challenge)) != 1:
-		return tokenResponse{}, errTokVerifier
-	}
-	if scope != "" && slices.ContainsFunc(strings.Fields(scope), func(s string) bool { return !slices.Contains(code.Scopes, s) }) {
-		return tokenResponse{}, errTokScope
-	}
+	return code.code(ch.ExpiresAt), nil
+}
+
+// expiry requires the SSO session to be live now and its person to
+// exist (read linearizably), and ends the token no later than the
+// session would without another sign-in: its absolute end and its idle
+// deadline (a sign-in through the built-in client opens no app session,
+// so it does not extend it).
+func (g adminCodes) expiry(r *http.Request, code fsm.Code, now, want time.Time) (time.Time, *Error) {
+	p := g.p
 	if err := p.linearize(r.Context()); err != nil {
-		return tokenResponse{}, errTokUnavailable
+		return time.Time{}, errTokUnavailable
 	}
 	sess, err := p.liveAdminSession(code.SSOSessionID, code.UserID, now)
 	switch {
 	case errors.Is(err, errTokenInvalid):
-		return tokenResponse{}, errTokAccessChanged
+		return time.Time{}, errTokAccessChanged
 	case err != nil:
 		p.logFault(r.Context(), "admin code: session", err)
-		return tokenResponse{}, errTokUnavailable
+		return time.Time{}, errTokUnavailable
 	}
-	iat := now.Truncate(time.Second)
-	exp := iat.Add(adminAccessTTL)
-	// The token lives no longer than its session would without another
-	// sign-in: its absolute end, and its idle deadline (a sign-in through
-	// the built-in client opens no app session, so it does not extend it).
+	exp := want
 	for _, end := range []time.Time{sess.ExpiresAt, sess.IdleExpiresAt} {
 		if end = end.Truncate(time.Second); end.Before(exp) {
 			exp = end
 		}
 	}
-	ttl := int64(exp.Sub(iat) / time.Second)
-	if ttl <= 0 {
-		return tokenResponse{}, errTokAccessChanged
+	if exp.Sub(now.Truncate(time.Second)) < time.Second {
+		return time.Time{}, errTokAccessChanged
 	}
-	access, err := p.cfg.Keys.Sign(adminAccessClaims{
-		Iss: p.cfg.Issuer, Sub: code.UserID, Exp: exp.Unix(), Iat: iat.Unix(), JTI: authn.NewID(),
-		AuthTime: code.AuthTime.Unix(), ACR: code.ACR, AMR: orEmpty(code.AMR), SID: code.SSOSessionID,
-		ClientID: AdminClientID, Scp: orEmpty(code.Scopes),
-	}, keys.TypJWT)
-	if err != nil {
-		p.logFault(r.Context(), "sign admin access token", err)
-		return tokenResponse{}, errTokUnavailableSign
-	}
-	resp := tokenResponse{AccessToken: string(access), TokenType: "bearer", ExpiresIn: ttl, Scope: strings.Join(code.Scopes, " ")}
-	if slices.Contains(code.Scopes, ScopeOpenID) {
-		id, err := p.cfg.Keys.Sign(adminIDClaims{
-			Iss: p.cfg.Issuer, Sub: code.UserID, Aud: []string{AdminClientID}, Exp: exp.Unix(), Iat: iat.Unix(),
-			AuthTime: code.AuthTime.Unix(), ACR: code.ACR, AMR: orEmpty(code.AMR), SID: code.SSOSessionID,
-			AtHash: atHash(access), JTI: authn.NewID(), Rat: code.RequestedAt.Unix(), Nonce: code.Nonce,
-		}, keys.TypJWT)
-		if err != nil {
-			p.logFault(r.Context(), "sign admin id token", err)
-			return tokenResponse{}, errTokUnavailableSign
-		}
-		resp.IDToken = string(id)
-	}
-	return resp, nil
+	return exp, nil
 }
+
+// accessClaims are an access token's without organization_id, whose sid
+// names the SSO session, with the client named (CheckAdminToken).
+func (g adminCodes) accessClaims(code fsm.Code, jti string, iat, exp time.Time) accessClaims {
+	c := newAccessClaims(g.p.cfg.Issuer, code, jti, iat, exp)
+	c.ClientID = AdminClientID
+	return c
+}
+
+// redeem has nothing left to do: load took the code.
+func (adminCodes) redeem(*http.Request, fsm.Code, time.Time, string, time.Time) *Error { return nil }
 
 // liveAdminSession returns SSO session sid when it is live at now and
 // belongs to sub, who still exists; errTokenInvalid otherwise, another

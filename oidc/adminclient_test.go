@@ -150,6 +150,17 @@ func TestAdminClientFlow(t *testing.T) {
 		t.Errorf("token response %+v", tr)
 	}
 	claims := bcClaims(t, tr.AccessToken)
+	// The claims of the built-in client's tokens, as they were before its
+	// codes went through the one code exchange.
+	if got, want := bcKeys(claims), "acr,amr,aud,auth_time,client_id,exp,iat,iss,jti,scp,sid,sub"; got != want {
+		t.Errorf("access token claims: got %s, want %s", got, want)
+	}
+	if got, want := bcKeys(bcClaims(t, tr.IDToken)), "acr,amr,at_hash,aud,auth_time,exp,iat,iss,jti,nonce,rat,sid,sub"; got != want {
+		t.Errorf("id token claims: got %s, want %s", got, want)
+	}
+	if claims["sid"] == nil || string(claims["sid"]) != string(bcClaims(t, tr.IDToken)["sid"]) {
+		t.Errorf("sid: access %s, id %s, want the SSO session in both", claims["sid"], bcClaims(t, tr.IDToken)["sid"])
+	}
 	if _, ok := claims["organization_id"]; ok {
 		t.Errorf("access token names an organization: %s", claims["organization_id"])
 	}

@@ -9,9 +9,11 @@ import (
 	"github.com/oidcd/oidcd/internal/authn"
 )
 
-// accessClaims are the claims of an access token. There is
-// no client_id and no azp: the token names its app session (sid), and the
-// app is found from there.
+// accessClaims are the claims of an access token. An app's token has
+// no client_id and no azp: it names its app session (sid), and the app is
+// found from there. The built-in client's token (adminclient.go) names no
+// organization and has no app session: its sid is the SSO session, and
+// it names its client instead.
 type accessClaims struct {
 	Iss string `json:"iss"`
 	Sub string `json:"sub"`
@@ -27,7 +29,8 @@ type accessClaims struct {
 	ACR      string    `json:"acr"`
 	AMR      []string  `json:"amr"`
 	SID      string    `json:"sid"`
-	OrgID    string    `json:"organization_id"`
+	OrgID    string    `json:"organization_id,omitempty"` // every app's token names one
+	ClientID string    `json:"client_id,omitempty"`       // the built-in client's only
 	Scp      []string  `json:"scp"`
 }
 
@@ -43,7 +46,7 @@ type idClaims struct {
 	ACR      string   `json:"acr"`
 	AMR      []string `json:"amr"`
 	SID      string   `json:"sid"`
-	OrgID    string   `json:"organization_id"`
+	OrgID    string   `json:"organization_id,omitempty"` // none for the built-in client
 	AtHash   string   `json:"at_hash"`
 	JTI      string   `json:"jti"`
 	Rat      int64    `json:"rat"`

@@ -88,7 +88,13 @@ func (p *Provider) tokenError(w http.ResponseWriter, c credentials, e *Error) {
 	writeClientError(w, c, e)
 }
 
-// exchangeCode redeems the code of form for client.
+// exchangeCode redeems the code of form for client: the one code
+// exchange of every client. Where a code lives, how it is spent and what
+// its access token is bound to is the codeGrant's (appCodes for the
+// apps' codes, adminCodes for the built-in client's: adminclient.go);
+// the checks of the request against the code (client, redirect URI,
+// PKCE, expiry, scope), the tokens and their errors are the same for
+// both.
 func (p *Provider) exchangeCode(r *http.Request, form url.Values, client fsm.Client) (tokenResponse, *Error) {
 	switch gt := formParam(form, "grant_type"); {
 	case gt == "":
@@ -107,32 +113,18 @@ func (p *Provider) exchangeCode(r *http.Request, form url.Values, client fsm.Cli
 	case !validVerifier(verifier):
 		return tokenResponse{}, errTokVerifierSyntax
 	}
+	var g codeGrant = appCodes{p}
 	if isAdmin(client) {
-		return p.exchangeAdminCode(r, raw, redirectURI, verifier, formParam(form, "scope"))
+		g = adminCodes{p}
 	}
-	// The code is read locally. What it holds (client, redirect URI,
-	// challenge, scopes, person) never changes once issued, and the
-	// redemption write re-checks on the leader what can change (used,
-	// expired, the person's access), so a code found here needs no read
-	// index: on an edge replica that is one WAN round trip less. A code
-	// not found here may have been issued through another node a moment
-	// ago: catch up once, then read again.
 	now := p.now()
-	code, err := p.cfg.State.Code(authn.HashToken(raw))
-	if errors.Is(err, fsm.ErrNotFound) && p.cfg.ReadIndex != nil {
-		if lerr := p.linearize(r.Context()); lerr != nil {
-			return tokenResponse{}, errTokUnavailable
-		}
-		code, err = p.cfg.State.Code(authn.HashToken(raw))
-	}
-	switch {
-	case errors.Is(err, fsm.ErrNotFound):
-		return tokenResponse{}, errTokGrant
-	case err != nil:
-		p.logFault(r.Context(), "read code", err)
-		return tokenResponse{}, errTokUnavailable
+	code, terr := g.load(r, raw, now)
+	if terr != nil {
+		return tokenResponse{}, terr
 	}
 	// PKCE is compared in constant time; the other two are not secrets.
+	// The redirect URI is the one the code was issued for, byte for byte:
+	// for a native app's loopback redirect, the very port it was sent to.
 	switch {
 	case code.ClientID != client.ID, code.RedirectURI != redirectURI:
 		return tokenResponse{}, errTokGrant
@@ -153,21 +145,27 @@ func (p *Provider) exchangeCode(r *http.Request, form url.Values, client fsm.Cli
 	if !code.RedeemedAt.IsZero() {
 		// A replay: the state machine revokes the first token and answers
 		// ErrAlreadyUsed. Nothing is signed for it.
-		return p.redeem(r, code, client.ID, now, "", time.Time{}, tokenResponse{})
+		if terr := g.redeem(r, code, now, "", time.Time{}); terr != nil {
+			return tokenResponse{}, terr
+		}
+		return tokenResponse{}, errTokGrant
 	}
 	ttl := client.AccessTokenTTL
 	if ttl <= 0 {
 		ttl = defaultAccessTTL
 	}
 	iat := now.Truncate(time.Second)
-	exp := iat.Add(time.Duration(ttl) * time.Second)
+	exp, terr := g.expiry(r, code, now, iat.Add(time.Duration(ttl)*time.Second))
+	if terr != nil {
+		return tokenResponse{}, terr
+	}
 	jti := authn.NewID()
-	access, err := p.cfg.Keys.Sign(newAccessClaims(p.cfg.Issuer, code, jti, iat, exp), keys.TypJWT)
+	access, err := p.cfg.Keys.Sign(g.accessClaims(code, jti, iat, exp), keys.TypJWT)
 	if err != nil {
 		p.logFault(r.Context(), "sign access token", err)
 		return tokenResponse{}, errTokUnavailableSign
 	}
-	resp := tokenResponse{AccessToken: string(access), TokenType: "bearer", ExpiresIn: ttl, Scope: strings.Join(code.Scopes, " ")}
+	resp := tokenResponse{AccessToken: string(access), TokenType: "bearer", ExpiresIn: int64(exp.Sub(iat) / time.Second), Scope: strings.Join(code.Scopes, " ")}
 	if slices.Contains(code.Scopes, ScopeOpenID) {
 		id, err := p.cfg.Keys.Sign(newIDClaims(p.cfg.Issuer, code, access, iat, exp), keys.TypJWT)
 		if err != nil {
@@ -176,31 +174,96 @@ func (p *Provider) exchangeCode(r *http.Request, form url.Values, client fsm.Cli
 		}
 		resp.IDToken = string(id)
 	}
-	return p.redeem(r, code, client.ID, now, jti, exp, resp)
+	if terr := g.redeem(r, code, now, jti, exp); terr != nil {
+		return tokenResponse{}, terr
+	}
+	return resp, nil
 }
 
-// redeem marks code used (the access token jti until exp) and answers resp,
-// or the token error its outcome calls for.
-func (p *Provider) redeem(r *http.Request, code fsm.Code, clientID string, now time.Time, jti string, exp time.Time, resp tokenResponse) (tokenResponse, *Error) {
+// codeGrant is what exchangeCode leaves to where a client's codes live.
+// The tokens are signed before redeem, so that a signing failure leaves
+// an apps' code unused; they are handed out only when redeem succeeded.
+type codeGrant interface {
+	// load returns the code raw stands for, or the token error to
+	// answer (errTokGrant for a code it does not know).
+	load(r *http.Request, raw string, now time.Time) (fsm.Code, *Error)
+	// expiry is when the access token for code ends: want, the client's
+	// lifetime from now, or earlier; an error when no token is due.
+	expiry(r *http.Request, code fsm.Code, now, want time.Time) (time.Time, *Error)
+	// accessClaims are the claims of code's access token.
+	accessClaims(code fsm.Code, jti string, iat, exp time.Time) accessClaims
+	// redeem spends code for the access token jti, valid until exp (a
+	// replay when code was redeemed before: jti is empty, and the answer
+	// is an error).
+	redeem(r *http.Request, code fsm.Code, now time.Time, jti string, exp time.Time) *Error
+}
+
+// appCodes are the codes of the stored clients: fsm.Code records, read
+// locally and redeemed through the log by fsm.RedeemCode, which re-checks
+// on the leader what can change and binds the tokens to the app session
+// the code opened (its sid).
+type appCodes struct{ p *Provider }
+
+var _ codeGrant = appCodes{}
+
+// load reads the code locally. What it holds (client, redirect URI,
+// challenge, scopes, person) never changes once issued, and the
+// redemption write re-checks on the leader what can change (used,
+// expired, the person's access), so a code found here needs no read
+// index: on an edge replica that is one WAN round trip less. A code not
+// found here may have been issued through another node a moment ago:
+// catch up once, then read again.
+func (g appCodes) load(r *http.Request, raw string, _ time.Time) (fsm.Code, *Error) {
+	p := g.p
+	code, err := p.cfg.State.Code(authn.HashToken(raw))
+	if errors.Is(err, fsm.ErrNotFound) && p.cfg.ReadIndex != nil {
+		if lerr := p.linearize(r.Context()); lerr != nil {
+			return fsm.Code{}, errTokUnavailable
+		}
+		code, err = p.cfg.State.Code(authn.HashToken(raw))
+	}
+	switch {
+	case errors.Is(err, fsm.ErrNotFound):
+		return fsm.Code{}, errTokGrant
+	case err != nil:
+		p.logFault(r.Context(), "read code", err)
+		return fsm.Code{}, errTokUnavailable
+	}
+	return code, nil
+}
+
+// expiry is the client's lifetime: the app session is checked by redeem.
+func (appCodes) expiry(_ *http.Request, _ fsm.Code, _, want time.Time) (time.Time, *Error) {
+	return want, nil
+}
+
+func (g appCodes) accessClaims(code fsm.Code, jti string, iat, exp time.Time) accessClaims {
+	return newAccessClaims(g.p.cfg.Issuer, code, jti, iat, exp)
+}
+
+// redeem marks code used (the access token jti until exp) through the
+// log, and maps its outcome to the token error it calls for.
+func (g appCodes) redeem(r *http.Request, code fsm.Code, now time.Time, jti string, exp time.Time) *Error {
+	p := g.p
 	res, err := p.cfg.Applier.Apply(r.Context(), p.stamp(r.Context(), fsm.MustCommand(fsm.TypeRedeemCode, fsm.RedeemCode{
-		Hash: code.Hash, ClientID: clientID, At: now, AccessJTI: jti, AccessExpires: exp,
-	}), fsm.Audit{Type: fsm.EventToken, Actor: fsm.ActorClient, ClientID: clientID, FailOnError: true}))
+		Hash: code.Hash, ClientID: code.ClientID, At: now, AccessJTI: jti, AccessExpires: exp,
+	}), fsm.Audit{Type: fsm.EventToken, Actor: fsm.ActorClient, ClientID: code.ClientID, FailOnError: true}))
 	if err != nil {
 		p.logFault(r.Context(), "apply redeem_code", err)
-		return tokenResponse{}, errTokUnavailable
+		return errTokUnavailable
 	}
 	switch {
 	case res.Err == nil:
-		return resp, nil
+		return nil
 	case errors.Is(res.Err, fsm.ErrExpired):
-		return tokenResponse{}, errTokCodeExpired
+		return errTokCodeExpired
 	case errors.Is(res.Err, fsm.ErrAccessChanged), errors.Is(res.Err, fsm.ErrSessionEnded):
-		return tokenResponse{}, errTokAccessChanged
+		return errTokAccessChanged
 	case errors.Is(res.Err, fsm.ErrAlreadyUsed), errors.Is(res.Err, fsm.ErrNotFound), errors.Is(res.Err, fsm.ErrMismatch):
-		return tokenResponse{}, errTokGrant
+		return errTokGrant
 	default:
 		p.logFault(r.Context(), "redeem_code outcome", res.Err)
-		return tokenResponse{}, errTokGrant
+		return errTokGrant
 	}
 }
 

@@ -632,7 +632,7 @@ func findClientChange(a *api, r *http.Request) (scope, error) {
 	next.Organizations = slices.Clone(cur.Organizations)
 	b.mergeInto(&next)
 	var p problems
-	checkClient(&p, &next)
+	checkClient(&p, &b, &next)
 	if len(p) > 0 {
 		return s, problemsError{p}
 	}

@@ -39,6 +39,9 @@ type Client struct {
 	SkipConsent          bool      `json:"skip_consent"`
 	Suspended            bool      `json:"suspended"`
 	RateLimit            string    `json:"rate_limit,omitempty"` // absent: the node's --rate-limit
+	ApplicationType      string    `json:"application_type"`     // web or native
+	WebOrigins           []string  `json:"web_origins"`          // the effective list: the default when the registration names none
+	WebOriginsDefault    bool      `json:"web_origins_default"`  // the registration names none: WebOrigins follows the redirect URIs
 	CreatedAt            time.Time `json:"created_at"`
 	UpdatedAt            time.Time `json:"updated_at"`
 }
@@ -64,6 +67,9 @@ func clientOut(c fsm.Client) Client {
 		SkipConsent:          c.SkipConsent,
 		Suspended:            c.Suspended,
 		RateLimit:            c.RateLimit,
+		ApplicationType:      applicationType(c),
+		WebOrigins:           effectiveOrigins(c),
+		WebOriginsDefault:    !c.WebOriginsSet,
 		CreatedAt:            c.CreatedAt,
 		UpdatedAt:            c.UpdatedAt,
 	}
@@ -87,6 +93,8 @@ type clientBody struct {
 	SkipConsent          *bool            `json:"skip_consent"`
 	Suspended            *bool            `json:"suspended"`
 	RateLimit            *string          `json:"rate_limit"` // "" removes it
+	ApplicationType      *string          `json:"application_type"`
+	WebOrigins           optOrigins       `json:"web_origins"` // absent keeps, null is the default, [] none
 }
 
 // mergeInto copies the given mutable fields onto c (client_id and type are
@@ -120,12 +128,15 @@ func (b *clientBody) mergeInto(c *fsm.Client) {
 	setBool(&c.SkipConsent, b.SkipConsent)
 	setBool(&c.Suspended, b.Suspended)
 	set(&c.RateLimit, b.RateLimit)
+	b.mergeApps(c)
 }
 
 // checkClient validates a complete registration (a new one with defaults
 // filled in, or a stored one with a patch merged) and normalizes it: UUIDs
-// lowercased, duplicate list entries dropped.
-func checkClient(p *problems, c *fsm.Client) {
+// lowercased, duplicate list entries dropped, web origins as browsers
+// write them. b is the body merged into c, for what only it still holds
+// (an application_type that is neither web nor native).
+func checkClient(p *problems, b *clientBody, c *fsm.Client) {
 	if !validClientID(c.ID) {
 		if len(c.ID) > maxClientID {
 			p.add("client_id", codeTooLong, "must be at most %d characters", maxClientID)
@@ -140,6 +151,7 @@ func checkClient(p *problems, c *fsm.Client) {
 	}
 	p.name("name", c.Name)
 	p.oneOf("type", c.Type, fsm.ClientConfidential, fsm.ClientPublic)
+	p.checkApps(b, c)
 
 	switch {
 	case len(c.RedirectURIs) == 0:
@@ -148,7 +160,7 @@ func checkClient(p *problems, c *fsm.Client) {
 		p.add("redirect_uris", codeTooMany, "must hold at most %d URIs", maxRedirectURIs)
 	default:
 		for i, u := range c.RedirectURIs {
-			p.redirectURI(fmt.Sprintf("redirect_uris[%d]", i), u)
+			p.redirectURI(c.ApplicationType, fmt.Sprintf("redirect_uris[%d]", i), u)
 		}
 	}
 	c.RedirectURIs = dedupe(c.RedirectURIs)
@@ -382,7 +394,7 @@ func (a *api) createClient(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	r, rp = withReplay(r, rp)
-	if _, ok := a.applyCreate(w, r, fsm.MustCommand(fsm.TypeCreateClient, fsm.PutClient{Client: c, Create: true}), rp); !ok {
+	if _, ok := a.applyCreate(w, r, nameAppsFeature(fsm.MustCommand(fsm.TypeCreateClient, fsm.PutClient{Client: c, Create: true})), rp); !ok {
 		return
 	}
 	out := clientOut(c)
@@ -411,7 +423,7 @@ func newClient(b *clientBody, id string) (fsm.Client, problems) {
 		c.Type = *b.Type
 	}
 	b.mergeInto(&c)
-	checkClient(&p, &c)
+	checkClient(&p, b, &c)
 	return c, p
 }
 
@@ -482,8 +494,9 @@ func (a *api) updateClient(w http.ResponseWriter, r *http.Request) {
 	next.RedirectURIs = slices.Clone(cur.RedirectURIs)
 	next.Scopes = slices.Clone(cur.Scopes)
 	next.Organizations = slices.Clone(cur.Organizations)
+	next.WebOrigins = slices.Clone(cur.WebOrigins)
 	b.mergeInto(&next)
-	checkClient(&p, &next)
+	checkClient(&p, &b, &next)
 	checkDelegated(r, &p, next, cur.BackchannelLogoutURI)
 	if len(p) > 0 {
 		writeInvalid(w, r, p)
@@ -496,7 +509,7 @@ func (a *api) updateClient(w http.ResponseWriter, r *http.Request) {
 		next.UpdatedAt = cur.UpdatedAt.Add(time.Nanosecond)
 	}
 	cmd := fsm.PutClient{Client: next, ExpectUpdatedAt: cur.UpdatedAt}
-	res, ok := a.apply(w, r, fsm.MustCommand(fsm.TypeUpdateClient, cmd))
+	res, ok := a.apply(w, r, nameAppsFeature(fsm.MustCommand(fsm.TypeUpdateClient, cmd)))
 	if !ok {
 		return
 	}

@@ -104,7 +104,8 @@ func TestCreateClient(t *testing.T) {
 		c := e.createClient(clientJSON(o.ID, nil))
 		want := Client{ClientID: c.ClientID, Name: "App", Type: fsm.ClientConfidential,
 			RedirectURIs: []string{"https://app.example/cb"}, Scopes: []string{"openid"}, OrganizationID: o.ID,
-			Organizations: []string{}, AccessTokenTTL: 600, CreatedAt: c.CreatedAt, UpdatedAt: c.CreatedAt}
+			Organizations: []string{}, AccessTokenTTL: 600, ApplicationType: "web", WebOrigins: []string{}, WebOriginsDefault: true,
+			CreatedAt: c.CreatedAt, UpdatedAt: c.CreatedAt}
 		secret := c.ClientSecret
 		c.ClientSecret = ""
 		if !reflect.DeepEqual(c, want) || !isUUID(c.ClientID) || c.CreatedAt.IsZero() {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/oidcd/oidcd/internal/httpx"
 	"github.com/oidcd/oidcd/internal/password"
+	"github.com/oidcd/oidcd/internal/redirect"
 )
 
 // Detail codes of VALIDATION_ERROR.
@@ -160,16 +161,12 @@ func validClientID(s string) bool {
 	return true
 }
 
-// redirectURI accepts an absolute http or https URI without fragment or
-// user info; plain http only for a loopback host (RFC 8252 7.3), since the
-// code would otherwise cross the network in clear.
-func (p *problems) redirectURI(field, s string) {
-	u, ok := p.absURI(field, s)
-	if !ok {
-		return
-	}
-	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
-		p.add(field, codeInvalidURI, "must use https (http only for 127.0.0.1, [::1] or localhost)")
+// redirectURI checks a redirect URI of a client of application type
+// appType ("" is web) by internal/redirect's rules, which the
+// authorization and token endpoints match with.
+func (p *problems) redirectURI(appType, field, s string) {
+	if pr := redirect.Check(appType, s); pr != nil {
+		p.add(field, pr.Code, "%s", pr.Message)
 	}
 }
 

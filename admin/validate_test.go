@@ -2,6 +2,7 @@ package admin
 
 import (
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -13,6 +14,8 @@ func firstCode(p problems) string {
 }
 
 func TestValidators(t *testing.T) {
+	webRedirect := func(p *problems, field, s string) { p.redirectURI("", field, s) }
+	nativeRedirect := func(p *problems, field, s string) { p.redirectURI("native", field, s) }
 	tests := []struct {
 		name  string
 		check func(*problems, string, string)
@@ -37,13 +40,18 @@ func TestValidators(t *testing.T) {
 		{"password 8", (*problems).password, "12345678", ""},
 		{"password 7", (*problems).password, "1234567", codeTooShort},
 		{"password 8 bytes of 4 runes", (*problems).password, "ääää", ""},
-		{"redirect https", (*problems).redirectURI, "https://app.example:8443/cb?a=b", ""},
-		{"redirect http ipv6 loopback", (*problems).redirectURI, "http://[::1]/cb", ""},
-		{"redirect http 127.0.0.2", (*problems).redirectURI, "http://127.0.0.2/cb", codeInvalidURI},
-		{"redirect http localhost.evil", (*problems).redirectURI, "http://localhost.evil.example/cb", codeInvalidURI},
-		{"redirect javascript", (*problems).redirectURI, "javascript:alert(1)", codeInvalidURI},
-		{"redirect empty", (*problems).redirectURI, "", codeInvalidURI},
-		{"redirect port only", (*problems).redirectURI, "https://:443/cb", codeInvalidURI},
+		{"redirect https", webRedirect, "https://app.example:8443/cb?a=b", ""},
+		{"redirect http ipv6 loopback", webRedirect, "http://[::1]/cb", ""},
+		{"redirect http 127.0.0.2", webRedirect, "http://127.0.0.2/cb", codeInvalidURI},
+		{"redirect http localhost.evil", webRedirect, "http://localhost.evil.example/cb", codeInvalidURI},
+		{"redirect javascript", webRedirect, "javascript:alert(1)", codeInvalidURI},
+		{"redirect empty", webRedirect, "", codeInvalidURI},
+		{"redirect port only", webRedirect, "https://:443/cb", codeInvalidURI},
+		{"redirect native private-use", nativeRedirect, "com.example.app:/callback", ""},
+		{"redirect native any-port loopback", nativeRedirect, "http://127.0.0.1/callback", ""},
+		{"redirect native localhost", nativeRedirect, "http://localhost/callback", codeInvalidURI},
+		{"redirect web private-use", webRedirect, "com.example.app:/callback", codeInvalidURI},
+		{"redirect too long", webRedirect, "https://app.example/" + strings.Repeat("a", maxURI), codeTooLong},
 		{"name ok", (*problems).name, "Acme", ""},
 		{"name tab", (*problems).name, "a\tb", codeInvalid},
 		{"name c1 control", (*problems).name, "a\u0085b", codeInvalid},

@@ -36,7 +36,23 @@ type Client struct {
 	// registration's rate_limit); empty, as in every record written before
 	// it existed: the node's --rate-limit.
 	RateLimit string `json:"rate_limit,omitempty" cbor:"16,keyasint,omitempty"`
+	// ApplicationType is "native" for a desktop or mobile app (RFC 8252:
+	// private-use scheme and any-port loopback redirects, never a
+	// secret); empty, as in every record written before it existed, is a
+	// web application ("web" is not stored).
+	ApplicationType string `json:"application_type,omitempty" cbor:"17,keyasint,omitempty"`
+	// WebOrigins are the browser origins that may call the token
+	// endpoint, userinfo and memberships from script (CORS), when
+	// WebOriginsSet; otherwise the registration named none and the
+	// client has its default (internal/redirect.DefaultOrigins), which
+	// follows its redirect URIs. WebOriginsSet with no origins allows
+	// none.
+	WebOrigins    []string `json:"web_origins,omitempty" cbor:"18,keyasint,omitempty"`
+	WebOriginsSet bool     `json:"web_origins_set,omitempty" cbor:"19,keyasint,omitempty"`
 }
+
+// ApplicationNative is Client.ApplicationType of a native app.
+const ApplicationNative = "native"
 
 // validRateLimit reports whether s can be a Client's RateLimit: empty, or
 // "N/duration" with N a whole number of at least 1 and a positive
@@ -77,7 +93,8 @@ func init() {
 
 func applyPutClient(tx *bolt.Tx, _ uint64, p []byte) Result {
 	c := decode[PutClient](p)
-	if !validID(c.Client.ID, c.Client.OrganizationID) || !validRateLimit(c.Client.RateLimit) {
+	if !validID(c.Client.ID, c.Client.OrganizationID) || !validRateLimit(c.Client.RateLimit) ||
+		(c.Client.ApplicationType != "" && c.Client.ApplicationType != ApplicationNative) {
 		return invalid
 	}
 	var cur Client

@@ -138,6 +138,9 @@ var fieldFormats = map[string]Format{
 	"SetStateFormat.Version": FormatGate,
 	"APIKey.MakerKind":       FormatGate, // who made an API key (grant.go)
 	"APIKey.MakerID":         FormatGate,
+	"Client.ApplicationType": FormatGate, // native apps (client.go)
+	"Client.WebOrigins":      FormatGate, // CORS origins (client.go)
+	"Client.WebOriginsSet":   FormatGate,
 }
 
 // SinceFormat is the format that introduced command type t (0 for a type

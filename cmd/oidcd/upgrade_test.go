@@ -207,6 +207,75 @@ var upgradeFeatures = []upgradeFeature{
 			return nil
 		},
 	},
+	{
+		// A client's application_type and web_origins (issue 43). A
+		// registration that names neither, or application_type web (which
+		// is not stored), writes the base format and is made throughout.
+		// A native client, and one that names its web origins (none, too),
+		// need the newer format: while mixed each is refused, 409 naming
+		// the fields, and nothing is made; afterwards each is made and
+		// every node shows it, and the default origins follow the
+		// redirect URIs.
+		covers: []string{"Client.ApplicationType", "Client.WebOrigins", "Client.WebOriginsSet"},
+		try: func(u *upgradeCluster, via int, mixed bool) error {
+			base := "http://" + u.https[via]
+			status, b := u.adminAt(base, "GET", "/clients/"+u.rp.ClientID, nil)
+			var spa struct {
+				OrganizationID string `json:"organization_id"`
+			}
+			if status != http.StatusOK || json.Unmarshal(b, &spa) != nil {
+				return fmt.Errorf("GET the provisioned client: %d %s", status, b)
+			}
+			type shown struct {
+				ClientID        string   `json:"client_id"`
+				ApplicationType string   `json:"application_type"`
+				WebOrigins      []string `json:"web_origins"`
+			}
+			bodies := []struct {
+				name string
+				body map[string]any
+				gate bool  // needs the newer format
+				want shown // once made
+			}{
+				{"a web client", map[string]any{"application_type": "web", "redirect_uris": []string{"https://web.example/cb"}},
+					false, shown{ApplicationType: "web", WebOrigins: []string{"https://web.example"}}},
+				{"a native client", map[string]any{"application_type": "native", "redirect_uris": []string{"http://127.0.0.1/callback", "com.example.app:/callback"}},
+					true, shown{ApplicationType: "native", WebOrigins: []string{"http://127.0.0.1"}}},
+				{"a client with web origins", map[string]any{"redirect_uris": []string{"https://spa.example/cb"}, "web_origins": []string{"https://SPA.example:443", "https://other.example"}},
+					true, shown{ApplicationType: "web", WebOrigins: []string{"https://spa.example", "https://other.example"}}},
+				{"a client with no web origins", map[string]any{"redirect_uris": []string{"https://closed.example/cb"}, "web_origins": []string{}},
+					true, shown{ApplicationType: "web", WebOrigins: []string{}}},
+			}
+			for _, c := range bodies {
+				c.body["name"], c.body["type"], c.body["organization_id"] = "Upgrade "+c.name, "public", spa.OrganizationID
+				status, b := u.adminAt(base, "POST", "/clients", c.body)
+				if mixed && c.gate {
+					if status != http.StatusConflict || !bytes.Contains(b, []byte("application_type native or web_origins")) {
+						return fmt.Errorf("while mixed, POST %s: got %d %s, want 409 naming the fields", c.name, status, b)
+					}
+					continue
+				}
+				var made shown
+				if status != http.StatusCreated || json.Unmarshal(b, &made) != nil {
+					return fmt.Errorf("POST %s: got %d %s, want 201", c.name, status, b)
+				}
+				defer u.adminAt(base, "DELETE", "/clients/"+made.ClientID, nil)
+				for i := range 3 {
+					if mixed && u.labels[i] != "new" {
+						continue // an older node shows neither field
+					}
+					status, b := u.adminAt("http://"+u.https[i], "GET", "/clients/"+made.ClientID, nil)
+					var got shown
+					if status != http.StatusOK || json.Unmarshal(b, &got) != nil ||
+						got.ApplicationType != c.want.ApplicationType || !slices.Equal(got.WebOrigins, c.want.WebOrigins) || got.WebOrigins == nil {
+						return fmt.Errorf("%s, read back on node %d: got %d %s, want application_type %q and web_origins %q",
+							c.name, i, status, b, c.want.ApplicationType, c.want.WebOrigins)
+					}
+				}
+			}
+			return nil
+		},
+	},
 }
 
 // TestUpgradeFeaturesCoverTheDeclaration: the table of features tried in

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -275,7 +276,7 @@ func commands() []noun {
 			{name: "delete", args: []string{"ID"}, summary: "remove a membership", setup: deleteOne("/memberships", "membership")},
 		}},
 		{name: "client", aliases: []string{"clients", "app", "apps"}, summary: "relying-party applications", verbs: []verb{
-			{name: "create", synopsis: "--name N --org O --redirect-uri U... [--type public|confidential] [--scope S...] [--multi-org] [--serve-org O...] [--access-token-ttl N] [--backchannel-logout-uri U] [--skip-consent] [--suspended] [--rate-limit N/DURATION] [--client-id ID]",
+			{name: "create", synopsis: "--name N --org O --redirect-uri U... [--type public|confidential] [--scope S...] [--multi-org] [--serve-org O...] [--access-token-ttl N] [--backchannel-logout-uri U] [--skip-consent] [--suspended] [--rate-limit N/DURATION] [--application-type web|native] [--web-origins O,...|default] [--client-id ID]",
 				summary: "register a client",
 				details: "--redirect-uri, --scope and --serve-org may be repeated; --scope and\n--serve-org also take comma-separated lists. A confidential client (the\ndefault) gets a generated client_secret, shown only this once.\n\n" +
 					"--rate-limit N/DURATION (600/60s) is the client's own limit on token,\n" +
@@ -284,12 +285,21 @@ func commands() []noun {
 					"code from its own address. It counts requests that prove the client's\n" +
 					"secret; others keep the server's. Confidential clients only; N up to\n" +
 					"10000, a duration from 1s to 24h; empty (--rate-limit=) goes back to the\n" +
-					"server's.",
+					"server's.\n\n" +
+					"--application-type native registers a desktop or mobile app (RFC 8252):\n" +
+					"public (--type public), it may also register a private-use scheme redirect\n" +
+					"(com.example.app:/callback, the scheme holding a dot) and a loopback one\n" +
+					"(http://127.0.0.1/callback or http://[::1]/callback) that matches on any port.\n\n" +
+					"--web-origins lists the browser origins (https://app.example) whose pages may\n" +
+					"call the token endpoint, userinfo and memberships (CORS); a public client only.\n" +
+					"Without it a public client gets the origins of its https and loopback\n" +
+					"redirect URIs, and a confidential one none; --web-origins= (empty) allows\n" +
+					"none, --web-origins default goes back to the default.",
 				setup: clientCreate},
 			{name: "get", args: []string{"ID"}, summary: "show one client", setup: getOne("/clients", clientView)},
 			{name: "list", synopsis: "[--page N] [--page-size N]", summary: "list clients", setup: listOf("/clients", clientTable)},
 			{name: "update", args: []string{"ID"}, synopsis: "[flags of create, except --client-id and --type]", summary: "change a client",
-				details: "Only the flags given are sent. A list flag replaces the whole list;\ngive it empty (--serve-org=) to send an empty list. The client ID and the\ntype cannot change. --rate-limit= (empty) goes back to the server's limit.",
+				details: "Only the flags given are sent. A list flag replaces the whole list;\ngive it empty (--serve-org=) to send an empty list. The client ID and the\ntype cannot change. --rate-limit= (empty) goes back to the server's limit;\n--web-origins default goes back to the default origins, --web-origins= allows none.",
 				setup:   clientUpdate},
 			{name: "delete", args: []string{"ID"}, summary: "delete a client", setup: deleteOne("/clients", "client")},
 		}},
@@ -742,8 +752,8 @@ func membershipUpdate(fs *flag.FlagSet) func(in *inv) (*request, error) {
 // clientFlags are the flags of client create and update.
 type clientFlags struct {
 	name, org, typ, backchannel, clientID string
-	rateLimit                             string
-	redirects, scopes, serveOrgs          listFlag
+	rateLimit, appType                    string
+	redirects, scopes, serveOrgs, origins listFlag
 	multiOrg, skipConsent, suspended      bool
 	ttl                                   secondsFlag
 }
@@ -753,7 +763,7 @@ func (c *clientFlags) register(fs *flag.FlagSet, create bool) {
 	if create {
 		req = " (required)"
 	}
-	c.scopes.split, c.serveOrgs.split = true, true
+	c.scopes.split, c.serveOrgs.split, c.origins.split = true, true, true
 	fs.StringVar(&c.name, "name", "", "`name` shown on sign-in and consent pages"+req)
 	fs.StringVar(&c.org, "org", "", "owning organization `ID`"+req)
 	fs.Var(&c.redirects, "redirect-uri", "redirect `URI`, matched exactly; repeat for several"+req)
@@ -768,6 +778,8 @@ func (c *clientFlags) register(fs *flag.FlagSet, create bool) {
 	fs.BoolVar(&c.skipConsent, "skip-consent", false, "first-party app: no consent page")
 	fs.BoolVar(&c.suspended, "suspended", false, "the client is suspended")
 	fs.StringVar(&c.rateLimit, "rate-limit", "", "the client's own limit of token, introspection and revocation requests per client address, as `N/DURATION` like 600/60s; empty: the server's --rate-limit (5/60s)")
+	fs.StringVar(&c.appType, "application-type", "", "`web` (the server's default) or native: a desktop or mobile app, public, that may also register private-use scheme (com.example.app:/callback) and any-port loopback (http://127.0.0.1/callback) redirect URIs")
+	fs.Var(&c.origins, "web-origins", "browser `origins` (https://app.example) that may call the token endpoint, userinfo and memberships from script; comma-separate or repeat; empty (--web-origins=) for none, \"default\" for the default: a public client's redirect URIs' origins")
 	if create {
 		fs.StringVar(&c.clientID, "client-id", "", "chosen client `ID`, of the characters A-Z a-z 0-9 . _ - (default: a generated UUID)")
 	}
@@ -796,6 +808,19 @@ func (c *clientFlags) body(in *inv) (map[string]any, error) {
 		if err := checkEnum("type", c.typ, []string{"confidential", "public"}); err != nil {
 			return nil, err
 		}
+	}
+	if in.given("application-type") {
+		if err := checkEnum("application-type", c.appType, []string{"web", "native"}); err != nil {
+			return nil, err
+		}
+		b["application_type"] = c.appType
+	}
+	if in.given("web-origins") {
+		o, err := c.origins.originsValue()
+		if err != nil {
+			return nil, err
+		}
+		b["web_origins"] = o
 	}
 	lists := map[string]struct {
 		key string
@@ -937,6 +962,19 @@ func (l *listFlag) Set(v string) error {
 	}
 	l.vals = append(l.vals, strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' })...)
 	return nil
+}
+
+// originsValue is --web-origins as the API's web_origins: "default"
+// alone is null (the default, which follows the redirect URIs), nothing
+// is [] (none), else the list.
+func (l *listFlag) originsValue() (any, error) {
+	if slices.Contains(l.vals, "default") {
+		if len(l.vals) != 1 {
+			return nil, errUsage("--web-origins default stands alone: it means the default origins, which follow the redirect URIs")
+		}
+		return nil, nil
+	}
+	return l.list(), nil
 }
 
 func (l *listFlag) list() []string {

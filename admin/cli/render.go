@@ -58,12 +58,12 @@ var (
 	}}
 	clientTable = view{plural: "clients", cols: []column{
 		col("CLIENT_ID", "client_id", "id"), col("NAME", "name"), col("TYPE", "type"), col("ORG", "organization_id"),
-		col("MULTI_ORG", "multi_organization"), col("SUSPENDED", "suspended"),
+		col("APP", "application_type"), col("MULTI_ORG", "multi_organization"), col("SUSPENDED", "suspended"),
 	}}
 	clientView = view{plural: "clients", cols: clientTable.cols, fields: []string{
-		"client_id", "name", "type", "organization_id", "redirect_uris", "scopes", "multi_organization",
-		"organizations", "access_token_ttl", "backchannel_logout_uri", "skip_consent", "suspended", "rate_limit",
-	}}
+		"client_id", "name", "type", "application_type", "organization_id", "redirect_uris", "web_origins",
+		"scopes", "multi_organization", "organizations", "access_token_ttl", "backchannel_logout_uri", "skip_consent", "suspended", "rate_limit",
+	}, prep: originsCell}
 	keyTable = view{plural: "keys", cols: []column{
 		col("KID", "kid"), col("STATE", "state"), col("CREATED_AT", "created_at"),
 		col("ACTIVATES_AT", "activates_at"), col("RETIRED_AT", "retired_at"),
@@ -100,6 +100,26 @@ const registrationMark = "\x00registration"
 // makerMark is a key that no server field uses: who made an API key in
 // a word and an id, "person <sub>", "api_key <id>" or "token".
 const makerMark = "\x00maker"
+
+// originsCell shows a client's web_origins in one field: the list, or
+// "none", marked "(default)" when the registration names none and the
+// list follows its redirect URIs (web_origins_default, not shown apart).
+// An older server sends neither: nothing changes.
+func originsCell(obj map[string]any) {
+	list, ok := obj["web_origins"].([]any)
+	if !ok {
+		return
+	}
+	def, _ := obj["web_origins_default"].(bool)
+	delete(obj, "web_origins_default")
+	if len(list) == 0 {
+		list = []any{"none"}
+	}
+	if def {
+		list = append(list[:len(list):len(list)], "(default: from the redirect URIs)")
+	}
+	obj["web_origins"] = list
+}
 
 // makerCell sets makerMark from the row's created_by object (none from an
 // older server: the cell shows "-").
@@ -145,10 +165,10 @@ func (v view) one(w io.Writer, body []byte) error {
 	if err != nil {
 		return err
 	}
+	if v.prep != nil {
+		v.prep(obj)
+	}
 	if v.fields == nil {
-		if v.prep != nil {
-			v.prep(obj)
-		}
 		return writeTable(w, v.cols, []map[string]any{obj})
 	}
 	return writeFields(w, obj, v.fields)

@@ -89,7 +89,7 @@ func TestOutput(t *testing.T) {
 		{name: "client list", args: []string{"client", "list"},
 			body: `{"data":[{"client_id":"p","name":"Portal","type":"public","organization_id":"o1","multi_organization":true,"suspended":false}],
 				"pagination":{"page":2,"page_size":1,"total_items":2,"total_pages":2,"has_next":false,"has_previous":true}}`,
-			wantStdout: "CLIENT_ID  NAME    TYPE    ORG  MULTI_ORG  SUSPENDED\np          Portal  public  o1   true       false\npage 2/2, 2 items\n"},
+			wantStdout: "CLIENT_ID  NAME    TYPE    ORG  APP  MULTI_ORG  SUSPENDED\np          Portal  public  o1   -    true       false\npage 2/2, 2 items\n"},
 		{name: "json keeps the server's order and indents", args: []string{"org", "get", "x", "--json"},
 			body:       `{"id":"x","slug":"acme","name":"Acme","status":"active"}`,
 			wantStdout: "{\n  \"id\": \"x\",\n  \"slug\": \"acme\",\n  \"name\": \"Acme\",\n  \"status\": \"active\"\n}\n"},

@@ -54,6 +54,7 @@ func (c *Console) routes() {
 	auth("POST "+Prefix+"memberships/{id}/status", c.setMembershipStatus)
 	auth("POST "+Prefix+"clients/{id}/suspended", c.setClientSuspended)
 	auth("POST "+Prefix+"clients/{id}/rate-limit", c.setClientRateLimit)
+	auth("POST "+Prefix+"clients/{id}/web-origins", c.setClientWebOrigins)
 	auth("GET "+Prefix+"keys", listAll[admin.KeyInfo](c, "Signing keys", "keys", "/keys", "keys"))
 	auth("GET "+Prefix+"directories", listAll[admin.Directory](c, "Directories", "directories", "/directories", "directories"))
 	auth("GET "+Prefix+"audit", c.auditPage)
@@ -664,6 +665,12 @@ func clientBody(f url.Values) (any, []httpx.Detail) {
 	if l := strings.TrimSpace(f.Get("rate_limit")); l != "" {
 		body["rate_limit"] = l
 	}
+	if a := f.Get("application_type"); a != "" {
+		body["application_type"] = a
+	}
+	if o, ok := originsField(f.Get("web_origins")); ok {
+		body["web_origins"] = o
+	}
 	var bad []httpx.Detail
 	if t := strings.TrimSpace(f.Get("access_token_ttl")); t != "" {
 		n, err := strconv.ParseInt(t, 10, 64)
@@ -673,6 +680,21 @@ func clientBody(f url.Values) (any, []httpx.Detail) {
 		body["access_token_ttl"] = n
 	}
 	return body, bad
+}
+
+// originsField reads a web origins field as the admin API's web_origins:
+// origins separated by lines, commas or spaces; empty is the default
+// (ok false on a create, which leaves the field out; null on a row's
+// form), and "none" alone allows no origin ([]).
+func originsField(s string) (origins []string, ok bool) {
+	list := strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r' })
+	switch {
+	case len(list) == 0:
+		return nil, false
+	case len(list) == 1 && strings.EqualFold(list[0], "none"):
+		return []string{}, true
+	}
+	return list, true
 }
 
 // lines splits a textarea into its non-empty trimmed lines.
@@ -700,6 +722,22 @@ func (c *Console) setClientSuspended(w http.ResponseWriter, r *http.Request) {
 // it, and its detail is shown as it is.
 func (c *Console) setClientRateLimit(w http.ResponseWriter, r *http.Request) {
 	body := map[string]string{"rate_limit": strings.TrimSpace(r.PostForm.Get("rate_limit"))}
+	if err := c.call(r, "PATCH", "/clients/"+pathID(r.PathValue("id")), body, nil); err != nil {
+		c.apiMessage(w, r, err)
+		return
+	}
+	done(w, r, Prefix+"clients", "client-updated")
+}
+
+// setClientWebOrigins sets the browser origins a client's pages may call
+// the provider from (its web_origins): empty goes back to the default,
+// which follows its redirect URIs, "none" allows none. The admin API
+// validates them, and its detail is shown as it is.
+func (c *Console) setClientWebOrigins(w http.ResponseWriter, r *http.Request) {
+	body := map[string]any{"web_origins": nil}
+	if o, ok := originsField(r.PostForm.Get("web_origins")); ok {
+		body["web_origins"] = o
+	}
 	if err := c.call(r, "PATCH", "/clients/"+pathID(r.PathValue("id")), body, nil); err != nil {
 		c.apiMessage(w, r, err)
 		return

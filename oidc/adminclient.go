@@ -11,11 +11,15 @@ package oidc
 //
 //   - public: no secret; the code flow with PKCE S256, like every client;
 //   - scopes openid, profile and email;
-//   - redirect URIs: {issuer}/console/callback, the console's callback on
-//     the admin listener when the console is served there
-//     (Config.AdminRedirectURIs), and http://127.0.0.1:{port}/callback or
-//     http://[::1]:{port}/callback with any port (RFC 8252 7.3), the path
-//     exactly /callback, nothing else in the URI;
+//   - a native application (RFC 8252): its redirect URIs are
+//     {issuer}/console/callback and the console's callback on the admin
+//     listener when the console is served there
+//     (Config.AdminRedirectURIs), both matched byte for byte, and the
+//     loopback redirects http://127.0.0.1/callback and
+//     http://[::1]/callback, which match on any port with the path
+//     exactly /callback and nothing else in the URI by the rule of every
+//     native client (internal/redirect.Match, 7.3; `oidcd admin login`
+//     picks a free port);
 //   - no consent page: it is the provider's own;
 //   - no organization: an administrator need not belong to any, so the
 //     organization stage is skipped (organization_hint is ignored) and
@@ -38,10 +42,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/oidcd/oidcd/fsm"
@@ -60,9 +62,11 @@ const (
 	adminAccessTTL = time.Hour
 	// adminCodePurpose marks its codes in the challenge store.
 	adminCodePurpose = "admin_code"
-	// loopbackPath is the only path of a loopback redirect.
-	loopbackPath = "/callback"
 )
+
+// adminLoopbacks are the built-in client's loopback redirects, which
+// match on any port (checkRedirectURI).
+var adminLoopbacks = []string{"http://127.0.0.1/callback", "http://[::1]/callback"}
 
 // AdminCallbackPath is the console's callback, under the issuer and on
 // the admin listener.
@@ -74,8 +78,9 @@ func (p *Provider) adminClient() fsm.Client {
 	if p.cfg.AdminRedirectURIs != nil {
 		uris = append(uris, p.cfg.AdminRedirectURIs()...)
 	}
+	uris = append(uris, adminLoopbacks...)
 	return fsm.Client{
-		ID: AdminClientID, Name: "oidcd administration", Type: fsm.ClientPublic,
+		ID: AdminClientID, Name: "oidcd administration", Type: fsm.ClientPublic, ApplicationType: fsm.ApplicationNative,
 		RedirectURIs: uris, Scopes: []string{ScopeOpenID, ScopeProfile, ScopeEmail},
 		SkipConsent: true, AccessTokenTTL: int64(adminAccessTTL / time.Second),
 	}
@@ -103,26 +108,6 @@ func (c clients) Client(id string) (fsm.Client, error) {
 // client's id resolves to it.
 func (p *Provider) withAdmin(lookup func(id string) (fsm.Client, error)) func(id string) (fsm.Client, error) {
 	return clients{p: p, lookup: lookup}.Client
-}
-
-// loopbackCallback reports whether uri is a loopback redirect of the
-// built-in client: http, the IP literal 127.0.0.1 or [::1], any port
-// (or none), the path exactly /callback, and nothing else, written in the
-// one plain way (no user, query, fragment, escapes or leading zeros).
-func loopbackCallback(uri string) bool {
-	u, err := url.Parse(uri)
-	if err != nil || uri != "http://"+u.Host+loopbackPath {
-		return false
-	}
-	host, port := u.Hostname(), u.Port()
-	switch {
-	case host != "127.0.0.1" && host != "::1":
-		return false
-	case u.Host == host || u.Host == "["+host+"]":
-		return true // no port: 80
-	}
-	n, err := strconv.Atoi(port)
-	return err == nil && n >= 1 && n <= 65535 && strconv.Itoa(n) == port && u.Host == net.JoinHostPort(host, port)
 }
 
 // adminCode is what the built-in client's code stands for, kept in the

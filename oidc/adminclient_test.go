@@ -16,7 +16,13 @@ import (
 
 const tAdminLoopback = "http://127.0.0.1:54321/callback"
 
-func TestLoopbackCallback(t *testing.T) {
+// TestAdminLoopbackRedirects: the built-in client's loopback rule, the
+// one of every native client (redirect.Match over its registered
+// http://127.0.0.1/callback and http://[::1]/callback): 127.0.0.1 or
+// [::1] written plainly, any port, the path exactly /callback, nothing
+// else in the URI.
+func TestAdminLoopbackRedirects(t *testing.T) {
+	admin := (&Provider{cfg: Config{Issuer: "https://id.example"}}).adminClient()
 	for uri, want := range map[string]bool{
 		"http://127.0.0.1:54321/callback": true,
 		"http://127.0.0.1:1/callback":     true,
@@ -47,10 +53,13 @@ func TestLoopbackCallback(t *testing.T) {
 		"http://evil.example:8080/callback":      false,
 		"http://127.0.0.1.evil.example/callback": false,
 		"HTTP://127.0.0.1:8080/callback":         false,
+		"Http://[::1]:8080/callback":             false,
+		"http://127.0.0.1:8080/callback%20":      false,
+		"http://[::1%25lo]:8080/callback":        false,
 		"":                                       false,
 	} {
-		if got := loopbackCallback(uri); got != want {
-			t.Errorf("loopbackCallback(%q): got %v, want %v", uri, got, want)
+		if got := checkRedirectURI(admin, uri) == nil; got != want {
+			t.Errorf("checkRedirectURI(oidcd-admin, %q): got %v, want %v", uri, got, want)
 		}
 	}
 }
@@ -243,6 +252,9 @@ func TestAdminClientRedirects(t *testing.T) {
 		hRedirect, "http://127.0.0.1:8080/cb", "http://localhost:8080/callback", "https://127.0.0.1:8080/callback",
 		"http://127.0.0.1:8080/callback?x=1", "http://evil.example/callback", "http://evil.example/console/callback",
 		h.p.cfg.Issuer + "/console/callback/", "https://admin.example:9444/console/callback",
+		// The harness's issuer is at 127.0.0.1: its console callback
+		// still matches at its own port only.
+		"http://127.0.0.1:1/console/callback", "http://[::1]/console/callback",
 	} {
 		wantErrorPage(t, b.get(authzPath(adminQuery(uri))), http.StatusBadRequest)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/httpx"
+	"github.com/oidcd/oidcd/internal/redirect"
 )
 
 // This file holds the validators of GET /authorize, a fixed pipeline. Each
@@ -184,14 +185,22 @@ func lookupClient(st clientSource, id string) (fsm.Client, error) {
 	return c, nil
 }
 
-// checkRedirectURI requires a byte-for-byte match with a registered URI;
-// the built-in client also takes a loopback callback on any port
-// (loopbackCallback).
+// checkRedirectURI requires uri to match a registered URI by
+// redirect.Match: byte for byte, or for a native client (the built-in
+// one included) a registered loopback redirect at 127.0.0.1 or [::1] with
+// the same path and query on any port (CONTRACT.md section 13). The
+// built-in client's console callbacks match byte for byte only, even
+// where the console is served at a loopback address: only its loopback
+// redirects (adminLoopbacks) take any port.
 func checkRedirectURI(c fsm.Client, uri string) error {
 	if uri == "" {
 		return errors.New("redirect_uri missing")
 	}
-	if !slices.Contains(c.RedirectURIs, uri) && !(isAdmin(c) && loopbackCallback(uri)) {
+	registered := c.RedirectURIs
+	if isAdmin(c) && !slices.Contains(registered, uri) {
+		registered = adminLoopbacks
+	}
+	if !redirect.Match(c.ApplicationType, registered, uri) {
 		return fmt.Errorf("redirect_uri %q not registered", httpx.LogValue(uri))
 	}
 	return nil

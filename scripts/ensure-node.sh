@@ -1,10 +1,12 @@
 #!/bin/sh
 # ensure-node.sh: make sure Node.js (20 or later, Debian's nodejs package)
 # and npm are installed (ensure-package.sh), and that the relying-party
-# libraries of internal/testkit/noderp (openid-client, oauth4webapi, jose) and
-# the accessibility rules of internal/testkit/axe (axe-core) are installed at
-# the versions their package-lock.json locks (npm ci, from the npm
-# registry). `make test` runs it first.
+# libraries of internal/testkit/noderp (openid-client, oauth4webapi, jose),
+# the accessibility rules of internal/testkit/axe (axe-core) and the
+# native-app library of internal/testkit/native (@openid/appauth) are
+# installed at the
+# versions their package-lock.json locks (npm ci, from the npm registry; no
+# package downloads a browser). `make test` runs it first.
 set -eu
 here=$(dirname "$0")
 sh "$here/ensure-package.sh" /usr/bin/node nodejs
@@ -14,7 +16,8 @@ if [ "$major" -lt 20 ]; then
 	echo "ensure-node: node $(node --version) is too old; openid-client 6 needs 20 or later" >&2
 	exit 1
 fi
-for dir in "$here/../internal/testkit/noderp" "$here/../internal/testkit/axe"; do
+for kit in noderp axe native; do
+	dir="$here/../internal/testkit/$kit"
 	# npm ci only when the lock file changed since the last install.
 	if [ ! -f "$dir/node_modules/.package-lock.json" ] || ! cmp -s "$dir/package-lock.json" "$dir/node_modules/.oidcd-lock"; then
 		(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)

@@ -480,6 +480,7 @@ func (n *Node) health(mux *http.ServeMux) {
 // the admin token note). It must not block.
 func (n *Node) onApply(types []fsm.Type) {
 	n.keys.OnApply(types)
+	n.provider.OnApply(types) // the CORS origins
 	n.adminTokenApplied(types)
 	n.logout.OnApply(types)
 	n.mail.OnApply(types)

@@ -228,6 +228,7 @@ const (
 // the store could not be read.
 func (p *Provider) bearer(w http.ResponseWriter, r *http.Request, style bearerStyle, email bool) (accessToken, fsm.Access, bool) {
 	tok, acc, err := p.checkAccessToken(r.Context(), bearerToken(r), p.now(), email)
+	p.corsBearer(w, r, tok, acc, err) // bearer serves only CORS endpoints
 	switch {
 	case err == nil:
 		p.metrics.bearerChecks.WithLabelValues(bearerValid).Inc()

@@ -101,7 +101,8 @@ func newDiscovery(issuer string) discovery {
 // DiscoveryHandler serves the discovery document of issuer.
 // Endpoints are issuer, less one trailing slash, plus their paths; the
 // issuer field is issuer exactly as given, which must be the iss of every
-// token. The document is encoded once, here.
+// token. The document is encoded once, here. Every answer carries
+// Access-Control-Allow-Origin: * (cors.go).
 func DiscoveryHandler(issuer string) http.Handler {
 	body, err := json.Marshal(newDiscovery(issuer))
 	if err != nil {
@@ -120,6 +121,7 @@ func DiscoveryHandler(issuer string) http.Handler {
 		h := w.Header()
 		h["Content-Type"] = contentType
 		h["Content-Length"] = contentLength
+		h["Access-Control-Allow-Origin"] = corsAnyOrigin
 		w.Write(body)
 	})
 }
@@ -135,7 +137,8 @@ var _ KeySource = (*keys.Manager)(nil)
 // JWKSHandler serves the key set with
 // Cache-Control: public, max-age=300. When the source fails (no key yet,
 // state unreadable) it answers 503 with no body, not cacheable, and logs
-// the cause.
+// the cause. Every answer carries Access-Control-Allow-Origin: *
+// (cors.go).
 func JWKSHandler(ks KeySource, log *slog.Logger) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -155,6 +158,7 @@ func JWKSHandler(ks KeySource, log *slog.Logger) http.Handler {
 		if err != nil {
 			log.Warn("key set unavailable", "err", err, "correlation_id", httpx.CorrelationID(r.Context()))
 			w.Header().Set("Cache-Control", "no-store")
+			w.Header()["Access-Control-Allow-Origin"] = corsAnyOrigin
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
@@ -168,6 +172,7 @@ func JWKSHandler(ks KeySource, log *slog.Logger) http.Handler {
 		h["Content-Type"] = contentType
 		h["Cache-Control"] = cacheControl
 		h["Content-Length"] = cl.v
+		h["Access-Control-Allow-Origin"] = corsAnyOrigin
 		w.Write(body)
 	})
 }

@@ -22,6 +22,15 @@
 //     still checks that the signing key is published and exp against the
 //     clock, and the live check of the store (revocation, sessions,
 //     suspensions) is never cached.
+//   - CORS (cors.go): discovery and the key set grant every GET to any
+//     origin (*); the token endpoint, userinfo and the membership list
+//     grant a preflight to an origin some client lists in its web origins,
+//     and an answer, errors included, only to an origin of the client the
+//     request names or its token was issued to; introspection and
+//     revocation never answer CORS, and no answer allows credentials. The
+//     origins are an in-memory index of every client's, rebuilt after a
+//     client command or a restore (OnApply): a preflight reads no record
+//     and writes nothing.
 //   - oidc imports fsm, keys, session (the browser session node hands
 //     it: cookies, the sealer of the pending request), webui and internal
 //     leaf helpers (what it shares with the sign-in is in internal/authn),

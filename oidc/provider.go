@@ -130,6 +130,7 @@ type Provider struct {
 	limiter *rateLimiter
 	metrics *metrics
 	tokens  *tokenCache // verified access tokens (bearer.go)
+	origins *origins    // every client's web origins (cors.go)
 }
 
 // New checks cfg and returns a Provider.
@@ -165,6 +166,7 @@ func New(cfg Config) (*Provider, error) {
 	}
 	p.metrics = newMetrics(cfg.Registerer)
 	p.tokens = newTokenCache(tokenCacheSize)
+	p.origins = newOrigins(cfg.State, cfg.Logger)
 	return p, nil
 }
 
@@ -173,6 +175,7 @@ func New(cfg Config) (*Provider, error) {
 func (p *Provider) Register(mux *http.ServeMux) {
 	p.registerAuthorize(mux)
 	p.registerToken(mux)
+	p.registerCORS(mux)
 }
 
 // errUnavailable: the cluster could not confirm the state is current (no

@@ -65,6 +65,7 @@ type tokenResponse struct {
 func (p *Provider) handleToken(w http.ResponseWriter, r *http.Request) {
 	form, ferr := readTokenForm(w, r)
 	cred := clientCredentials(r, form)
+	p.corsClient(w, r, cred.id) // before the limiter may answer 429
 	client, cerr, ok := p.limitAndAuthenticate(w, r, limitToken, cred, ferr, true, p.withAdmin(p.cfg.State.Client))
 	if !ok {
 		return

@@ -58,6 +58,9 @@
 //	                 confidential client
 //	discovery        GET /.well-known/openid-configuration
 //	jwks             GET /.well-known/jwks.json
+//	preflight        OPTIONS /oauth2/token, the CORS preflight of a page on
+//	                 the public client's default web origin (not in the
+//	                 matrix: oidc's BenchmarkPreflight measures it)
 //	mixed            10 % password-signin, 30 % silent-signin, 40 %
 //	                 userinfo, 10 % introspect, 5 % discovery, 5 % jwks
 //

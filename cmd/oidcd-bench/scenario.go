@@ -27,7 +27,7 @@ type scenario struct {
 const mixedName = "mixed"
 
 // scenarioNames lists the --scenario values in the order of the help.
-var scenarioNames = []string{"password-signin", "silent-signin", "userinfo", "introspect", "discovery", "jwks", mixedName}
+var scenarioNames = []string{"password-signin", "silent-signin", "userinfo", "introspect", "discovery", "jwks", "preflight", mixedName}
 
 var scenarios = map[string]*scenario{
 	"password-signin": {name: "password-signin", op: opPasswordSignIn},
@@ -36,6 +36,7 @@ var scenarios = map[string]*scenario{
 	"introspect":      {name: "introspect", needsSession: true, needsToken: true, op: opIntrospect},
 	"discovery":       {name: "discovery", op: opDiscovery},
 	"jwks":            {name: "jwks", op: opJWKS},
+	"preflight":       {name: "preflight", op: opPreflight},
 	// mixed draws one of the above per operation (mixedWeights); its
 	// workers hold a session and a token from the start.
 	mixedName: {name: mixedName, needsSession: true, needsToken: true},
@@ -268,6 +269,37 @@ func opDiscovery(ctx context.Context, w *worker) error {
 		}
 		return nil
 	})
+}
+
+// opPreflight is a single-page app's CORS preflight of the token
+// endpoint, from the origin of the public client's redirect URI (its
+// default web origin): 204 and the grant, no write.
+func opPreflight(ctx context.Context, w *worker) error {
+	at, _ := w.b.pick()
+	req, err := http.NewRequestWithContext(ctx, http.MethodOptions, at+w.b.paths.token, nil)
+	if err != nil {
+		return err
+	}
+	origin := strings.TrimSuffix(redirectURI, "/cb")
+	req.Header.Set("Origin", origin)
+	req.Header.Set("Access-Control-Request-Method", "POST")
+	req.Header.Set("Access-Control-Request-Headers", "content-type")
+	resp, err := w.b.rp.Do(req)
+	if err != nil {
+		return err
+	}
+	body, err := readAll(resp)
+	resp.Body.Close()
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusNoContent {
+		return statusError(resp.StatusCode, body, req.URL.Path)
+	}
+	if got := resp.Header.Get("Access-Control-Allow-Origin"); got != origin {
+		return failf("no_grant", "preflight from %s: Access-Control-Allow-Origin %q", origin, got)
+	}
+	return nil
 }
 
 func opJWKS(ctx context.Context, w *worker) error {

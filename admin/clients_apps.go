@@ -11,7 +11,8 @@ import (
 	"github.com/oidcd/oidcd/internal/redirect"
 )
 
-// A client's application type and web origins (docs/openapi/admin.json).
+// A client's application type and web origins (docs/operators/clients.md,
+// docs/openapi/admin.json).
 // The rules of what a redirect URI or an origin may be are
 // internal/redirect's, which the authorization and token endpoints and
 // the CORS answers read too; this file only says how the admin API takes

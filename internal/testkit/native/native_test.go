@@ -14,6 +14,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -308,7 +310,7 @@ func TestNativeRedirectRules(t *testing.T) {
 		}
 	}
 
-	st, app := register("native", "public", "http://127.0.0.1/callback", "com.example.app:/callback")
+	st, app := register("native", "public", "http://127.0.0.1/callback", "http://[::1]/callback", "com.example.app:/callback")
 	if st != 201 {
 		t.Fatalf("register: %d %v", st, app)
 	}
@@ -327,7 +329,10 @@ func TestNativeRedirectRules(t *testing.T) {
 		{"com.example.app:/callback", true},
 		{"http://127.0.0.1:49152/other", false},
 		{"http://localhost:49152/callback", false},
-		{"http://[::1]:49152/callback", false},
+		{"http://[::1]:49152/callback", true},
+		{"http://[::1]:49152/other", false},
+		{"http://[0:0:0:0:0:0:0:1]:49152/callback", false},
+		{"HTTP://127.0.0.1:49152/callback", false},
 		{"com.example.app:/callback/x", false},
 		{"com.example.other:/callback", false},
 	} {
@@ -341,6 +346,56 @@ func TestNativeRedirectRules(t *testing.T) {
 		if p.Status != want || p.Location() != "" {
 			t.Errorf("/authorize with redirect_uri %s: %d Location %q, want %d and no redirect", tc.redirect, p.Status, p.Location(), want)
 		}
+	}
+}
+
+// TestNativeLoopbackExchangeNamesItsPort: the token request must name the
+// very redirect_uri of its authorization request (RFC 6749 4.1.3), so a
+// code sent to one loopback port is not redeemed with another, though
+// both match the registration.
+func TestNativeLoopbackExchangeNamesItsPort(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Configure: func(_ int, cfg *node.Config) { cfg.RateLimit = "off" }})
+	const email, password = "ann@example.com", "correct horse battery"
+	var org, user, app map[string]any
+	mustAdmin(t, c, "POST", "/organizations", map[string]any{"slug": "alpha", "name": "Alpha"}, &org)
+	mustAdmin(t, c, "POST", "/users", map[string]any{"email": email, "email_verified": true, "password": password}, &user)
+	mustAdmin(t, c, "POST", "/memberships", map[string]any{"user_id": user["id"], "org_id": org["id"]}, nil)
+	mustAdmin(t, c, "POST", "/clients", map[string]any{"name": "Desktop App", "type": "public", "application_type": "native",
+		"redirect_uris": []string{"http://127.0.0.1/callback"}, "organization_id": org["id"], "skip_consent": true}, &app)
+	const verifier = "a-verifier-of-more-than-forty-three-characters-0123456789"
+	sum := sha256.Sum256([]byte(verifier))
+	challenge := base64.RawURLEncoding.EncodeToString(sum[:])
+	b := testcluster.NewBrowser(t)
+	code := func(port string) string {
+		q := url.Values{"response_type": {"code"}, "client_id": {app["client_id"].(string)}, "redirect_uri": {"http://127.0.0.1:" + port + "/callback"},
+			"scope": {"openid"}, "state": {"state-12345"}, "code_challenge": {challenge}, "code_challenge_method": {"S256"}}
+		p := b.Follow(b.Get(c.Issuer()+"/authorize?"+q.Encode()), c.Issuer())
+		if p.Location() == "" {
+			p = b.Follow(b.Submit(p, map[string]string{"email": email, "password": password}, "method", "password"), c.Issuer())
+		}
+		got := mustQuery(t, p.Location()).Get("code")
+		if !strings.HasPrefix(p.Location(), "http://127.0.0.1:"+port+"/callback?") || got == "" {
+			t.Fatalf("authorize for port %s: %d Location %q", port, p.Status, p.Location())
+		}
+		return got
+	}
+	exchange := func(code, port string) (int, map[string]any) {
+		form := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "code_verifier": {verifier},
+			"client_id": {app["client_id"].(string)}, "redirect_uri": {"http://127.0.0.1:" + port + "/callback"}}
+		resp, err := c.Client().PostForm(c.Issuer()+"/oauth2/token", form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+	if st, out := exchange(code("50001"), "50002"); st != 400 || out["error"] != "invalid_grant" {
+		t.Errorf("a code sent to port 50001 redeemed with port 50002: %d %v, want 400 invalid_grant", st, out)
+	}
+	if st, out := exchange(code("50003"), "50003"); st != 200 || out["access_token"] == nil {
+		t.Errorf("a code sent to port 50003 redeemed with it: %d %v, want tokens", st, out)
 	}
 }
 

@@ -431,7 +431,7 @@ func TestSinglePageApp(t *testing.T) {
 // error page, a sign-in page) and on a prompt=none redirect without a
 // session.
 func TestSinglePageAppHeaders(t *testing.T) {
-	c := testcluster.New(t, testcluster.Options{Configure: func(_ int, cfg *node.Config) { cfg.RateLimit = "off" }})
+	c := testcluster.New(t, testcluster.Options{Configure: func(_ int, cfg *node.Config) { cfg.RateLimit = "4/60s" }})
 	var org map[string]any
 	mustAdmin(t, c, "POST", "/organizations", map[string]any{"slug": "alpha", "name": "Alpha"}, &org)
 	const app, other = "http://127.0.0.1:4000", "http://127.0.0.1:4001"
@@ -479,6 +479,25 @@ func TestSinglePageAppHeaders(t *testing.T) {
 	}
 	if r := do("POST", "/oauth2/token", other, form, "grant_type=authorization_code&code=nope&code_verifier=x&client_id="+cl["client_id"].(string)); r.Header.Get("Access-Control-Allow-Origin") != "" {
 		t.Errorf("token answer to unlisted %s: Access-Control-Allow-Origin %q", other, r.Header.Get("Access-Control-Allow-Origin"))
+	}
+	// An origin another client lists gets that client's grants only.
+	const second = "http://127.0.0.1:4002"
+	mustAdmin(t, c, "POST", "/clients", map[string]any{"name": "Other SPA", "type": "public", "redirect_uris": []string{second + "/cb"},
+		"scopes": []string{"openid"}, "organization_id": org["id"]}, nil)
+	if r := preflight("/oauth2/token", second, "POST"); r.Header.Get("Access-Control-Allow-Origin") != second {
+		t.Errorf("preflight from %s, which a client lists: Access-Control-Allow-Origin %q", second, r.Header.Get("Access-Control-Allow-Origin"))
+	}
+	if r := do("POST", "/oauth2/token", second, form, "grant_type=authorization_code&code=nope&code_verifier=x&client_id="+cl["client_id"].(string)); r.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("token answer naming the first client to %s, which only another lists: Access-Control-Allow-Origin %q", second, r.Header.Get("Access-Control-Allow-Origin"))
+	}
+	// The limiter's 429 is the client's too: readable, with Retry-After.
+	var limited *http.Response
+	for i := 0; i < 6 && (limited == nil || limited.StatusCode != 429); i++ {
+		limited = do("POST", "/oauth2/token", app, form, "grant_type=authorization_code&code=nope&code_verifier=x&redirect_uri="+url.QueryEscape(app+"/cb")+"&client_id="+cl["client_id"].(string))
+	}
+	if limited.StatusCode != 429 || limited.Header.Get("Access-Control-Allow-Origin") != app || limited.Header.Get("Retry-After") == "" ||
+		!strings.Contains(limited.Header.Get("Access-Control-Expose-Headers"), "Retry-After") {
+		t.Errorf("token endpoint over its limit from %s: %d %v, want 429 with its origin allowed and Retry-After exposed", app, limited.StatusCode, limited.Header)
 	}
 	for _, path := range []string{"/oauth2/introspect", "/oauth2/revoke"} {
 		if r := preflight(path, app, "POST"); r.Header.Get("Access-Control-Allow-Origin") != "" {

@@ -314,12 +314,13 @@ func TestNativeRedirectRules(t *testing.T) {
 	if st != 201 {
 		t.Fatalf("register: %d %v", st, app)
 	}
-	authorize := func(redirect string) *testcluster.Page {
-		q := url.Values{"response_type": {"code"}, "client_id": {app["client_id"].(string)}, "redirect_uri": {redirect},
+	authorizeAs := func(clientID, redirect string) *testcluster.Page {
+		q := url.Values{"response_type": {"code"}, "client_id": {clientID}, "redirect_uri": {redirect},
 			"scope": {"openid"}, "state": {"state-12345"}, "code_challenge": {"E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"},
 			"code_challenge_method": {"S256"}}
 		return testcluster.NewBrowser(t).Get(c.Issuer() + "/authorize?" + q.Encode())
 	}
+	authorize := func(redirect string) *testcluster.Page { return authorizeAs(app["client_id"].(string), redirect) }
 	for _, tc := range []struct {
 		redirect string
 		accepted bool
@@ -345,6 +346,22 @@ func TestNativeRedirectRules(t *testing.T) {
 		}
 		if p.Status != want || p.Location() != "" {
 			t.Errorf("/authorize with redirect_uri %s: %d Location %q, want %d and no redirect", tc.redirect, p.Status, p.Location(), want)
+		}
+	}
+
+	// The built-in client of `oidcd admin login` is a native app by the
+	// same rule.
+	for _, tc := range []struct {
+		redirect string
+		want     int
+	}{
+		{"http://127.0.0.1:49153/callback", 200},
+		{"http://[::1]:49153/callback", 200},
+		{"http://localhost:49153/callback", 400},
+		{"http://127.0.0.1:49153/other", 400},
+	} {
+		if p := authorizeAs("oidcd-admin", tc.redirect); p.Status != tc.want || p.Location() != "" {
+			t.Errorf("/authorize of oidcd-admin with redirect_uri %s: %d Location %q, want %d and no redirect", tc.redirect, p.Status, p.Location(), tc.want)
 		}
 	}
 }

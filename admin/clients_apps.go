@@ -120,13 +120,7 @@ func (p *problems) checkApps(b *clientBody, c *fsm.Client) {
 // answers use them: its own when its registration names them, else the
 // default that follows its redirect URIs.
 func effectiveOrigins(c fsm.Client) []string {
-	if c.WebOriginsSet {
-		if c.WebOrigins == nil {
-			return []string{}
-		}
-		return c.WebOrigins
-	}
-	return redirect.DefaultOrigins(c.Type == fsm.ClientPublic, c.RedirectURIs)
+	return redirect.Origins(c.Type == fsm.ClientPublic, c.WebOriginsSet, c.WebOrigins, c.RedirectURIs)
 }
 
 // applicationType is c's application_type as the API shows it.

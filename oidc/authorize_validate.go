@@ -188,7 +188,7 @@ func lookupClient(st clientSource, id string) (fsm.Client, error) {
 // checkRedirectURI requires uri to match a registered URI by
 // redirect.Match: byte for byte, or for a native client (the built-in
 // one included) a registered loopback redirect at 127.0.0.1 or [::1] with
-// the same path and query on any port (CONTRACT.md section 13). The
+// the same path and query on any port (RFC 8252 7.3; docs/application-developers.md). The
 // built-in client's console callbacks match byte for byte only, even
 // where the console is served at a loopback address: only its loopback
 // redirects (adminLoopbacks) take any port.

@@ -201,16 +201,7 @@ func (p *Provider) tokenClient(r *http.Request, tok accessToken) string {
 // else redirect.DefaultOrigins (a public client's redirect URIs' origins,
 // a confidential client's none).
 func clientOrigins(c fsm.Client) []string {
-	if !c.WebOriginsSet {
-		return redirect.DefaultOrigins(c.Type == fsm.ClientPublic, c.RedirectURIs)
-	}
-	out := make([]string, 0, len(c.WebOrigins))
-	for _, o := range c.WebOrigins {
-		if n, err := redirect.CheckOrigin(o); err == nil {
-			out = append(out, n) // the admin API stores them so already
-		}
-	}
-	return out
+	return redirect.Origins(c.Type == fsm.ClientPublic, c.WebOriginsSet, c.WebOrigins, c.RedirectURIs)
 }
 
 // originIndex is every client's web origins at one mark: the set of all

@@ -12,7 +12,7 @@ import (
 	"github.com/oidcd/oidcd/fsm"
 )
 
-// Native applications (RFC 8252, CONTRACT.md section 13): a private-use
+// Native applications (RFC 8252; docs/application-developers.md, "Native apps"): a private-use
 // scheme redirect matches exactly, a loopback redirect at 127.0.0.1 or
 // [::1] on any port with the same path and query; a web client's loopback
 // redirect keeps its exact port. The built-in client's own variants are

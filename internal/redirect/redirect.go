@@ -233,3 +233,21 @@ func DefaultOrigins(public bool, redirectURIs []string) []string {
 	}
 	return out
 }
+
+// Origins are the web origins in force for a client: those its
+// registration names when set is true (none when it names none), each as
+// a browser writes it (what CheckOrigin refuses is dropped), else
+// DefaultOrigins. The admin API shows them and the CORS answers grant
+// them, so both read this one rule.
+func Origins(public, set bool, origins, redirectURIs []string) []string {
+	if !set {
+		return DefaultOrigins(public, redirectURIs)
+	}
+	out := make([]string, 0, len(origins))
+	for _, o := range origins {
+		if n, err := CheckOrigin(o); err == nil && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}

@@ -137,3 +137,23 @@ func TestDefaultOrigins(t *testing.T) {
 		t.Errorf("confidential: %q, want none", got)
 	}
 }
+
+func TestOrigins(t *testing.T) {
+	uris := []string{"https://app.example/cb"}
+	for _, tt := range []struct {
+		name    string
+		public  bool
+		set     bool
+		origins []string
+		want    []string
+	}{
+		{"public default", true, false, nil, []string{"https://app.example"}},
+		{"confidential default", false, false, nil, []string{}},
+		{"set to none", true, true, nil, []string{}},
+		{"set, normalized and once", true, true, []string{"https://B.example:443", "https://b.example", "bogus"}, []string{"https://b.example"}},
+	} {
+		if got := Origins(tt.public, tt.set, tt.origins, uris); got == nil || !slices.Equal(got, tt.want) {
+			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}

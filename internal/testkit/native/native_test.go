@@ -18,7 +18,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -49,36 +48,6 @@ func need(t *testing.T) string {
 		t.Skipf("node or the npm packages are missing; run scripts/ensure-node.sh (%v)", err)
 	}
 	return nodeBin
-}
-
-// admin calls the admin API of node 0 and returns the status.
-func admin(t *testing.T, c *testcluster.Cluster, method, path string, body, out any) int {
-	t.Helper()
-	b, _ := json.Marshal(body)
-	req, _ := http.NewRequest(method, c.URL(0)+"/admin/v1"+path, bytes.NewReader(b))
-	req.Header.Set("Authorization", "Bearer "+testcluster.AdminToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if out != nil {
-		json.NewDecoder(resp.Body).Decode(out)
-	}
-	return resp.StatusCode
-}
-
-func mustAdmin(t *testing.T, c *testcluster.Cluster, method, path string, body, out any) {
-	t.Helper()
-	var raw map[string]any
-	if st := admin(t, c, method, path, body, &raw); st >= 300 {
-		t.Fatalf("%s %s: %d %v", method, path, st, raw)
-	}
-	if out != nil {
-		b, _ := json.Marshal(raw)
-		json.Unmarshal(b, out)
-	}
 }
 
 // lines collects a process's output lines as they come.
@@ -160,11 +129,11 @@ func TestNativeApp(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{Configure: func(_ int, cfg *node.Config) { cfg.RateLimit = "off" }})
 	const email, password = "ann@example.com", "correct horse battery"
 	var org, user map[string]any
-	mustAdmin(t, c, "POST", "/organizations", map[string]any{"slug": "alpha", "name": "Alpha"}, &org)
-	mustAdmin(t, c, "POST", "/users", map[string]any{"email": email, "email_verified": true, "password": password}, &user)
-	mustAdmin(t, c, "POST", "/memberships", map[string]any{"user_id": user["id"], "org_id": org["id"]}, nil)
+	c.MustAdmin(t, "POST", "/organizations", map[string]any{"slug": "alpha", "name": "Alpha"}, &org)
+	c.MustAdmin(t, "POST", "/users", map[string]any{"email": email, "email_verified": true, "password": password}, &user)
+	c.MustAdmin(t, "POST", "/memberships", map[string]any{"user_id": user["id"], "org_id": org["id"]}, nil)
 	var app map[string]any
-	mustAdmin(t, c, "POST", "/clients", map[string]any{"name": "Desktop App", "type": "public", "application_type": "native",
+	c.MustAdmin(t, "POST", "/clients", map[string]any{"name": "Desktop App", "type": "public", "application_type": "native",
 		"redirect_uris": []string{"http://127.0.0.1/callback", "com.example.app:/callback"}, "scopes": []string{"openid", "email"},
 		"organization_id": org["id"], "skip_consent": true}, &app)
 	if app["application_type"] != "native" || app["client_secret"] != nil {
@@ -282,14 +251,14 @@ func TestNativeApp(t *testing.T) {
 func TestNativeRedirectRules(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{})
 	var org map[string]any
-	mustAdmin(t, c, "POST", "/organizations", map[string]any{"slug": "alpha", "name": "Alpha"}, &org)
+	c.MustAdmin(t, "POST", "/organizations", map[string]any{"slug": "alpha", "name": "Alpha"}, &org)
 	register := func(appType, typ string, redirects ...string) (int, map[string]any) {
 		var out map[string]any
 		body := map[string]any{"name": "App", "type": typ, "redirect_uris": redirects, "organization_id": org["id"]}
 		if appType != "" {
 			body["application_type"] = appType
 		}
-		return admin(t, c, "POST", "/clients", body, &out), out
+		return c.Admin(t, "POST", "/clients", body, &out), out
 	}
 	for _, tc := range []struct {
 		appType, typ, redirect string
@@ -374,10 +343,10 @@ func TestNativeLoopbackExchangeNamesItsPort(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{Configure: func(_ int, cfg *node.Config) { cfg.RateLimit = "off" }})
 	const email, password = "ann@example.com", "correct horse battery"
 	var org, user, app map[string]any
-	mustAdmin(t, c, "POST", "/organizations", map[string]any{"slug": "alpha", "name": "Alpha"}, &org)
-	mustAdmin(t, c, "POST", "/users", map[string]any{"email": email, "email_verified": true, "password": password}, &user)
-	mustAdmin(t, c, "POST", "/memberships", map[string]any{"user_id": user["id"], "org_id": org["id"]}, nil)
-	mustAdmin(t, c, "POST", "/clients", map[string]any{"name": "Desktop App", "type": "public", "application_type": "native",
+	c.MustAdmin(t, "POST", "/organizations", map[string]any{"slug": "alpha", "name": "Alpha"}, &org)
+	c.MustAdmin(t, "POST", "/users", map[string]any{"email": email, "email_verified": true, "password": password}, &user)
+	c.MustAdmin(t, "POST", "/memberships", map[string]any{"user_id": user["id"], "org_id": org["id"]}, nil)
+	c.MustAdmin(t, "POST", "/clients", map[string]any{"name": "Desktop App", "type": "public", "application_type": "native",
 		"redirect_uris": []string{"http://127.0.0.1/callback"}, "organization_id": org["id"], "skip_consent": true}, &app)
 	const verifier = "a-verifier-of-more-than-forty-three-characters-0123456789"
 	sum := sha256.Sum256([]byte(verifier))

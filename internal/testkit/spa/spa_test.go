@@ -14,7 +14,6 @@
 package spa
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net"
@@ -43,36 +42,6 @@ func need(t *testing.T) {
 			t.Fatalf("the npm package oidc-client-ts is missing (run scripts/ensure-node.sh): %v", err)
 		}
 		t.Skipf("the npm package oidc-client-ts is missing; run scripts/ensure-node.sh (%v)", err)
-	}
-}
-
-// admin calls the admin API and returns the status; out gets the answer.
-func admin(t *testing.T, c *testcluster.Cluster, method, path string, body, out any) int {
-	t.Helper()
-	b, _ := json.Marshal(body)
-	req, _ := http.NewRequest(method, c.URL(0)+"/admin/v1"+path, bytes.NewReader(b))
-	req.Header.Set("Authorization", "Bearer "+testcluster.AdminToken)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if out != nil {
-		json.NewDecoder(resp.Body).Decode(out)
-	}
-	return resp.StatusCode
-}
-
-func mustAdmin(t *testing.T, c *testcluster.Cluster, method, path string, body, out any) {
-	t.Helper()
-	var raw map[string]any
-	if st := admin(t, c, method, path, body, &raw); st >= 300 {
-		t.Fatalf("%s %s: %d %v", method, path, st, raw)
-	}
-	if out != nil {
-		b, _ := json.Marshal(raw)
-		json.Unmarshal(b, out)
 	}
 }
 
@@ -259,9 +228,9 @@ func TestSinglePageApp(t *testing.T) {
 	issuer := c.Issuer()
 	const email, password = "ann@example.com", "correct horse battery"
 	var org, user map[string]any
-	mustAdmin(t, c, "POST", "/organizations", map[string]any{"slug": "alpha", "name": "Alpha"}, &org)
-	mustAdmin(t, c, "POST", "/users", map[string]any{"email": email, "email_verified": true, "password": password}, &user)
-	mustAdmin(t, c, "POST", "/memberships", map[string]any{"user_id": user["id"], "org_id": org["id"]}, nil)
+	c.MustAdmin(t, "POST", "/organizations", map[string]any{"slug": "alpha", "name": "Alpha"}, &org)
+	c.MustAdmin(t, "POST", "/users", map[string]any{"email": email, "email_verified": true, "password": password}, &user)
+	c.MustAdmin(t, "POST", "/memberships", map[string]any{"user_id": user["id"], "org_id": org["id"]}, nil)
 
 	// The app at A (its own client, web_origins by default), a copy at B
 	// whose client lists no origin, and a copy on another site, L.
@@ -278,7 +247,7 @@ func TestSinglePageApp(t *testing.T) {
 			body[k] = v
 		}
 		var cl map[string]any
-		mustAdmin(t, c, "POST", "/clients", body, &cl)
+		c.MustAdmin(t, "POST", "/clients", body, &cl)
 		return cl["client_id"].(string), cl
 	}
 	var spaClient map[string]any
@@ -433,10 +402,10 @@ func TestSinglePageApp(t *testing.T) {
 func TestSinglePageAppHeaders(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{Configure: func(_ int, cfg *node.Config) { cfg.RateLimit = "4/60s" }})
 	var org map[string]any
-	mustAdmin(t, c, "POST", "/organizations", map[string]any{"slug": "alpha", "name": "Alpha"}, &org)
+	c.MustAdmin(t, "POST", "/organizations", map[string]any{"slug": "alpha", "name": "Alpha"}, &org)
 	const app, other = "http://127.0.0.1:4000", "http://127.0.0.1:4001"
 	var cl map[string]any
-	mustAdmin(t, c, "POST", "/clients", map[string]any{"name": "SPA", "type": "public", "redirect_uris": []string{app + "/cb"},
+	c.MustAdmin(t, "POST", "/clients", map[string]any{"name": "SPA", "type": "public", "redirect_uris": []string{app + "/cb"},
 		"scopes": []string{"openid"}, "organization_id": org["id"]}, &cl)
 	base := c.Issuer()
 	do := func(method, path, origin string, hdr map[string]string, body string) *http.Response {
@@ -482,7 +451,7 @@ func TestSinglePageAppHeaders(t *testing.T) {
 	}
 	// An origin another client lists gets that client's grants only.
 	const second = "http://127.0.0.1:4002"
-	mustAdmin(t, c, "POST", "/clients", map[string]any{"name": "Other SPA", "type": "public", "redirect_uris": []string{second + "/cb"},
+	c.MustAdmin(t, "POST", "/clients", map[string]any{"name": "Other SPA", "type": "public", "redirect_uris": []string{second + "/cb"},
 		"scopes": []string{"openid"}, "organization_id": org["id"]}, nil)
 	if r := preflight("/oauth2/token", second, "POST"); r.Header.Get("Access-Control-Allow-Origin") != second {
 		t.Errorf("preflight from %s, which a client lists: Access-Control-Allow-Origin %q", second, r.Header.Get("Access-Control-Allow-Origin"))

@@ -73,6 +73,12 @@ const (
 	TypeUseLink
 	TypeSetBranding
 	TypeSetStateFormat // FormatGate
+	// Federation (federation.go), FormatGate.
+	TypePutIdentityProvider
+	TypeDeleteIdentityProvider
+	TypeFederatedSignIn
+	TypeUnlinkIdentity
+	TypeUpstreamLogout
 )
 
 var typeNames = map[Type]string{
@@ -135,6 +141,12 @@ var typeNames = map[Type]string{
 	TypeUseLink:            "use_link",
 	TypeSetBranding:        "set_branding",
 	TypeSetStateFormat:     "set_state_format",
+
+	TypePutIdentityProvider:    "put_identity_provider",
+	TypeDeleteIdentityProvider: "delete_identity_provider",
+	TypeFederatedSignIn:        "federated_sign_in",
+	TypeUnlinkIdentity:         "unlink_identity",
+	TypeUpstreamLogout:         "upstream_logout",
 }
 
 func (t Type) String() string {

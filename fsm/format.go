@@ -125,6 +125,12 @@ var commandFormats = map[Type]commandDecl{
 	TypeSetBranding:        declare[SetBranding](FormatBase),
 
 	TypeSetStateFormat: declare[SetStateFormat](FormatGate),
+
+	TypePutIdentityProvider:    declare[PutIdentityProvider](FormatGate),
+	TypeDeleteIdentityProvider: declare[DeleteIdentityProvider](FormatGate),
+	TypeFederatedSignIn:        declare[FederatedSignIn](FormatGate),
+	TypeUnlinkIdentity:         declare[UnlinkIdentity](FormatGate),
+	TypeUpstreamLogout:         declare[UpstreamLogout](FormatGate),
 }
 
 // fieldFormats declares each field added after FormatBase to a payload or
@@ -141,6 +147,38 @@ var fieldFormats = map[string]Format{
 	"Client.ApplicationType": FormatGate, // native apps (client.go)
 	"Client.WebOrigins":      FormatGate, // CORS origins (client.go)
 	"Client.WebOriginsSet":   FormatGate,
+	// Federation (federation.go): the link and upstream session that
+	// opened an SSO session, and the provider that granted a membership.
+	"SSOSession.IdentityID":      FormatGate,
+	"SSOSession.ProviderID":      FormatGate,
+	"SSOSession.UpstreamSID":     FormatGate,
+	"SSOSession.UpstreamIDToken": FormatGate,
+	"Membership.ProviderID":      FormatGate,
+}
+
+// wholeTypes are the payloads and records a format introduced whole:
+// every field of each is declared in fieldFormats with that format (init
+// below), so a new command's payload is not listed field by field.
+var wholeTypes = []struct {
+	t     reflect.Type
+	since Format
+}{
+	{reflect.TypeFor[PutIdentityProvider](), FormatGate},
+	{reflect.TypeFor[DeleteIdentityProvider](), FormatGate},
+	{reflect.TypeFor[FederatedSignIn](), FormatGate},
+	{reflect.TypeFor[UnlinkIdentity](), FormatGate},
+	{reflect.TypeFor[UpstreamLogout](), FormatGate},
+	{reflect.TypeFor[IdentityProvider](), FormatGate},
+	{reflect.TypeFor[ProviderMemberships](), FormatGate},
+	{reflect.TypeFor[Identity](), FormatGate},
+}
+
+func init() {
+	for _, w := range wholeTypes {
+		for i := range w.t.NumField() {
+			fieldFormats[w.t.Name()+"."+w.t.Field(i).Name] = w.since
+		}
+	}
 }
 
 // SinceFormat is the format that introduced command type t (0 for a type

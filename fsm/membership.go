@@ -24,6 +24,9 @@ type Membership struct {
 	// DirectoryID: granted by that directory's group mapping, and taken
 	// back by it ("" for one an operator created).
 	DirectoryID string `json:"directory_id,omitempty" cbor:"7,keyasint,omitempty"`
+	// ProviderID: granted by that identity provider's memberships
+	// (federation.go), suspended by it when the group that gave it goes.
+	ProviderID string `json:"provider_id,omitempty" cbor:"8,keyasint,omitempty"`
 }
 
 // CreateMembership adds a person to an organization.

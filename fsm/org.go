@@ -95,6 +95,12 @@ func applyDeleteOrg(tx *bolt.Tx, index uint64, p []byte) Result {
 		}
 		ended.Deliveries = enqueueLogouts(tx, index, c.At, CauseOrgDeleted, targets)
 		deleteOrgCredentials(tx, o.ID)
+		// The organization's own providers go with it, and every
+		// session opened through them.
+		if apps := deleteOrgProviders(tx, o.ID, c.At); len(apps) > 0 {
+			ended.Apps = append(ended.Apps, apps...)
+			ended.Deliveries = append(ended.Deliveries, enqueueLogouts(tx, index, c.At, EndProviderDeleted, withSID(apps))...)
+		}
 	}
 	return Result{Value: ended}
 }

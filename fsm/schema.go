@@ -34,31 +34,39 @@ var (
 	bucketSSO           = []byte("sso_sessions")
 	bucketSSOToken      = []byte("sso_by_token") // token hash -> sso id
 	bucketApp           = []byte("app_sessions")
-	bucketAppKey        = []byte("app_by_key")           // sso/client/org -> sid
-	bucketAppBySSO      = []byte("app_by_sso")           // sso/sid
-	bucketAppByUser     = []byte("app_by_user")          // user/sid
-	bucketAppByOrg      = []byte("app_by_org")           // org/sid
-	bucketSSOByUser     = []byte("sso_by_user")          // user/sso id
-	bucketDeliveries    = []byte("deliveries")           // delivery id -> Delivery
-	bucketPending       = []byte("deliveries_pending")   // delivery id -> pendingEntry{client, URI} (pending only)
-	bucketCodes         = []byte("codes")                // code hash -> Code
-	bucketRevoked       = []byte("revoked")              // jti -> expiry (RFC 3339)
-	bucketConsents      = []byte("consents")             // user/client -> Consent
-	bucketFactors       = []byte("factors")              // user id -> Factors
-	bucketPasskeyIDs    = []byte("passkey_ids")          // credential id (base64url) -> user id
-	bucketChallenges    = []byte("challenges")           // challenge id -> Challenge
-	bucketSMSCodes      = []byte("sms_codes")            // handle -> SMSCode
-	bucketThrottle      = []byte("throttle")             // key -> Throttle
-	bucketDirectories   = []byte("directories")          // directory id -> Directory
-	bucketDirUsers      = []byte("directory_users")      // directory id/uid -> user id
-	bucketGrants        = []byte("admin_grants")         // grant id -> AdminGrant
-	bucketGrantByU      = []byte("admin_grants_by_user") // user id/grant id
-	bucketAPIKeys       = []byte("api_keys")             // key id -> APIKey
-	bucketEmails        = []byte("emails")               // email id -> Email
-	bucketEmailsPending = []byte("emails_pending")       // email id -> "" (pending only)
-	bucketLinks         = []byte("links")                // token hash -> Link
-	bucketLinkByU       = []byte("links_by_user")        // user id/purpose/hash -> ""
-	bucketInvitations   = []byte("invitations")          // invitation id -> Invitation
+	bucketAppKey        = []byte("app_by_key")              // sso/client/org -> sid
+	bucketAppBySSO      = []byte("app_by_sso")              // sso/sid
+	bucketAppByUser     = []byte("app_by_user")             // user/sid
+	bucketAppByOrg      = []byte("app_by_org")              // org/sid
+	bucketSSOByUser     = []byte("sso_by_user")             // user/sso id
+	bucketDeliveries    = []byte("deliveries")              // delivery id -> Delivery
+	bucketPending       = []byte("deliveries_pending")      // delivery id -> pendingEntry{client, URI} (pending only)
+	bucketCodes         = []byte("codes")                   // code hash -> Code
+	bucketRevoked       = []byte("revoked")                 // jti -> expiry (RFC 3339)
+	bucketConsents      = []byte("consents")                // user/client -> Consent
+	bucketFactors       = []byte("factors")                 // user id -> Factors
+	bucketPasskeyIDs    = []byte("passkey_ids")             // credential id (base64url) -> user id
+	bucketChallenges    = []byte("challenges")              // challenge id -> Challenge
+	bucketSMSCodes      = []byte("sms_codes")               // handle -> SMSCode
+	bucketThrottle      = []byte("throttle")                // key -> Throttle
+	bucketDirectories   = []byte("directories")             // directory id -> Directory
+	bucketDirUsers      = []byte("directory_users")         // directory id/uid -> user id
+	bucketGrants        = []byte("admin_grants")            // grant id -> AdminGrant
+	bucketGrantByU      = []byte("admin_grants_by_user")    // user id/grant id
+	bucketAPIKeys       = []byte("api_keys")                // key id -> APIKey
+	bucketEmails        = []byte("emails")                  // email id -> Email
+	bucketEmailsPending = []byte("emails_pending")          // email id -> "" (pending only)
+	bucketLinks         = []byte("links")                   // token hash -> Link
+	bucketLinkByU       = []byte("links_by_user")           // user id/purpose/hash -> ""
+	bucketInvitations   = []byte("invitations")             // invitation id -> Invitation
+	bucketIdPs          = []byte("identity_providers")      // provider id -> IdentityProvider
+	bucketIdPSlugs      = []byte("identity_provider_slugs") // slug -> provider id
+	bucketIdentities    = []byte("identities")              // identity id -> Identity
+	bucketIdentBySubj   = []byte("identities_by_subject")   // provider id/b64(subject) -> identity id
+	bucketIdentByUser   = []byte("identities_by_user")      // user id/identity id -> ""
+	bucketSSOByIdent    = []byte("sso_by_identity")         // identity id/sso id -> ""
+	bucketSSOByUpstream = []byte("sso_by_upstream_sid")     // provider id/b64(upstream sid)/sso id -> ""
+	bucketUpstreamJTIs  = []byte("upstream_logout_jtis")    // provider id/b64(jti) -> expiry (RFC 3339)
 
 	keySchema     = []byte("schema_version")
 	keyApplied    = []byte("applied_index")
@@ -80,6 +88,8 @@ var allBuckets = [][]byte{
 	bucketChallenges, bucketSMSCodes, bucketThrottle, bucketAudit, bucketAuditIdx,
 	bucketDirectories, bucketDirUsers, bucketGrants, bucketGrantByU, bucketAPIKeys,
 	bucketEmails, bucketEmailsPending, bucketLinks, bucketLinkByU, bucketInvitations,
+	bucketIdPs, bucketIdPSlugs, bucketIdentities, bucketIdentBySubj, bucketIdentByUser,
+	bucketSSOByIdent, bucketSSOByUpstream, bucketUpstreamJTIs,
 }
 
 func initSchema(tx *bolt.Tx) error {
@@ -148,6 +158,8 @@ func recordBuckets() []recordBucket {
 		{bucketEmails, func() any { return new(Email) }},
 		{bucketLinks, func() any { return new(Link) }},
 		{bucketInvitations, func() any { return new(Invitation) }},
+		{bucketIdPs, func() any { return new(IdentityProvider) }},
+		{bucketIdentities, func() any { return new(Identity) }},
 	}
 }
 

@@ -41,6 +41,16 @@ type SSOSession struct {
 	Verified  map[string]time.Time `json:"verified,omitempty" cbor:"10,keyasint,omitempty"`
 	EndedAt   time.Time            `json:"ended_at,omitzero" cbor:"11,keyasint,omitzero"`
 	EndReason string               `json:"end_reason,omitempty" cbor:"12,keyasint,omitempty"`
+	// IdentityID and ProviderID: the session was opened through that
+	// link at that upstream provider (federation.go), "" otherwise;
+	// UpstreamSID is the upstream's own session (its ID token's sid),
+	// which its back-channel logout names. UpstreamIDToken is the
+	// upstream's ID token, kept only for a provider that ends its session
+	// at sign-out (id_token_hint).
+	IdentityID      string `json:"identity_id,omitempty" cbor:"13,keyasint,omitempty"`
+	ProviderID      string `json:"provider_id,omitempty" cbor:"14,keyasint,omitempty"`
+	UpstreamSID     string `json:"upstream_sid,omitempty" cbor:"15,keyasint,omitempty"`
+	UpstreamIDToken string `json:"upstream_id_token,omitempty" cbor:"16,keyasint,omitempty"`
 }
 
 // Live reports whether the session can be used at now.
@@ -160,6 +170,7 @@ func reapSSOSessions(tx *bolt.Tx, dead [][]byte, st *ReapStats) {
 			del(tx, bucketAppBySSO, s.ID+"/"+sid)
 		}
 		del(tx, bucketSSOByUser, s.UserID+"/"+s.ID)
+		unindexFederatedSession(tx, s)
 	}
 }
 
@@ -174,6 +185,14 @@ func applyStartSSOSession(tx *bolt.Tx, index uint64, p []byte) Result {
 	if !exists(tx, bucketUsers, c.Session.UserID) {
 		return Result{Err: &NotFoundError{Field: "user_id"}}
 	}
+	if c.Session.IdentityID != "" || c.Session.ProviderID != "" {
+		return invalid // only a FederatedSignIn opens a session through a link
+	}
+	return Result{Value: startSSO(tx, index, c)}
+}
+
+// startSSO opens a checked session: the superseded one ends first.
+func startSSO(tx *bolt.Tx, index uint64, c StartSSOSession) EndedApps {
 	ended := EndedApps{Index: index}
 	if c.Supersedes != "" {
 		ended.Apps = endSSO(tx, c.Supersedes, c.Session.CreatedAt, EndSuperseded)
@@ -183,7 +202,8 @@ func applyStartSSOSession(tx *bolt.Tx, index uint64, p []byte) Result {
 	settleThrottles(tx, c.Settle)
 	putIndex(tx, bucketSSOToken, c.TokenHash, c.Session.ID)
 	putIndex(tx, bucketSSOByUser, c.Session.UserID+"/"+c.Session.ID, "")
-	return Result{Value: ended}
+	indexFederatedSession(tx, c.Session)
+	return ended
 }
 
 func applyEndSSOSession(tx *bolt.Tx, index uint64, p []byte) Result {

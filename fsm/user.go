@@ -145,6 +145,7 @@ func applyDeleteUser(tx *bolt.Tx, index uint64, p []byte) Result {
 	deleteGrantsOf(tx, u.ID)
 	endLapsedKeys(tx, []string{u.ID}, nil) // holding no grant now, every key they made
 	voidLinks(tx, u.ID, "")
+	deleteIdentitiesOf(tx, u.ID, c.At)
 	del(tx, bucketUsers, u.ID)
 	if u.DirectoryID != "" {
 		del(tx, bucketDirUsers, dirUserKey(u.DirectoryID, u.DirectoryUID))

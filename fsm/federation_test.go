@@ -431,7 +431,6 @@ func TestAccountLink(t *testing.T) {
 	h.mustApply(TypeUnlinkIdentity, UnlinkIdentity{UserID: userB, IdentityID: res.Identity.ID, KeepWayIn: true, At: t0})
 }
 
-
 func countPrefix(h *harness, bucket []byte, prefix string) int {
 	h.t.Helper()
 	var n int

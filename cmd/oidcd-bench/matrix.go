@@ -36,7 +36,7 @@ type matrixConfig struct {
 
 // matrixScenarios is the order the matrix runs: the reads first, while
 // the store is small, then the sign-ins, then everything at once.
-var matrixScenarios = []string{"discovery", "jwks", "userinfo", "introspect", "silent-signin", "password-signin", mixedName}
+var matrixScenarios = []string{"discovery", "jwks", "preflight", "userinfo", "introspect", "silent-signin", "password-signin", mixedName}
 
 // matrixResult is everything one matrix run measured.
 type matrixResult struct {

@@ -40,7 +40,7 @@ const (
 // trivialBound reports whether the trivial handler bounds scenario.
 func trivialBound(scenario string) bool {
 	switch scenario {
-	case "discovery", "jwks", "userinfo", "introspect":
+	case "discovery", "jwks", "userinfo", "introspect", "preflight":
 		return true
 	}
 	return false
@@ -65,6 +65,8 @@ func judge(r *matrixRun, c ceilings) {
 		r.Ceiling, ceiling, minFrac = "trivial", c.Trivial, pick(one, targetIntrospect1, targetIntrospect3)
 	case "discovery", "jwks":
 		r.Ceiling, ceiling, minFrac = "trivial", c.Trivial, pick(one, targetStatic1, targetStatic3)
+	case "preflight": // a figure beside the ceiling, no target of its own
+		r.Ceiling, ceiling = "trivial", c.Trivial
 	default: // mixed: a profile, no ceiling of its own
 		return
 	}

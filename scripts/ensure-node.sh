@@ -5,9 +5,12 @@
 # the accessibility rules of internal/testkit/axe (axe-core), the
 # single-page app library of internal/testkit/spa (oidc-client-ts, which the
 # test's pages load from node_modules in Chromium) and the native-app
-# library of internal/testkit/native (@openid/appauth) are installed at the
-# versions their package-lock.json locks (npm ci, from the npm registry; no
-# package downloads a browser). `make test` runs it first.
+# library of internal/testkit/native (@openid/appauth) and the upstream
+# OpenID provider of internal/testkit/oidcprovider (oidc-provider, an OpenID
+# Certified provider nobody here wrote, which the federation tests sign in
+# at) are installed at the versions their package-lock.json locks (npm ci,
+# from the npm registry; no package downloads a browser). `make test` runs
+# it first.
 set -eu
 here=$(dirname "$0")
 sh "$here/ensure-package.sh" /usr/bin/node nodejs
@@ -17,7 +20,7 @@ if [ "$major" -lt 20 ]; then
 	echo "ensure-node: node $(node --version) is too old; openid-client 6 needs 20 or later" >&2
 	exit 1
 fi
-for kit in noderp axe spa native; do
+for kit in noderp axe spa native oidcprovider; do
 	dir="$here/../internal/testkit/$kit"
 	# npm ci only when the lock file changed since the last install.
 	if [ ! -f "$dir/node_modules/.package-lock.json" ] || ! cmp -s "$dir/package-lock.json" "$dir/node_modules/.oidcd-lock"; then

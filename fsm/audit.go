@@ -54,6 +54,9 @@ const (
 	EventPasswordReset = "password_reset"
 	EventVerifyEmail   = "verify_email"
 	EventRegistration  = "registration"
+	// EventIdentity: a link to an upstream provider was made or removed
+	// (detail.action: linked, unlinked; detail.provider: its slug).
+	EventIdentity = "identity"
 
 	OutcomeSuccess = "success"
 	OutcomeFailure = "failure"

@@ -226,6 +226,7 @@ func init() {
 	register(TypeFederatedSignIn, applyFederatedSignIn)
 	register(TypeUnlinkIdentity, applyUnlinkIdentity)
 	register(TypeUpstreamLogout, applyUpstreamLogout)
+	auditDerive[TypeFederatedSignIn] = deriveFederatedSignIn
 	// A logout token's jti is kept until the token expires (its value is
 	// that expiry, RFC 3339), as a revocation is.
 	reaps(reaped{bucket: bucketUpstreamJTIs, dead: func(_ *bolt.Tx, v []byte, before time.Time) bool {
@@ -760,4 +761,35 @@ func (s *State) IdentityBySubject(providerID, subject string) (Identity, error) 
 		err = ErrNotFound
 	}
 	return idn, err
+}
+
+// deriveFederatedSignIn completes the sign-in event with the person the
+// apply found (the proposer cannot know whom a first sign-in links to),
+// adds an identity event when the link is new, and a logout event for
+// each app session of the browser's superseded session.
+func deriveFederatedSignIn(_ *bolt.Tx, p []byte, res Result, stamp *Audit, se *Event) []Event {
+	if se == nil {
+		return nil
+	}
+	r, ok := res.Value.(FederatedSignInResult)
+	if !ok {
+		return []Event{*se}
+	}
+	se.Subject = r.User.ID
+	events := []Event{*se}
+	if r.Linked {
+		e := *se
+		e.Type, e.Detail = EventIdentity, map[string]string{"action": "linked", "provider": se.Detail["provider"], "identity_id": r.Identity.ID}
+		if r.Created {
+			e.Detail["created"] = "true"
+		}
+		events = append(events, e)
+	}
+	for _, a := range r.Ended.Apps {
+		e := systemEvent(stamp, a.EndedAt, EventLogout)
+		e.Subject, e.ClientID, e.OrgID, e.SID = a.UserID, a.ClientID, a.OrgID, a.ID
+		e.Detail = map[string]string{"cause": a.EndReason}
+		events = append(events, e)
+	}
+	return events
 }

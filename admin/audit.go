@@ -111,7 +111,7 @@ func (a *api) listAudit(w http.ResponseWriter, r *http.Request) {
 // auditTypes are the event types a filter may name.
 var auditTypes = map[string]bool{fsm.EventSignin: true, fsm.EventToken: true, fsm.EventRevocation: true,
 	fsm.EventLogout: true, fsm.EventAdmin: true, fsm.EventKey: true, fsm.EventAccount: true,
-	fsm.EventInvitation: true, fsm.EventPasswordReset: true, fsm.EventVerifyEmail: true, fsm.EventRegistration: true}
+	fsm.EventInvitation: true, fsm.EventPasswordReset: true, fsm.EventVerifyEmail: true, fsm.EventRegistration: true, fsm.EventIdentity: true}
 
 // parseAuditQuery reads the query of GET /audit; every problem is a detail.
 //

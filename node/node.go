@@ -30,6 +30,7 @@ import (
 	"github.com/oidcd/oidcd/directory"
 	"github.com/oidcd/oidcd/docs"
 	"github.com/oidcd/oidcd/email"
+	"github.com/oidcd/oidcd/federation"
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/httpx"
 	"github.com/oidcd/oidcd/internal/kek"
@@ -301,6 +302,7 @@ func (n *Node) newProvider(ui *webui.UI) (err error) {
 		ReadIndex:  n.readIndex,
 		KEK:        n.kek,
 		Mail:       cfg.MailEnabled(),
+		Federation: federation.NewClient(federation.Options{Now: cfg.Now, Logger: n.log.With("component", "federation")}),
 		SMS: sms.New(cfg.SMSOutbox, cfg.SMSWebhook, func(err error) {
 			n.log.Error("text message not sent", "err", err)
 		}),

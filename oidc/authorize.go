@@ -77,6 +77,7 @@ func (p *Provider) registerAuthorize(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+pathPicker, p.handlePicker)
 	mux.HandleFunc("POST "+pathPicker, p.handlePickerPost)
 	mux.HandleFunc(PathAuthorize+"/", p.handleAuthorizeNotFound)
+	mux.HandleFunc("GET "+authn.PathFederation+"{slug}/callback", p.handleFederationCallback)
 	// Static answers 405 itself for other methods. The pattern has no
 	// method so that an embedder (the test harness) may still mount its
 	// own, more specific "GET /static/" without a conflict.
@@ -137,6 +138,43 @@ func (p *Provider) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 	f.proceed(false)
 }
 
+// handleFederationCallback is GET /federation/{slug}/callback: an
+// upstream provider sends the browser back here. The request it belongs to
+// waits sealed in the browser's federation cookie (session.FedCookie),
+// bound to this browser's CSRF token, so a callback lifted into another
+// browser finds no request to go on with (login CSRF); the sign-in
+// (Steps) checks the state, exchanges the code and opens the session,
+// and the request goes on as after a password.
+func (p *Provider) handleFederationCallback(w http.ResponseWriter, r *http.Request) {
+	f := p.newFlow(w, r)
+	step := p.sessions.FedCookie(r)
+	p.sessions.ClearFedCookie(w)
+	var err error
+	f.pend, err = p.openPending(step, f.now, authn.StageFederated)
+	switch {
+	case errors.Is(err, errStepInvalid):
+		f.page(http.StatusBadRequest, msgExpired, "federation callback without a pending request of this browser")
+		return
+	case err != nil:
+		f.unavailable("sealer: " + err.Error())
+		return
+	}
+	if f.pend.Fed == nil || f.pend.Fed.Slug != r.PathValue("slug") || !p.sessions.CSRFOK(r, f.pend.CSRF, f.pend.CSRF) {
+		f.page(http.StatusBadRequest, msgExpired, "federation callback of another provider or browser")
+		return
+	}
+	f.turn.CSRF = f.pend.CSRF
+	if !f.loadClient() || !f.loadSession() {
+		return
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		f.page(http.StatusBadRequest, msgBadRequest, "query: "+err.Error())
+		return
+	}
+	f.step(q, "")
+}
+
 // handleAuthorizeNotFound answers unknown paths under /authorize/ with the
 // HTML error page (a 404 under /authorize is documented as text/html).
 func (p *Provider) handleAuthorizeNotFound(w http.ResponseWriter, r *http.Request) {
@@ -167,6 +205,10 @@ func (f *flow) step(form url.Values, show string) {
 		Pending: &f.pend.Pending, Seal: func() (string, error) { return f.p.sealPending(f.pend) },
 		Form: form, Show: show, ClientID: f.client.ID, AppName: f.client.Name,
 		Turn: &f.turn, OrgHint: f.pend.Req.OrgHint, Resume: f.pend.Req.resume(),
+		LoginHint: f.pend.Req.LoginHint, IdPHint: f.pend.Req.IdPHint, Fresh: f.pend.Req.Prompt.has(promptLogin), MaxAge: -1,
+	}
+	if f.pend.Req.MaxAge != nil {
+		st.MaxAge = *f.pend.Req.MaxAge
 	}
 	var sess fsm.SSOSession
 	if f.hasSession {

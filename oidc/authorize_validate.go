@@ -68,6 +68,10 @@ type authzRequest struct {
 	MaxAge      *int64    `json:"max_age,omitempty"`
 	ACRValues   []string  `json:"acr_values,omitempty"`
 	OrgHint     string    `json:"organization_hint,omitempty"`
+	// LoginHint and IdPHint are kept only when well formed (hints, never
+	// refused: a malformed one is ignored).
+	LoginHint   string    `json:"login_hint,omitempty"`
+	IdPHint     string    `json:"idp_hint,omitempty"`
 	RequestedAt time.Time `json:"rat"`
 }
 
@@ -123,7 +127,36 @@ func validateAuthorize(st clientSource, q url.Values) (authzRequest, fsm.Client,
 			return req, client, named(step.detail, err)
 		}
 	}
+	req.LoginHint, req.IdPHint = loginHint(q.Get("login_hint")), idpHint(q.Get("idp_hint"))
 	return req, client, nil
+}
+
+// loginHint is login_hint when it can be an address or a name to type on
+// the sign-in page: at most 254 bytes of printable text ("" otherwise).
+func loginHint(s string) string {
+	if len(s) > 254 {
+		return ""
+	}
+	for _, c := range s {
+		if c < 0x20 || c == 0x7f {
+			return ""
+		}
+	}
+	return strings.TrimSpace(s)
+}
+
+// idpHint is idp_hint when it has the shape of a provider's slug,
+// [a-z0-9-]{1,40} ("" otherwise).
+func idpHint(s string) string {
+	if len(s) == 0 || len(s) > 40 {
+		return ""
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+			return ""
+		}
+	}
+	return s
 }
 
 // The catalog keys (webui/locales) of the fixed sentences an error page

@@ -540,3 +540,18 @@ func TestSortOrgs(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+func TestHints(t *testing.T) {
+	for in, want := range map[string]string{"corp": "corp", "corp-2": "corp-2", "Corp": "", "a/b": "", "": "",
+		strings.Repeat("a", 41): "", strings.Repeat("a", 40): strings.Repeat("a", 40)} {
+		if got := idpHint(in); got != want {
+			t.Errorf("idpHint(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for in, want := range map[string]string{"alice@corp.example": "alice@corp.example", " alice ": "alice", "a\nb": "",
+		strings.Repeat("a", 255): ""} {
+		if got := loginHint(in); got != want {
+			t.Errorf("loginHint(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

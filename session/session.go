@@ -185,3 +185,20 @@ func (m *Manager) Bind(w http.ResponseWriter, r *http.Request, t *authn.Turn, pd
 // use: ErrNoBrowserKey until it is replicated (answer 503). Every node's
 // Box opens every other's values.
 func (m *Manager) Box() (*seal.Box, error) { return m.sealer.box() }
+
+// FedCookie is the federation cookie: the sealed pending request of a
+// sign-in gone to an upstream provider, sent back only to the callbacks
+// under authn.PathFederation. SameSite=Lax still reaches the callback,
+// a top-level GET from the upstream's site.
+const FedCookie = "oidcd_fed"
+
+// SetFedCookie sets the federation cookie to the sealed step until end.
+func (m *Manager) SetFedCookie(w http.ResponseWriter, step string, end time.Time) {
+	m.SetCookie(w, FedCookie, step, authn.PathFederation, end)
+}
+
+// FedCookie is the federation cookie's value ("" for none).
+func (m *Manager) FedCookie(r *http.Request) string { return m.Cookie(r, FedCookie, authn.PathFederation) }
+
+// ClearFedCookie drops the federation cookie: a callback uses it once.
+func (m *Manager) ClearFedCookie(w http.ResponseWriter) { m.ClearCookie(w, FedCookie, authn.PathFederation) }

@@ -33,8 +33,32 @@ func (f *flow) showSignIn(status int, email, errMsg string) {
 		return
 	}
 	page := webui.SignInPage{Common: c, Email: email, Error: errMsg, SMSEnabled: f.p.smsEnabled, LanguagePicker: true}
+	if ips, err := f.p.signinProviders(f.st.ClientID, f.st.OrgHint); err != nil {
+		f.p.log.Warn("authorize: identity providers unreadable", "err", err, "reference", f.reference())
+	} else {
+		page.Providers = providerButtons(ips)
+	}
 	f.p.selfServiceLinks(&page, f.st, f.now)
 	f.p.cfg.UI.SignIn(f.w, status, page)
+}
+
+// firstSignIn is the sign-in page of a request, or straight the upstream
+// provider its idp_hint or login_hint names; the address field starts
+// with the login_hint.
+func (f *flow) firstSignIn() {
+	ips, err := f.p.signinProviders(f.st.ClientID, f.st.OrgHint)
+	if err != nil {
+		f.unavailable("identity providers: " + err.Error())
+		return
+	}
+	if f.routeToProvider(ips) {
+		return
+	}
+	hint := f.st.LoginHint
+	if !strings.Contains(hint, "@") {
+		hint = ""
+	}
+	f.showSignIn(http.StatusOK, hint, "")
 }
 
 // signIn handles the posted sign-in form. A failure the person can fix
@@ -60,6 +84,28 @@ func (f *flow) signIn(form url.Values) {
 	default:
 		f.page(http.StatusBadRequest, authn.MsgBadRequest, fmt.Sprintf("sign-in method %q", method))
 		return
+	}
+	if slug, has := form["idp"]; has || email != "" {
+		ips, err := f.p.signinProviders(f.st.ClientID, f.st.OrgHint)
+		if err != nil {
+			f.unavailable("identity providers: " + err.Error())
+			return
+		}
+		if has {
+			ip, ok := providerBySlug(ips, strings.Join(slug, ""))
+			if !ok || len(slug) != 1 {
+				f.page(http.StatusBadRequest, authn.MsgBadRequest, "no such identity provider of this sign-in")
+				return
+			}
+			f.toUpstream(ip, email)
+			return
+		}
+		// An address of a provider's domains signs in there, not with
+		// a password here.
+		if ip, ok := providerForAddress(ips, email); ok {
+			f.toUpstream(ip, email)
+			return
+		}
 	}
 	secret, _ := authn.FormValue(form, "password")
 	u, settled, err := f.p.passwordSignIn(f.r, email, secret, f.st.ClientID)

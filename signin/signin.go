@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/text/language"
 
+	"github.com/oidcd/oidcd/federation"
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/httpx"
@@ -55,6 +56,9 @@ type Config struct {
 	// when messages can go out (an SMTP server or an outbox file); with
 	// it false those paths answer 404 and no page links to them.
 	Mail bool
+	// Federation talks to the site's upstream providers (nil: no provider
+	// is offered, and a sign-in never leaves for one).
+	Federation *federation.Client
 }
 
 // Signin serves the interactive sign-in steps of /authorize (Step) and
@@ -68,6 +72,7 @@ type Signin struct {
 	// sessions holds the cookies and seals the steps.
 	sessions *session.Manager
 	metrics  *metrics
+	fed      *fedMetrics
 	wa       *webauthn.WebAuthn // passkeys; the relying-party id is the issuer's host
 	dirs     directoryClients   // one client per directory (directory.go)
 	brands   brandCache         // BrandForOrg's
@@ -93,6 +98,7 @@ func New(cfg Config) (*Signin, error) {
 	}
 	p := &Signin{cfg: cfg, log: cfg.Logger, issuer: u, sessions: cfg.Sessions, smsEnabled: cfg.SMS != nil, floor: answerFloor}
 	p.metrics = newMetrics(cfg.Registerer)
+	p.fed = newFedMetrics(cfg.Registerer)
 	if net.ParseIP(u.Hostname()) == nil {
 		if p.wa, err = newWebAuthn(u); err != nil {
 			return nil, err
@@ -112,6 +118,9 @@ func New(cfg Config) (*Signin, error) {
 func (p *Signin) Register(mux *http.ServeMux) {
 	p.registerAccount(mux)
 	p.registerBranding(mux)
+	if p.cfg.Federation != nil {
+		mux.HandleFunc("POST "+authn.PathFederation+"{slug}/backchannel-logout", p.handleUpstreamLogout)
+	}
 	if p.cfg.Mail {
 		p.registerSelfService(mux)
 	}
@@ -194,7 +203,7 @@ func (p *Signin) Step(w http.ResponseWriter, r *http.Request, st *authn.Step, se
 			}
 			f.showSecondFactor(http.StatusOK, fac, "")
 		default:
-			f.showSignIn(http.StatusOK, "", "")
+			f.firstSignIn()
 		}
 		return fsm.SSOSession{}, fsm.User{}, false
 	}
@@ -205,6 +214,8 @@ func (p *Signin) Step(w http.ResponseWriter, r *http.Request, st *authn.Step, se
 		f.secondFactor(st.Form)
 	case authn.StageSMSCode:
 		f.smsCode(st.Form)
+	case authn.StageFederated:
+		f.federated(st.Form)
 	default:
 		f.page(http.StatusBadRequest, authn.MsgBadRequest, "not a sign-in stage: "+f.pend.Stage)
 	}

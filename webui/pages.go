@@ -61,7 +61,13 @@ type SignInPage struct {
 	// method=language with the chosen lang (and the hidden inputs), to
 	// the same Action.
 	LanguagePicker bool
+	// Providers are the upstream providers of this sign-in: a submit
+	// button idp=<Slug> each, "Continue with <DisplayName>".
+	Providers []ProviderButton
 }
+
+// ProviderButton is one upstream provider on the sign-in page.
+type ProviderButton struct{ Slug, DisplayName string }
 
 // Second-factor methods, the values of the method button on the
 // second-factor page.
@@ -207,6 +213,9 @@ type ErrorPage struct {
 	// Detail is a fixed sentence for the application's developer naming
 	// what was wrong with the request; never raw input.
 	Detail string
+	// LinkURL and LinkText, when set, offer a way on: "Try again" after
+	// a sign-in at an upstream provider failed.
+	LinkURL, LinkText string
 }
 
 // MessagePage is a plain notice, such as "You declined" or "You are

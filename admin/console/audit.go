@@ -40,7 +40,7 @@ func (c *Console) auditPage(w http.ResponseWriter, r *http.Request) {
 	}
 	d := auditData{Query: q, Events: page.Data,
 		Types: []string{fsm.EventSignin, fsm.EventToken, fsm.EventRevocation, fsm.EventLogout, fsm.EventAdmin, fsm.EventKey, fsm.EventAccount,
-			fsm.EventInvitation, fsm.EventVerifyEmail, fsm.EventPasswordReset, fsm.EventRegistration}}
+			fsm.EventInvitation, fsm.EventVerifyEmail, fsm.EventPasswordReset, fsm.EventRegistration, fsm.EventIdentity}}
 	if n := len(page.Data); n == auditPageSize && page.Data[n-1].Seq > 1 {
 		older := url.Values{}
 		for k, val := range map[string]string{"type": q.Type, "subject": q.Subject, "client_id": q.ClientID, "organization_id": q.OrgID} {

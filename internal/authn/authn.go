@@ -108,7 +108,26 @@ const (
 	StageConsent = "consent"
 	StageMFA     = "mfa"     // the second-factor page (and its passkey ceremony)
 	StageSMSCode = "smscode" // the text-message code page
+	// StageFederated: the person went to an upstream provider; the step
+	// waits in the browser's federation cookie for its callback.
+	StageFederated = "federated"
 )
+
+// PathFederation is where an upstream provider's callbacks and logout
+// tokens arrive: PathFederation + "{slug}/callback",
+// "{slug}/backchannel-logout" and "{slug}/logged-out".
+const PathFederation = "/federation/"
+
+// Federated is the part of a pending request that went to an upstream
+// provider: what its callback must match and what proves the code
+// exchange is ours (PKCE), sealed with the rest of the request.
+type Federated struct {
+	ProviderID string `json:"p"`
+	Slug       string `json:"s"`
+	State      string `json:"st"`
+	Nonce      string `json:"n"`
+	Verifier   string `json:"v"`
+}
 
 // Pending is the part of an authorization request in progress that the
 // flow and the sign-in share; package oidc embeds it next to the request
@@ -139,6 +158,8 @@ type Pending struct {
 	// then picked on the sign-in page: every page of the request is in
 	// it.
 	UILocales string `json:"ui,omitempty"`
+	// Fed is the upstream sign-in in progress (StageFederated).
+	Fed *Federated `json:"fed,omitempty"`
 }
 
 // Turn is what one request to /authorize keeps while the flow (package
@@ -204,4 +225,11 @@ type Step struct {
 	// again: a registration finished from an emailed link goes on with it,
 	// so the application still receives its code.
 	Resume string
+	// LoginHint and IdPHint are the request's login_hint and idp_hint
+	// ("" for none); Fresh is true when it asked for a fresh
+	// authentication (prompt=login), MaxAge its max_age (-1 for none):
+	// an upstream sign-in passes them on.
+	LoginHint, IdPHint string
+	Fresh              bool
+	MaxAge             int64
 }

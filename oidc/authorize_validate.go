@@ -58,16 +58,16 @@ var promptValues = map[string]prompts{
 // at most 1024 bytes, nonce and acr_values 512, a registered redirect URI)
 // so that the sealed form fits in the picker's cookie (4 KiB in browsers).
 type authzRequest struct {
-	ClientID    string    `json:"client_id"`
-	RedirectURI string    `json:"redirect_uri"`
-	Scopes      []string  `json:"scope"`
-	State       string    `json:"state"`
-	Nonce       string    `json:"nonce,omitempty"`
-	Challenge   string    `json:"code_challenge"`
-	Prompt      prompts   `json:"prompt,omitempty"`
-	MaxAge      *int64    `json:"max_age,omitempty"`
-	ACRValues   []string  `json:"acr_values,omitempty"`
-	OrgHint     string    `json:"organization_hint,omitempty"`
+	ClientID    string   `json:"client_id"`
+	RedirectURI string   `json:"redirect_uri"`
+	Scopes      []string `json:"scope"`
+	State       string   `json:"state"`
+	Nonce       string   `json:"nonce,omitempty"`
+	Challenge   string   `json:"code_challenge"`
+	Prompt      prompts  `json:"prompt,omitempty"`
+	MaxAge      *int64   `json:"max_age,omitempty"`
+	ACRValues   []string `json:"acr_values,omitempty"`
+	OrgHint     string   `json:"organization_hint,omitempty"`
 	// LoginHint and IdPHint are kept only when well formed (hints, never
 	// refused: a malformed one is ignored).
 	LoginHint   string    `json:"login_hint,omitempty"`

@@ -198,7 +198,11 @@ func (m *Manager) SetFedCookie(w http.ResponseWriter, step string, end time.Time
 }
 
 // FedCookie is the federation cookie's value ("" for none).
-func (m *Manager) FedCookie(r *http.Request) string { return m.Cookie(r, FedCookie, authn.PathFederation) }
+func (m *Manager) FedCookie(r *http.Request) string {
+	return m.Cookie(r, FedCookie, authn.PathFederation)
+}
 
 // ClearFedCookie drops the federation cookie: a callback uses it once.
-func (m *Manager) ClearFedCookie(w http.ResponseWriter) { m.ClearCookie(w, FedCookie, authn.PathFederation) }
+func (m *Manager) ClearFedCookie(w http.ResponseWriter) {
+	m.ClearCookie(w, FedCookie, authn.PathFederation)
+}

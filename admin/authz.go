@@ -29,7 +29,9 @@ import (
 //     clients (a client is O's to change when every
 //     organization it belongs to, its owner and those it serves, is O);
 //     the people who belong to O alone (every membership they hold is in
-//     O), whose address it may also ask them to prove. It creates people,
+//     O), whose address it may also ask them to prove, and their links to
+//     identity providers; O's own identity providers (organization_id O,
+//     memberships in O alone, never email_domains). It creates people,
 //     who are made members of O in the same write, invitations to O,
 //     and org_admin API keys for O. It adds to O only a person who is O's
 //     already (every membership in O, no grant): anyone else joins O by
@@ -78,6 +80,7 @@ const (
 	thingAdminToken
 	thingInvitation
 	thingBranding
+	thingIdentityProvider
 )
 
 // op is what a route does to what it touches.
@@ -180,6 +183,17 @@ var declarations = map[string]declaration{
 	"POST /invitations":        {thingInvitation, opCreate, findInvitationBody},
 	"GET /invitations/{id}":    {thingInvitation, opRead, findInvitationPath},
 	"DELETE /invitations/{id}": {thingInvitation, opErase, findInvitationPath},
+
+	// Identity providers (identityproviders.go): an organization's own,
+	// which its org_admins manage as they do its clients, or the site's,
+	// an admin's. A person's links to them are the person's.
+	"GET /identity-providers":                     {thingIdentityProvider, opList, nil},
+	"POST /identity-providers":                    {thingIdentityProvider, opCreate, findIdPBody},
+	"GET /identity-providers/{id}":                {thingIdentityProvider, opRead, findIdPPath},
+	"PATCH /identity-providers/{id}":              {thingIdentityProvider, opChange, findIdPChange},
+	"DELETE /identity-providers/{id}":             {thingIdentityProvider, opErase, findIdPPath},
+	"GET /users/{id}/identities":                  {thingPerson, opRead, findPersonPath},
+	"DELETE /users/{id}/identities/{identity_id}": {thingPerson, opChange, findPersonPath},
 }
 
 // scope is where a touched record is: the organizations it belongs to
@@ -267,7 +281,7 @@ func decide(c Credential, d declaration, s *scope) (v verdict, why string) {
 		if d.op == opCreate || d.op == opErase {
 			return forbid, "only an admin creates or deletes organizations"
 		}
-	case thingPerson, thingMembership, thingClient:
+	case thingPerson, thingMembership, thingClient, thingIdentityProvider:
 	case thingInvitation:
 		if d.op == opList {
 			// ?organization_id= names no other organization.

@@ -202,6 +202,14 @@ var expect = map[string]string{
 	"DELETE /invitations/{id}":           "afah",
 	"GET /branding":                      "aaff",
 	"PUT /branding":                      "afff",
+
+	"GET /identity-providers":                     "aaaa",
+	"POST /identity-providers":                    "afaf",
+	"GET /identity-providers/{id}":                "aaah",
+	"PATCH /identity-providers/{id}":              "afah",
+	"DELETE /identity-providers/{id}":             "afah",
+	"GET /users/{id}/identities":                  "aaah",
+	"DELETE /users/{id}/identities/{identity_id}": "afah",
 }
 
 // TestAuthorizeEveryRouteEveryRole walks every route, served or
@@ -218,7 +226,7 @@ func TestAuthorizeEveryRouteEveryRole(t *testing.T) {
 	ids := map[string]string{ // the {id} of each path prefix: O's records
 		"/organizations/": s.o.ID, "/users/": s.alice.ID, "/memberships/": s.aliceO.ID, "/clients/": s.appO.ClientID,
 		"/directories/": uuid.NewString(), "/cluster/": "node-2", "/admins/": uuid.NewString(), "/api-keys/": uuid.NewString(),
-		"/invitations/": s.invO.ID,
+		"/invitations/": s.invO.ID, "/identity-providers/": s.orgIdP(t),
 	}
 	bodies := map[string]string{
 		"POST /memberships":         `{"user_id":"` + s.alice.ID + `","org_id":"` + s.o.ID + `"}`, // O's already (joiner)
@@ -228,6 +236,9 @@ func TestAuthorizeEveryRouteEveryRole(t *testing.T) {
 		"POST /invitations":         `{"email":"new@example.com","organization_id":"` + s.o.ID + `"}`,
 		"PATCH /organizations/{id}": `{"name":"Renamed"}`,
 		"PUT /branding":             `{"display_name":"Site"}`,
+
+		"POST /identity-providers":       idpJSON(map[string]any{"slug": "o-new", "organization_id": s.o.ID}),
+		"PATCH /identity-providers/{id}": `{"display_name":"Renamed"}`,
 	}
 	keys := slices.Sorted(func(yield func(string) bool) {
 		for k := range declarations {

@@ -1,8 +1,9 @@
 // Package admin is the operator API (docs/openapi/admin.json), served under
 // /admin/v1 as one http.Handler: organizations (and who may register
 // into them), users, memberships, invitations and address checks by email
-// (docs/operators/invitations.md), clients, signing keys, the cluster
-// view, backup and restore of the whole state (GET and POST /snapshot),
+// (docs/operators/invitations.md), clients, identity providers and
+// people's links to them (federation, docs/operators/federation.md),
+// signing keys, the cluster view, backup and restore of the whole state (GET and POST /snapshot),
 // and GET /status (leader, members, applied index, key states and pending
 // back-channel deliveries at a glance).
 //

@@ -24,7 +24,7 @@ import (
 // chooses.
 var idempotentCreates = []string{
 	"POST /admins", "POST /api-keys", "POST /clients", "POST /directories", "POST /invitations",
-	"POST /memberships", "POST /organizations", "POST /users",
+	"POST /memberships", "POST /organizations", "POST /users", "POST /identity-providers",
 }
 
 // TestIdempotencyKeyIsDocumentedOnEveryCreate: docs/openapi/admin.json

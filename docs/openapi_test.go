@@ -182,6 +182,7 @@ func TestOpenAPIDocumentsMatchTheNode(t *testing.T) {
 	a.call("GET", "/directories/"+d["id"].(string), nil, 200)
 	a.call("PATCH", "/directories/"+d["id"].(string), map[string]any{"sync_interval": "1h"}, 200)
 	a.call("DELETE", "/directories/"+d["id"].(string), nil, 204)
+	identityProviderCalls(t, a, org["id"].(string), uid)
 	grant := a.call("POST", "/admins", map[string]any{"user_id": uid, "role": "org_admin", "organization_id": org["id"]}, 201)
 	a.call("POST", "/admins", map[string]any{"user_id": uid, "role": "org_admin", "organization_id": org2["id"]}, 409)
 	a.call("POST", "/admins", map[string]any{"user_id": "00000000-0000-4000-8000-000000000000", "role": "auditor"}, 422)

@@ -233,6 +233,14 @@ func commands() []noun {
 					"voids older ones. A person of a directory is refused (their address is the\n" +
 					"directory's), and so is every request while the provider sends no mail.",
 				setup: userVerifyEmail},
+			{name: "identities", args: []string{"ID"}, summary: "list the user's links to identity providers (their subject at each upstream)",
+				setup: userIdentities},
+			{name: "unlink", args: []string{"ID", "IDENTITY_ID"}, summary: "remove one of the user's links; every session opened through it ends",
+				details: "IDENTITY_ID is from user identities. The person no longer signs in through\n" +
+					"that upstream subject; their sessions opened through it end at once and the\n" +
+					"apps get back-channel logout tokens. It is done even when the link was the\n" +
+					"person's only way in.",
+				setup: userUnlink},
 		}},
 		{name: "lockout", aliases: []string{"lockouts"}, summary: "sign-in lockouts after too many failures (accounts, IP addresses, phone numbers)", verbs: []verb{
 			{name: "list", summary: "list what is locked now and until when", setup: lockoutList},
@@ -255,6 +263,7 @@ func commands() []noun {
 			{name: "delete", args: []string{"ID"}, summary: "remove a directory (its people stay, and cannot sign in)",
 				setup: deleteOne("/directories", "directory")},
 		}},
+		idpNoun(),
 		{name: "invitation", aliases: []string{"invitations", "invite", "invites"}, summary: "invitations by email to join an organization", verbs: []verb{
 			{name: "create", synopsis: "--email E --org O [--expires-in D] [--locale L]", summary: "invite an address; the message with its link goes out at once", setup: invitationCreate,
 				details: "The link works once, until --expires-in has passed (from 1h to 720h, 30 days;\n" +

@@ -140,6 +140,9 @@ Examples:
   oidcd admin invitation create --email bob@example.com --org ORG_ID --expires-in 72h
   oidcd admin client create --name Portal --org ORG_ID \
       --redirect-uri https://portal.example.com/callback --scope openid,email,profile
+  oidcd admin idp create --slug staff --display-name "Staff account" \
+      --issuer https://sso.example.com/realms/staff --client-id oidcd \
+      --client-secret-file /run/secrets/oidcd-staff
   oidcd admin user get USER_ID --json | jq -r .email
   oidcd admin keys rotate
   oidcd admin snapshot save /var/backups/oidcd-$(date +%F).db

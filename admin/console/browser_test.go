@@ -62,6 +62,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		{"clients", "console-clients", "demo-rp"},
 		{"keys", "console-keys", "active"},
 		{"directories", "console-directories", "No directories"},
+		{"identity-providers", "console-identity-providers", "No identity providers"},
 		{"audit", "console-audit", "created"},
 	} {
 		chrometest.Do(t, ctx, chromedp.Navigate(base+p.path), chromedp.WaitVisible(css("main h1")))

@@ -57,6 +57,10 @@ func (c *Console) routes() {
 	auth("POST "+Prefix+"clients/{id}/web-origins", c.setClientWebOrigins)
 	auth("GET "+Prefix+"keys", listAll[admin.KeyInfo](c, "Signing keys", "keys", "/keys", "keys"))
 	auth("GET "+Prefix+"directories", listAll[admin.Directory](c, "Directories", "directories", "/directories", "directories"))
+	idpEntity().register(c, auth)
+	auth("GET "+Prefix+"identity-providers/{id}", c.idpPage)
+	auth("POST "+Prefix+"identity-providers/{id}", c.updateIdP)
+	auth("POST "+Prefix+"people/{id}/identities/{identity_id}/delete", c.unlinkIdentity)
 	auth("GET "+Prefix+"audit", c.auditPage)
 	auth("POST "+Prefix+"keys/rotate", c.rotateKey)
 	grantEntity().register(c, auth)
@@ -354,8 +358,9 @@ type personData struct {
 	Mail        bool // the provider sends mail: the address check's button
 	User        admin.User
 	Memberships []membershipRow
-	Orgs        []admin.Org // for the "add to organization" form
-	Factors     *factors    // nil when the API could not say
+	Orgs        []admin.Org   // for the "add to organization" form
+	Factors     *factors      // nil when the API could not say
+	Identities  []identityRow // the person's links to identity providers; nil when the API could not say
 }
 
 // factors is the admin API's GET /users/{id}/factors.
@@ -406,6 +411,7 @@ func (c *Console) renderPerson(w http.ResponseWriter, r *http.Request, v *view, 
 	if err := c.call(r, "GET", "/users/"+pathID(d.User.ID)+"/factors", nil, &f); err == nil {
 		d.Factors = &f
 	}
+	d.Identities = c.identitiesOf(r, d.User.ID)
 	v.Data = d
 	c.render(w, status, "person", v)
 }

@@ -64,12 +64,15 @@ var pages = func() map[string]*template.Template {
 		"mrow": func(v *view, m membershipRow, ret string) membershipCtx {
 			return membershipCtx{V: v, M: m, Return: ret}
 		},
+		"idpctx": func(v *view, orgs []admin.Org, adminFields, create bool) idpFieldsCtx {
+			return idpFieldsCtx{V: v, Orgs: orgs, AdminFields: adminFields, Create: create}
+		},
 	}
 	base := template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html"))
 	out := map[string]*template.Template{}
 	for _, name := range []string{"signin", "cluster", "orgs", "people", "person", "memberships",
 		"clients", "client_created", "keys", "directories", "audit", "confirm", "shown_once", "message",
-		"signed_in", "admins", "apikeys", "apikey_created", "invitations", "org", "branding"} {
+		"signed_in", "admins", "apikeys", "apikey_created", "invitations", "org", "branding", "idps", "idp"} {
 		t := template.Must(base.Clone())
 		template.Must(t.ParseFS(templateFiles, "templates/"+name+".html"))
 		out[name] = t
@@ -164,6 +167,16 @@ func (v *view) FieldError(field string) string {
 		}
 	}
 	return ""
+}
+
+// idpFieldsCtx is the data of the idpfields template: the page, the
+// organizations to offer, whether to offer what only an admin sets, and
+// whether the form creates.
+type idpFieldsCtx struct {
+	V           *view
+	Orgs        []admin.Org
+	AdminFields bool
+	Create      bool
 }
 
 // membershipCtx is the data of the membership-actions template.
@@ -263,6 +276,10 @@ var doneMessages = map[string]string{
 	"invitation-created": "Invitation sent.",
 	"invitation-deleted": "Invitation withdrawn; its link no longer works.",
 	"verify-sent":        "A link to prove the address is on its way; it works for 24 hours.",
+	"idp-created":        "Identity provider created. Register the addresses below at the upstream.",
+	"idp-updated":        "Identity provider updated.",
+	"idp-deleted":        "Identity provider deleted; the sessions opened through it were ended.",
+	"identity-unlinked":  "Link removed; the sessions opened through it were ended.",
 }
 
 // breakable escapes a URI for HTML and lets the browser break it only

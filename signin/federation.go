@@ -347,8 +347,9 @@ func (f *flow) openFederated(ip fsm.IdentityProvider, tok *federation.IDToken) {
 	f.proceed()
 }
 
-// upstreamAMR is the upstream's amr values that SPEC.md 2.5 knows, in its
-// order; pwd when it names none of them.
+// upstreamAMR is the upstream's amr values among those oidcd's own tokens
+// use (pwd, hwk, otp, rcv, sms: docs/reference.md), in that order; pwd
+// when it names none of them.
 func upstreamAMR(amr []string) []string {
 	var out []string
 	for _, m := range []string{authn.AMRPassword, authn.AMRPasskey, authn.AMROTP, authn.AMRRecovery, authn.AMRSMS} {

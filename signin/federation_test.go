@@ -10,7 +10,7 @@ import (
 func TestUpstreamStrength(t *testing.T) {
 	cases := []struct {
 		amr  []string
-		keep string // the amr kept: SPEC.md 2.5's values only, pwd for none
+		keep string // the amr kept: the values oidcd's tokens use, pwd for none
 		mfa  bool   // counts as two factors when the provider is trusted
 	}{
 		{nil, "[pwd]", false},
@@ -18,7 +18,7 @@ func TestUpstreamStrength(t *testing.T) {
 		{[]string{"mfa"}, "[pwd]", true},
 		{[]string{"pwd", "otp"}, "[pwd otp]", true},
 		{[]string{"hwk"}, "[hwk]", false},
-		{[]string{"face", "pin"}, "[pwd]", true}, // RFC 8176 values SPEC.md does not name
+		{[]string{"face", "pin"}, "[pwd]", true}, // RFC 8176 values oidcd's tokens do not use
 		{[]string{"pwd", "pwd"}, "[pwd]", false},
 		{[]string{"", "pwd"}, "[pwd]", false},
 	}

@@ -14,7 +14,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/oidcd/oidcd/federation"
 	"github.com/oidcd/oidcd/fsm"
+	"github.com/oidcd/oidcd/internal/authn"
 	"github.com/oidcd/oidcd/internal/httpx"
 )
 
@@ -105,11 +107,12 @@ type Identity struct {
 
 // FederationURIs are the addresses at issuer (this provider's, as people
 // reach it) that the upstream of slug is told: where it sends people back
-// (redirect), where it posts logout tokens (back-channel) and where it
-// sends people after an upstream logout (post-logout).
+// (redirect, federation.RedirectURI, which the sign-in sends), where it
+// posts logout tokens (back-channel) and where it sends people after an
+// upstream logout (post-logout), the routes under authn.PathFederation.
 func FederationURIs(issuer, slug string) (redirect, backchannel, postLogout string) {
-	base := strings.TrimSuffix(issuer, "/") + "/federation/" + url.PathEscape(slug)
-	return base + "/callback", base + "/backchannel-logout", base + "/logged-out"
+	base := strings.TrimSuffix(issuer, "/") + authn.PathFederation + url.PathEscape(slug)
+	return federation.RedirectURI(issuer, slug), base + "/backchannel-logout", base + "/logged-out"
 }
 
 func (a *api) idpOut(ip fsm.IdentityProvider) IdentityProvider {

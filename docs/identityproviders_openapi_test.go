@@ -28,7 +28,7 @@ func identityProviderCalls(t *testing.T, a api, orgID, userID string) {
 	const none = "00000000-0000-4000-8000-000000000000"
 	ip := a.call("POST", "/identity-providers", map[string]any{"slug": "staff", "display_name": "Staff SSO",
 		"issuer": "https://login.example.com/realms/staff", "client_id": "oidcd", "client_secret": "upstream-secret",
-		"scopes": []string{"openid", "email", "profile", "groups"}, "organization_id": orgID, "email_domains": []string{"example.com"},
+		"scopes": []string{"openid", "email", "profile", "groups"}, "organization_id": orgID, "email_domains": []string{"staff.example.com"},
 		"provisioning": "create_or_link", "memberships": map[string]any{"groups_claim": "groups", "group_organizations": map[string]string{"staff": orgID}},
 		"trust_mfa": true, "backchannel_logout": true, "end_upstream_session": true, "enabled": true}, 201)
 	id := ip["id"].(string)

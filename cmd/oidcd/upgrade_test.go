@@ -276,6 +276,104 @@ var upgradeFeatures = []upgradeFeature{
 			return nil
 		},
 	},
+	{
+		// Identity providers (federation, issue 44): every command and
+		// record of fsm/federation.go is of the newer format. While mixed,
+		// POST /identity-providers is refused, 409 naming the feature, and
+		// nothing is made; so is an unlink. Once every node is upgraded the
+		// provider is made, every node shows it (the secret never), and
+		// DELETE removes it everywhere. The commands only a sign-in
+		// proposes (federated_sign_in, upstream_logout), and the session
+		// and membership fields they set, cannot be proposed while mixed:
+		// they name a provider, and none can exist then. No sign-in through
+		// a provider, no link and no unlink of one.
+		covers: []string{"put_identity_provider", "delete_identity_provider", "federated_sign_in", "unlink_identity", "upstream_logout",
+			"PutIdentityProvider.Create", "PutIdentityProvider.Provider", "DeleteIdentityProvider.At", "DeleteIdentityProvider.ID",
+			"IdentityProvider.ID", "IdentityProvider.Slug", "IdentityProvider.DisplayName", "IdentityProvider.Issuer", "IdentityProvider.ClientID",
+			"IdentityProvider.ClientSecret", "IdentityProvider.Scopes", "IdentityProvider.OrgID", "IdentityProvider.EmailDomains",
+			"IdentityProvider.Provisioning", "IdentityProvider.Memberships", "IdentityProvider.TrustMFA", "IdentityProvider.BackchannelLogout",
+			"IdentityProvider.EndUpstreamSession", "IdentityProvider.Enabled", "IdentityProvider.CreatedAt", "IdentityProvider.UpdatedAt",
+			"ProviderMemberships.OrgID", "ProviderMemberships.GroupsClaim", "ProviderMemberships.GroupOrgs",
+			"UnlinkIdentity.UserID", "UnlinkIdentity.IdentityID", "UnlinkIdentity.KeepWayIn", "UnlinkIdentity.At",
+			// Proposed only by a sign-in through a provider, or an upstream's
+			// logout token naming one: none exists while mixed.
+			"FederatedSignIn.ProviderID", "FederatedSignIn.Subject", "FederatedSignIn.Email", "FederatedSignIn.EmailVerified",
+			"FederatedSignIn.IdentityID", "FederatedSignIn.UserID", "FederatedSignIn.AccountUserID", "FederatedSignIn.OrgIDs",
+			"FederatedSignIn.MembershipIDs", "FederatedSignIn.Session", "FederatedSignIn.At",
+			"Identity.ID", "Identity.UserID", "Identity.ProviderID", "Identity.Subject", "Identity.Email", "Identity.LinkedAt", "Identity.LastUsedAt",
+			"SSOSession.IdentityID", "SSOSession.ProviderID", "SSOSession.UpstreamSID", "SSOSession.UpstreamIDToken", "Membership.ProviderID",
+			"UpstreamLogout.ProviderID", "UpstreamLogout.JTI", "UpstreamLogout.ExpiresAt", "UpstreamLogout.SID", "UpstreamLogout.Subject", "UpstreamLogout.At"},
+		try: func(u *upgradeCluster, via int, mixed bool) error {
+			base := "http://" + u.https[via]
+			status, b := u.adminAt(base, "GET", "/clients/"+u.rp.ClientID, nil)
+			var spa struct {
+				OrganizationID string `json:"organization_id"`
+			}
+			if status != http.StatusOK || json.Unmarshal(b, &spa) != nil {
+				return fmt.Errorf("GET the provisioned client: %d %s", status, b)
+			}
+			status, b = u.adminAt(base, "GET", "/users?email=ann@example.com", nil)
+			var people struct{ Data []struct{ ID string } }
+			if status != http.StatusOK || json.Unmarshal(b, &people) != nil || len(people.Data) != 1 {
+				return fmt.Errorf("GET the provisioned person: %d %s", status, b)
+			}
+			unlink := "/users/" + people.Data[0].ID + "/identities/00000000-0000-4000-8000-000000000044"
+			// The provider is the site's while it lives, so the sign-ins of
+			// the load see its button: its domain is not ann's (an address
+			// of a provider's domain goes to that upstream), and its issuer
+			// is a loopback port where nothing listens.
+			const slug = "upgrade-idp"
+			status, b = u.adminAt(base, "POST", "/identity-providers", map[string]any{"slug": slug, "display_name": "Upgrade SSO",
+				"issuer": "http://127.0.0.1:9/realms/upgrade", "client_id": "oidcd", "client_secret": "upgrade-secret",
+				"scopes": []string{"openid", "email", "groups"}, "email_domains": []string{"upgrade.example"}, "provisioning": "create_or_link",
+				"memberships": map[string]any{"organization_id": spa.OrganizationID, "groups_claim": "groups",
+					"group_organizations": map[string]string{"staff": spa.OrganizationID}},
+				"trust_mfa": true, "backchannel_logout": true, "end_upstream_session": true, "enabled": true})
+			if mixed {
+				if status != http.StatusConflict || !bytes.Contains(b, []byte("identity providers (federation)")) {
+					return fmt.Errorf("while mixed, POST /identity-providers: got %d %s, want 409 naming the feature", status, b)
+				}
+				if status, b := u.adminAt(base, "DELETE", unlink, nil); status != http.StatusConflict {
+					return fmt.Errorf("while mixed, an unlink: got %d %s, want 409", status, b)
+				}
+				for i := range 3 {
+					if u.labels[i] != "new" {
+						continue // an older node serves no such route
+					}
+					if status, b := u.adminAt("http://"+u.https[i], "GET", "/identity-providers", nil); status != http.StatusOK || bytes.Contains(b, []byte(slug)) {
+						return fmt.Errorf("while mixed, GET /identity-providers on node %d: got %d %s, want 200 and no provider", i, status, b)
+					}
+				}
+				return nil
+			}
+			var made struct {
+				ID              string `json:"id"`
+				ClientSecretSet bool   `json:"client_secret_set"`
+			}
+			if status != http.StatusCreated || json.Unmarshal(b, &made) != nil || !made.ClientSecretSet {
+				return fmt.Errorf("POST /identity-providers: got %d %s, want 201", status, b)
+			}
+			defer u.adminAt(base, "DELETE", "/identity-providers/"+made.ID, nil)
+			for i := range 3 {
+				status, b := u.adminAt("http://"+u.https[i], "GET", "/identity-providers/"+made.ID, nil)
+				if status != http.StatusOK || !bytes.Contains(b, []byte(`"slug":"`+slug+`"`)) || bytes.Contains(b, []byte("upgrade-secret")) {
+					return fmt.Errorf("GET the provider on node %d: got %d %s", i, status, b)
+				}
+			}
+			if status, b := u.adminAt(base, "DELETE", unlink, nil); status != http.StatusNotFound {
+				return fmt.Errorf("an unlink of no link: got %d %s, want 404", status, b)
+			}
+			if status, b := u.adminAt(base, "DELETE", "/identity-providers/"+made.ID, nil); status != http.StatusNoContent {
+				return fmt.Errorf("DELETE the provider: got %d %s, want 204", status, b)
+			}
+			for i := range 3 {
+				if status, b := u.adminAt("http://"+u.https[i], "GET", "/identity-providers/"+made.ID, nil); status != http.StatusNotFound {
+					return fmt.Errorf("GET the deleted provider on node %d: got %d %s, want 404", i, status, b)
+				}
+			}
+			return nil
+		},
+	},
 }
 
 // TestUpgradeFeaturesCoverTheDeclaration: the table of features tried in

@@ -290,11 +290,11 @@ func (f *flow) openFederated(ip fsm.IdentityProvider, tok *federation.IDToken) {
 	if ip.TrustMFA && upstreamMFA(tok.AMR) {
 		acr = authn.ACRMFA
 	}
-	verified := map[string]time.Time{}
-	for _, m := range amr {
-		verified[m] = now
-	}
-	s := fsm.SSOSession{ID: uuid.NewString(), AuthTime: now, AMR: amr, ACR: acr, Verified: verified,
+	// Verified stays empty: the upstream's pwd or otp is not this
+	// person's password or authenticator here, so /account asks for
+	// those afresh before a credential of theirs changes (an upstream
+	// cannot vouch its way into changing a local password).
+	s := fsm.SSOSession{ID: uuid.NewString(), AuthTime: now, AMR: amr, ACR: acr,
 		CreatedAt: now, LastSeen: now, UpstreamSID: bounded(tok.SID, 512)}
 	s.IdleExpiresAt, s.ExpiresAt = f.p.sessions.Lifetimes(now)
 	if ip.EndUpstreamSession && len(tok.Raw) <= 8<<10 {

@@ -255,6 +255,20 @@ func TestFederatedSignInAndUpstreamLogout(t *testing.T) {
 			if sub == "alice-at-corp" {
 				t.Fatal("the upstream's subject leaked as ours")
 			}
+			if size == 1 {
+				// The session records the link and the upstream's session,
+				// and verifies no credential of the person here: the
+				// upstream's pwd is not their password (/account asks).
+				st := w.c.Node(0).FSM().State()
+				app, err := st.AppSession(claims["sid"].(string))
+				if err != nil {
+					t.Fatal(err)
+				}
+				sso, err := st.SSOSession(app.SSOSessionID)
+				if err != nil || sso.ProviderID != w.provider["id"] || sso.IdentityID == "" || sso.UpstreamSID == "" || len(sso.Verified) != 0 {
+					t.Fatalf("the SSO session: %+v, %v", sso, err)
+				}
+			}
 			var ids struct {
 				Data []map[string]any `json:"data"`
 			}

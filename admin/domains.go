@@ -48,22 +48,34 @@ func (p *problems) registration(r *fsm.Registration) {
 		p.add("registration.email_domains", codeTooMany, "must hold at most %d domains", maxEmailDomains)
 		return
 	}
+	p.domainList("registration.email_domains", r.EmailDomains, false)
+	if r.Enabled && len(r.EmailDomains) == 0 {
+		p.add("registration.email_domains", codeRequired, "must name at least one domain when registration is enabled")
+	}
+}
+
+// domainList normalizes the domains of list in place (normalDomain),
+// adding a problem under field[i] for one that is not a domain name or is
+// given twice; with noWildcard, a "*" is named as such rather than as a
+// bad name.
+func (p *problems) domainList(field string, list []string, noWildcard bool) {
 	seen := map[string]int{}
-	for i, raw := range r.EmailDomains {
-		field := fmt.Sprintf("registration.email_domains[%d]", i)
+	for i, raw := range list {
+		at := fmt.Sprintf("%s[%d]", field, i)
+		if noWildcard && strings.Contains(raw, "*") {
+			p.add(at, codeInvalid, "must be a domain name such as example.com, without a wildcard: a subdomain is listed on its own")
+			continue
+		}
 		d, err := normalDomain(raw)
 		if err != nil {
-			p.add(field, codeInvalid, "%s", err)
+			p.add(at, codeInvalid, "%s", err)
 			continue
 		}
 		if j, dup := seen[d]; dup {
-			p.add(field, "duplicate", "is %s again, as email_domains[%d]", d, j)
+			p.add(at, "duplicate", "is %s again, as email_domains[%d]", d, j)
 			continue
 		}
 		seen[d] = i
-		r.EmailDomains[i] = d
-	}
-	if r.Enabled && len(r.EmailDomains) == 0 {
-		p.add("registration.email_domains", codeRequired, "must name at least one domain when registration is enabled")
+		list[i] = d
 	}
 }

@@ -366,25 +366,7 @@ func (p *problems) idpDomains(ip *fsm.IdentityProvider) {
 		p.add("email_domains", codeTooMany, "must hold at most %d domains", maxIdPDomains)
 		return
 	}
-	seen := map[string]int{}
-	for i, raw := range ip.EmailDomains {
-		field := fmt.Sprintf("email_domains[%d]", i)
-		if strings.Contains(raw, "*") {
-			p.add(field, codeInvalid, "must be a domain name such as example.com, without a wildcard: a subdomain is listed on its own")
-			continue
-		}
-		d, err := normalDomain(raw)
-		if err != nil {
-			p.add(field, codeInvalid, "%s", err)
-			continue
-		}
-		if j, dup := seen[d]; dup {
-			p.add(field, "duplicate", "is %s again, as email_domains[%d]", d, j)
-			continue
-		}
-		seen[d] = i
-		ip.EmailDomains[i] = d
-	}
+	p.domainList("email_domains", ip.EmailDomains, true)
 	if len(ip.EmailDomains) == 0 {
 		ip.EmailDomains = nil
 	}

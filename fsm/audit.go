@@ -356,6 +356,18 @@ func systemEvent(stamp *Audit, t time.Time, typ string) Event {
 	return e
 }
 
+// logoutEvents are the logout events of app sessions a command ended.
+func logoutEvents(stamp *Audit, apps []AppSession) []Event {
+	var out []Event
+	for _, a := range apps {
+		e := systemEvent(stamp, a.EndedAt, EventLogout)
+		e.Subject, e.ClientID, e.OrgID, e.SID = a.UserID, a.ClientID, a.OrgID, a.ID
+		e.Detail = map[string]string{"cause": a.EndReason}
+		out = append(out, e)
+	}
+	return out
+}
+
 // recordID is the id of the record a command wrote, when its Result says.
 func recordID(v any) string {
 	switch r := v.(type) {
@@ -452,12 +464,7 @@ func auditApply(tx *bolt.Tx, cmd Command, res Result) []string {
 		res.Value = used.Ended
 	}
 	if ended, ok := res.Value.(EndedApps); ok {
-		for _, a := range ended.Apps {
-			e := systemEvent(stamp, a.EndedAt, EventLogout)
-			e.Subject, e.ClientID, e.OrgID, e.SID = a.UserID, a.ClientID, a.OrgID, a.ID
-			e.Detail = map[string]string{"cause": a.EndReason}
-			events = append(events, e)
-		}
+		events = append(events, logoutEvents(stamp, ended.Apps)...)
 	}
 	if len(events) == 0 {
 		return nil

@@ -229,10 +229,7 @@ func init() {
 	auditDerive[TypeFederatedSignIn] = deriveFederatedSignIn
 	// A logout token's jti is kept until the token expires (its value is
 	// that expiry, RFC 3339), as a revocation is.
-	reaps(reaped{bucket: bucketUpstreamJTIs, dead: func(_ *bolt.Tx, v []byte, before time.Time) bool {
-		exp, err := time.Parse(time.RFC3339, string(v))
-		return err == nil && !exp.After(before)
-	}})
+	reaps(reaped{bucket: bucketUpstreamJTIs, dead: expiryPassed})
 }
 
 // Index keys. An upstream's subject and sid are its own strings, which
@@ -785,11 +782,5 @@ func deriveFederatedSignIn(_ *bolt.Tx, p []byte, res Result, stamp *Audit, se *E
 		}
 		events = append(events, e)
 	}
-	for _, a := range r.Ended.Apps {
-		e := systemEvent(stamp, a.EndedAt, EventLogout)
-		e.Subject, e.ClientID, e.OrgID, e.SID = a.UserID, a.ClientID, a.OrgID, a.ID
-		e.Detail = map[string]string{"cause": a.EndReason}
-		events = append(events, e)
-	}
-	return events
+	return append(events, logoutEvents(stamp, r.Ended.Apps)...)
 }

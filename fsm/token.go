@@ -16,11 +16,14 @@ func init() {
 	register(TypeRevokeToken, applyRevokeToken)
 	// A revocation is reaped once the token it revokes expired (its
 	// value is that expiry, RFC 3339; an unreadable one stays).
-	reaps(reaped{bucket: bucketRevoked, count: func(st *ReapStats) *int { return &st.Revocations },
-		dead: func(_ *bolt.Tx, v []byte, before time.Time) bool {
-			exp, err := time.Parse(time.RFC3339, string(v))
-			return err == nil && !exp.After(before)
-		}})
+	reaps(reaped{bucket: bucketRevoked, count: func(st *ReapStats) *int { return &st.Revocations }, dead: expiryPassed})
+}
+
+// expiryPassed is the reap rule of a bucket whose values are an expiry,
+// RFC 3339: dead once it passed (an unreadable one stays).
+func expiryPassed(_ *bolt.Tx, v []byte, before time.Time) bool {
+	exp, err := time.Parse(time.RFC3339, string(v))
+	return err == nil && !exp.After(before)
 }
 
 func applyRevokeToken(tx *bolt.Tx, _ uint64, p []byte) Result {

@@ -1,6 +1,7 @@
 package signin
 
 import (
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"errors"
@@ -389,21 +390,13 @@ func membershipOrgs(ip fsm.IdentityProvider, claims map[string]any) []string {
 			out = append(out, id)
 		}
 	}
-	add(cmp(ip.Memberships.OrgID, ip.OrgID))
+	add(cmp.Or(ip.Memberships.OrgID, ip.OrgID))
 	if ip.Memberships.GroupsClaim != "" {
 		for _, g := range federation.StringsClaim(claims, ip.Memberships.GroupsClaim) {
 			add(ip.Memberships.GroupOrgs[g])
 		}
 	}
 	return out
-}
-
-// cmp is a when set, else b.
-func cmp(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // bounded is s when at most n bytes, "" otherwise (an upstream's value

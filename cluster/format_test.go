@@ -502,10 +502,13 @@ func TestStateFormatRaisedOnceEveryMemberAnnouncesIt(t *testing.T) {
 	holdsAt(t, fsm.FormatBase, "the non-voter is down", nodes...)
 	refusedNaming(t, n1, "e1 (down, last announced 0.3.0)")
 
-	// It comes back upgraded: every member announces format 2.
+	// It comes back upgraded: every member announces format 2. The wait
+	// covers a gossip rejoin and the leader's next announce round on a
+	// loaded machine (10 s ran out once in a clean-clone run of the whole
+	// suite); it bounds the wait, and the assertion is the same.
 	edge = startGossipNode(t, "e1", edgeDir, edgeCfg)
 	all = append(slices.Clone(nodes), edge)
-	waitFor(t, 10*time.Second, "format 2 on every node", func() bool {
+	waitFor(t, 30*time.Second, "format 2 on every node", func() bool {
 		return slices.Equal(stateFormats(all...), []fsm.Format{2, 2, 2, 2})
 	})
 	for _, n := range all {
@@ -540,7 +543,7 @@ func TestNodeOfAnOlderFormatIsNotAdded(t *testing.T) {
 		c.Logger = slog.New(countingHandler{msg: "not adding a node of an older release to the cluster; upgrade it", n: &warned})
 	}
 	nodes := formWith(t, map[string]func(*Config){"n1": counting, "n2": counting, "n3": counting})
-	waitFor(t, 10*time.Second, "format 2 on every node", func() bool {
+	waitFor(t, 30*time.Second, "format 2 on every node", func() bool {
 		return slices.Equal(stateFormats(nodes...), []fsm.Format{2, 2, 2})
 	})
 	n4 := startGossipNode(t, "n4", t.TempDir(), func(c *Config) {

@@ -26,6 +26,10 @@ type Metadata struct {
 	// EndSessionEndpoint is "" when the upstream offers no RP-initiated
 	// logout.
 	EndSessionEndpoint string
+	// UserinfoEndpoint is "" when the upstream names none; it is asked for
+	// the address when the ID token carries none (an oidcd upstream puts
+	// it in userinfo only).
+	UserinfoEndpoint string
 	// TokenEndpointAuthMethods is token_endpoint_auth_methods_supported
 	// (nil when absent, which means client_secret_basic).
 	TokenEndpointAuthMethods []string
@@ -94,6 +98,7 @@ func parseDiscovery(body []byte, issuer string, issuerHTTP bool) (*Metadata, err
 		TokenEndpoint:            d.str("token_endpoint"),
 		JWKSURI:                  d.str("jwks_uri"),
 		EndSessionEndpoint:       d.str("end_session_endpoint"),
+		UserinfoEndpoint:         d.str("userinfo_endpoint"),
 		TokenEndpointAuthMethods: d.strs("token_endpoint_auth_methods_supported"),
 		IDTokenSigningAlgs:       d.strs("id_token_signing_alg_values_supported"),
 		IssParameter:             d.boolean("authorization_response_iss_parameter_supported"),
@@ -117,8 +122,14 @@ func parseDiscovery(body []byte, issuer string, issuerHTTP bool) (*Metadata, err
 			return nil, err
 		}
 	}
-	if m.EndSessionEndpoint != "" {
-		if _, err := checkEndpoint("end_session_endpoint", m.EndSessionEndpoint, issuerHTTP); err != nil {
+	for _, e := range []struct{ name, url string }{
+		{"end_session_endpoint", m.EndSessionEndpoint},
+		{"userinfo_endpoint", m.UserinfoEndpoint},
+	} {
+		if e.url == "" {
+			continue
+		}
+		if _, err := checkEndpoint(e.name, e.url, issuerHTTP); err != nil {
 			return nil, err
 		}
 	}

@@ -2,6 +2,7 @@ package federation
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -41,15 +42,84 @@ func (c *Client) Exchange(ctx context.Context, up Upstream, redirectURI string, 
 	if err := checkIssParam(meta, up, cb.Iss); err != nil {
 		return nil, wrap(err)
 	}
-	raw, err := c.redeem(ctx, up, meta, redirectURI, cb.Code, ar.Verifier)
+	tr, err := c.redeem(ctx, up, meta, redirectURI, cb.Code, ar.Verifier)
 	if err != nil {
 		return nil, wrap(fmt.Errorf("token endpoint: %w", err))
 	}
-	tok, err := c.verifyIDToken(ctx, up, meta, raw, ar.Nonce)
+	tok, err := c.verifyIDToken(ctx, up, meta, tr.idToken, ar.Nonce)
 	if err != nil {
 		return nil, wrap(fmt.Errorf("ID token: %w", err))
 	}
+	if tok.Email == "" && meta.UserinfoEndpoint != "" && tr.accessToken != "" && strings.EqualFold(tr.tokenType, "bearer") {
+		if err := c.userinfo(ctx, meta, tr.accessToken, tok); err != nil {
+			return nil, wrap(fmt.Errorf("userinfo: %w", err))
+		}
+	}
 	return tok, nil
+}
+
+// tokenResponse is what the token endpoint answered that this package
+// uses.
+type tokenResponse struct {
+	idToken, accessToken, tokenType string
+}
+
+// userinfo completes tok from the upstream's userinfo endpoint (OpenID
+// Connect Core 1.0, 5.3) when its ID token named no address, as an oidcd
+// upstream's does (it puts email in userinfo only): email,
+// email_verified and name, and the claims the ID token lacks (a groups
+// claim). The answer's sub must be the ID token's (5.3.2): a userinfo
+// answer for another person is never taken, which is the substitution
+// this check exists for. A signed or encrypted answer (application/jwt)
+// is not read: tok stays without an address.
+func (c *Client) userinfo(ctx context.Context, meta *Metadata, accessToken string, tok *IDToken) error {
+	req, err := http.NewRequest(http.MethodGet, meta.UserinfoEndpoint, nil)
+	if err != nil {
+		return invalidf("userinfo_endpoint: %v", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Authorization", "Bearer "+accessToken)
+	a, err := c.do(ctx, c.post, req)
+	if err != nil {
+		return err
+	}
+	if err := statusError(req, a.status); err != nil {
+		return err
+	}
+	if a.status != http.StatusOK {
+		return invalidf("GET %s: HTTP %d", req.URL.Redacted(), a.status)
+	}
+	if ct := strings.ToLower(a.header.Get("Content-Type")); strings.HasPrefix(ct, "application/jwt") {
+		return nil
+	}
+	claims, err := decodeClaims(a.body)
+	if err != nil {
+		return err
+	}
+	cl := claimReader{claims: claims}
+	sub, ok := cl.str("sub")
+	if !ok || subtle.ConstantTimeCompare([]byte(sub), []byte(tok.Subject)) != 1 {
+		return invalidf("answer's sub is not the ID token's")
+	}
+	email, _ := cl.boundedStr("email")
+	name, _ := cl.boundedStr("name")
+	if cl.err != nil {
+		return cl.err
+	}
+	tok.Email = email
+	tok.EmailVerified = email != "" && (claims["email_verified"] == true || claims["email_verified"] == "true")
+	if tok.Name == "" {
+		tok.Name = name
+	}
+	if tok.Claims == nil {
+		tok.Claims = map[string]any{}
+	}
+	for k, v := range claims {
+		if _, ok := tok.Claims[k]; !ok {
+			tok.Claims[k] = v
+		}
+	}
+	return nil
 }
 
 // redeem sends the token request (RFC 6749, 4.1.3; RFC 7636, 4.5) and
@@ -59,10 +129,10 @@ func (c *Client) Exchange(ctx context.Context, up Upstream, redirectURI string, 
 // secret holding ':' or '%' and which many clients get wrong. The token
 // endpoint's redirects are not followed: a code and a secret are never
 // sent on to a URL the discovery document did not name.
-func (c *Client) redeem(ctx context.Context, up Upstream, meta *Metadata, redirectURI, code, verifier string) (string, error) {
+func (c *Client) redeem(ctx context.Context, up Upstream, meta *Metadata, redirectURI, code, verifier string) (tokenResponse, error) {
 	method, err := authMethod(meta.TokenEndpointAuthMethods, up.ClientSecret)
 	if err != nil {
-		return "", err
+		return tokenResponse{}, err
 	}
 	form := url.Values{
 		"grant_type":    {"authorization_code"},
@@ -79,7 +149,7 @@ func (c *Client) redeem(ctx context.Context, up Upstream, meta *Metadata, redire
 	}
 	req, err := http.NewRequest(http.MethodPost, meta.TokenEndpoint, strings.NewReader(form.Encode()))
 	if err != nil {
-		return "", invalidf("token_endpoint: %v", err)
+		return tokenResponse{}, invalidf("token_endpoint: %v", err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
@@ -89,19 +159,21 @@ func (c *Client) redeem(ctx context.Context, up Upstream, meta *Metadata, redire
 	}
 	a, err := c.do(ctx, c.post, req)
 	if err != nil {
-		return "", err
+		return tokenResponse{}, err
 	}
 	return parseTokenResponse(req, a)
 }
 
 // parseTokenResponse reads the token endpoint's answer: 200 with an
-// id_token, or an OAuth error (RFC 6749, 5.2), which is an
+// id_token (and the access token, for userinfo), or an OAuth error (RFC 6749, 5.2), which is an
 // *UpstreamError for a 4xx (invalid_grant: the code was used or expired;
 // invalid_client: the secret is wrong) and ErrUnreachable for a 5xx or
 // 429 (temporarily_unavailable is a sick upstream, not a refusal).
-func parseTokenResponse(req *http.Request, a *answer) (string, error) {
+func parseTokenResponse(req *http.Request, a *answer) (tokenResponse, error) {
 	var body struct {
 		IDToken          any `json:"id_token"`
+		AccessToken      any `json:"access_token"`
+		TokenType        any `json:"token_type"`
 		Error            any `json:"error"`
 		ErrorDescription any `json:"error_description"`
 	}
@@ -110,25 +182,27 @@ func parseTokenResponse(req *http.Request, a *answer) (string, error) {
 	desc, _ := body.ErrorDescription.(string)
 	if err := statusError(req, a.status); err != nil {
 		if jsonErr == nil && code != "" {
-			return "", unreachablef("%s %s: HTTP %d, error %s", req.Method, req.URL.Redacted(), a.status, cleanText(code, maxErrorCode))
+			return tokenResponse{}, unreachablef("%s %s: HTTP %d, error %s", req.Method, req.URL.Redacted(), a.status, cleanText(code, maxErrorCode))
 		}
-		return "", err
+		return tokenResponse{}, err
 	}
 	switch {
 	case a.status >= 300 && a.status < 400:
-		return "", invalidf("HTTP %d: the token endpoint redirects, which is not followed", a.status)
+		return tokenResponse{}, invalidf("HTTP %d: the token endpoint redirects, which is not followed", a.status)
 	case jsonErr != nil:
-		return "", withKind(ErrInvalid, jsonErr, "HTTP %d: answer is not a JSON object", a.status)
+		return tokenResponse{}, withKind(ErrInvalid, jsonErr, "HTTP %d: answer is not a JSON object", a.status)
 	case code != "":
-		return "", newUpstreamError(code, desc, a.status)
+		return tokenResponse{}, newUpstreamError(code, desc, a.status)
 	case a.status != http.StatusOK:
-		return "", invalidf("HTTP %d without an OAuth error", a.status)
+		return tokenResponse{}, invalidf("HTTP %d without an OAuth error", a.status)
 	}
 	raw, ok := body.IDToken.(string)
 	if !ok || raw == "" {
-		return "", invalidf("answer has no id_token (is openid among the scopes?)")
+		return tokenResponse{}, invalidf("answer has no id_token (is openid among the scopes?)")
 	}
-	return raw, nil
+	at, _ := body.AccessToken.(string)
+	tt, _ := body.TokenType.(string)
+	return tokenResponse{idToken: raw, accessToken: at, tokenType: tt}, nil
 }
 
 // VerifyLogoutToken checks a back-channel logout token the upstream posted

@@ -562,7 +562,8 @@ func (a *api) getIdentityProvider(w http.ResponseWriter, r *http.Request) {
 
 // updateIdentityProvider merges the given fields into the stored
 // provider; a new client_secret replaces the stored one, an absent one
-// keeps it.
+// keeps it. The command carries the updated_at that was read, so a
+// concurrent change in between is refused (409), not lost.
 func (a *api) updateIdentityProvider(w http.ResponseWriter, r *http.Request) {
 	id, ok := pathUUID(w, r)
 	if !ok {
@@ -586,12 +587,17 @@ func (a *api) updateIdentityProvider(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next.ClientSecret, next.UpdatedAt = nil, a.now() // nil: fsm keeps the stored secret
+	// updated_at must move even if the clock did not, or the next
+	// writer's expectation could not tell the versions apart.
+	if !next.UpdatedAt.After(cur.UpdatedAt) {
+		next.UpdatedAt = cur.UpdatedAt.Add(time.Nanosecond)
+	}
 	if b.ClientSecret != nil {
 		if next.ClientSecret, ok = a.sealClientSecret(w, r, id, *b.ClientSecret); !ok {
 			return
 		}
 	}
-	res, ok := a.apply(w, r, gated(fsm.MustCommand(fsm.TypePutIdentityProvider, fsm.PutIdentityProvider{Provider: next})))
+	res, ok := a.apply(w, r, gated(fsm.MustCommand(fsm.TypePutIdentityProvider, fsm.PutIdentityProvider{Provider: next, ExpectUpdatedAt: cur.UpdatedAt})))
 	if !ok {
 		return
 	}

@@ -389,6 +389,8 @@ func recordID(v any) string {
 		return r.ID
 	case Invitation:
 		return r.ID
+	case IdentityProvider:
+		return r.ID
 	}
 	return ""
 }

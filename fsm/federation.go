@@ -143,6 +143,12 @@ func (e *FederationRefusedError) Unwrap() error { return ErrConflict }
 type PutIdentityProvider struct {
 	Provider IdentityProvider `json:"provider"`
 	Create   bool             `json:"create,omitempty"`
+	// ExpectUpdatedAt, on an update, is the updated_at the proposer read
+	// and merged its patch into: a change in between (another
+	// administrator's, which may also have moved the provider out of an
+	// org_admin's organization) makes the apply refuse with a conflict
+	// on updated_at rather than be lost or decided on a stale record.
+	ExpectUpdatedAt time.Time `json:"expect_updated_at,omitzero"`
 }
 
 // DeleteIdentityProvider removes a provider and every link to it; every
@@ -276,6 +282,8 @@ func applyPutIdentityProvider(tx *bolt.Tx, _ uint64, p []byte) Result {
 		return Result{Err: &ConflictError{Field: "id"}}
 	case !c.Create && !found:
 		return Result{Err: ErrNotFound}
+	case !c.Create && !c.ExpectUpdatedAt.IsZero() && !cur.UpdatedAt.Equal(c.ExpectUpdatedAt):
+		return Result{Err: &ConflictError{Field: "updated_at"}}
 	}
 	if owner, ok := getIndex(tx, bucketIdPSlugs, ip.Slug); ok && owner != ip.ID {
 		return Result{Err: &ConflictError{Field: "slug"}}

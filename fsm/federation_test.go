@@ -66,6 +66,7 @@ func TestPutIdentityProvider(t *testing.T) {
 		{"unknown group organization", PutIdentityProvider{Create: true, Provider: IdentityProvider{ID: importID(1), Slug: "y", Issuer: "i", ClientID: "c", Provisioning: ProvisionOff,
 			Memberships: ProviderMemberships{GroupOrgs: map[string]string{"g": importID(2)}}}}, ErrNotFound},
 		{"unknown provisioning", PutIdentityProvider{Create: true, Provider: IdentityProvider{ID: importID(1), Slug: "y", Issuer: "i", ClientID: "c", Provisioning: "maybe"}}, ErrInvalid},
+		{"update of a version since changed", PutIdentityProvider{ExpectUpdatedAt: t0.Add(time.Minute), Provider: IdentityProvider{ID: idpSite, Slug: "corp", Issuer: "https://corp.example", ClientID: "oidcd", Provisioning: ProvisionOff}}, ErrConflict},
 		{"slug with a slash", PutIdentityProvider{Create: true, Provider: IdentityProvider{ID: importID(1), Slug: "a/b", Issuer: "i", ClientID: "c", Provisioning: ProvisionOff}}, ErrInvalid},
 	}
 	for _, c := range cases {

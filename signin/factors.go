@@ -42,6 +42,19 @@ func acrOf(amr []string) string {
 	}
 }
 
+// stepUpACR is the acr of session s once method is verified in it. A
+// session opened through an upstream provider counts as opened with a
+// password, whatever the upstream's amr says: its otp or hwk were
+// verified there, and count only when the provider is trusted for them
+// (trust_mfa, which made the session mfa already). So a recovery code
+// after an upstream's otp stays pwd, as it would after a password here.
+func stepUpACR(s fsm.SSOSession, method string) string {
+	if s.ProviderID != "" && s.ACR != authn.ACRMFA {
+		return acrOf([]string{authn.AMRPassword, method})
+	}
+	return acrOf(withMethod(s.AMR, method))
+}
+
 // withMethod is amr with m added once.
 func withMethod(amr []string, m string) []string {
 	if slices.Contains(amr, m) {
@@ -56,10 +69,10 @@ func withMethod(amr []string, m string) []string {
 // names the application signed in to for the audit event ("" on the
 // account page).
 func (p *Signin) stepUp(ctx context.Context, s fsm.SSOSession, method string, settled *fsm.ThrottleClear, clientID string) (fsm.SSOSession, error) {
-	amr := withMethod(s.AMR, method)
+	acr := stepUpACR(s, method)
 	res, err := p.cfg.Applier.Apply(ctx, p.stamp(ctx, fsm.MustCommand(fsm.TypeStepUpSSOSession, fsm.StepUpSSOSession{
-		ID: s.ID, Method: method, ACR: acrOf(amr), At: p.now(), Settle: settled,
-	}), p.signinEvent(s.UserID, clientID, map[string]string{"method": method, "acr": acrOf(amr)})))
+		ID: s.ID, Method: method, ACR: acr, At: p.now(), Settle: settled,
+	}), p.signinEvent(s.UserID, clientID, map[string]string{"method": method, "acr": acr})))
 	if err == nil {
 		err = res.Err
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/authn"
 )
 
@@ -23,6 +24,30 @@ func TestACROf(t *testing.T) {
 	} {
 		if got := acrOf(tc.amr); got != tc.want {
 			t.Errorf("acrOf(%v) = %s, want %s", tc.amr, got, tc.want)
+		}
+	}
+}
+
+// TestStepUpACR: a step-up after an upstream's sign-in counts only what
+// was verified here, beside the upstream's sign-in as a password.
+func TestStepUpACR(t *testing.T) {
+	const idp = "00000000-0000-4000-8000-0000000001d1"
+	for _, tc := range []struct {
+		name   string
+		s      fsm.SSOSession
+		method string
+		want   string
+	}{
+		{"password session, recovery code", fsm.SSOSession{AMR: []string{"pwd"}, ACR: authn.ACRPwd}, "rcv", authn.ACRPwd},
+		{"password session, authenticator", fsm.SSOSession{AMR: []string{"pwd"}, ACR: authn.ACRPwd}, "otp", authn.ACRMFA},
+		{"upstream otp, recovery code here", fsm.SSOSession{ProviderID: idp, AMR: []string{"pwd", "otp"}, ACR: authn.ACRPwd}, "rcv", authn.ACRPwd},
+		{"upstream hwk, recovery code here", fsm.SSOSession{ProviderID: idp, AMR: []string{"hwk"}, ACR: authn.ACRPwd}, "rcv", authn.ACRPwd},
+		{"upstream pwd, authenticator here", fsm.SSOSession{ProviderID: idp, AMR: []string{"pwd"}, ACR: authn.ACRPwd}, "otp", authn.ACRMFA},
+		{"upstream pwd, passkey here", fsm.SSOSession{ProviderID: idp, AMR: []string{"pwd"}, ACR: authn.ACRPwd}, "hwk", authn.ACRMFA},
+		{"trusted upstream mfa stays", fsm.SSOSession{ProviderID: idp, AMR: []string{"pwd", "otp"}, ACR: authn.ACRMFA}, "rcv", authn.ACRMFA},
+	} {
+		if got := stepUpACR(tc.s, tc.method); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
 	}
 }

@@ -233,6 +233,7 @@ func init() {
 	register(TypeUnlinkIdentity, applyUnlinkIdentity)
 	register(TypeUpstreamLogout, applyUpstreamLogout)
 	auditDerive[TypeFederatedSignIn] = deriveFederatedSignIn
+	auditDerive[TypeUnlinkIdentity] = deriveUnlinkIdentity
 	// A logout token's jti is kept until the token expires (its value is
 	// that expiry, RFC 3339), as a revocation is.
 	reaps(reaped{bucket: bucketUpstreamJTIs, dead: expiryPassed})
@@ -766,6 +767,27 @@ func (s *State) IdentityBySubject(providerID, subject string) (Identity, error) 
 		err = ErrNotFound
 	}
 	return idn, err
+}
+
+// deriveUnlinkIdentity adds to the stamp's event (an administrator's, or
+// the person's on /account) an identity event for the link removed, so
+// that links made and removed are one type of event to query.
+func deriveUnlinkIdentity(_ *bolt.Tx, p []byte, res Result, _ *Audit, se *Event) []Event {
+	if se == nil {
+		return nil
+	}
+	events := []Event{*se}
+	if res.Err == nil {
+		c := decode[UnlinkIdentity](p)
+		e := *se
+		e.Type, e.Subject = EventIdentity, c.UserID
+		e.Detail = map[string]string{"action": "unlinked", "identity_id": c.IdentityID}
+		if prov := se.Detail["provider"]; prov != "" {
+			e.Detail["provider"] = prov
+		}
+		events = append(events, e)
+	}
+	return events
 }
 
 // deriveFederatedSignIn completes the sign-in event with the person the

@@ -429,7 +429,18 @@ func TestAccountLink(t *testing.T) {
 		t.Fatalf("bob's only way in: %q", got)
 	}
 	h.mustApply(TypeUpdateUser, UpdateUser{ID: userB, PasswordHash: ptr("$argon2id$x"), At: t0})
-	h.mustApply(TypeUnlinkIdentity, UnlinkIdentity{UserID: userB, IdentityID: res.Identity.ID, KeepWayIn: true, At: t0})
+	if r := h.applyStamped(TypeUnlinkIdentity, UnlinkIdentity{UserID: userB, IdentityID: res.Identity.ID, KeepWayIn: true, At: t0},
+		Audit{Type: EventAccount, Actor: ActorPerson, Time: t0, Detail: map[string]string{"action": "identity-unlink", "provider": "corp"}}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	// The unlink is an identity event of bob's, beside the account event.
+	ev := h.lastEvent()
+	if ev.Type != EventIdentity || ev.Subject != userB || ev.Detail["action"] != "unlinked" || ev.Detail["identity_id"] != res.Identity.ID || ev.Detail["provider"] != "corp" {
+		t.Fatalf("the unlink's last event: %+v", ev)
+	}
+	if es := h.events(AuditQuery{Type: EventIdentity, Subject: userB}); len(es) != 1 {
+		t.Fatalf("bob's identity events: %+v", es)
+	}
 }
 
 func countPrefix(h *harness, bucket []byte, prefix string) int {

@@ -144,7 +144,9 @@ func (p *Provider) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 // bound to this browser's CSRF token, so a callback lifted into another
 // browser finds no request to go on with (login CSRF); the sign-in
 // (Steps) checks the state, exchanges the code and opens the session,
-// and the request goes on as after a password.
+// and the request goes on as after a password. A cookie that holds no
+// pending request of ours may hold a link the person started on /account
+// (AccountLinks): the sign-in takes that callback whole.
 func (p *Provider) handleFederationCallback(w http.ResponseWriter, r *http.Request) {
 	f := p.newFlow(w, r)
 	step := p.sessions.FedCookie(r)
@@ -153,6 +155,9 @@ func (p *Provider) handleFederationCallback(w http.ResponseWriter, r *http.Reque
 	f.pend, err = p.openPending(step, f.now, authn.StageFederated)
 	switch {
 	case errors.Is(err, errStepInvalid):
+		if al, ok := p.cfg.Steps.(AccountLinks); ok && al.AccountLinkCallback(w, r, step) {
+			return
+		}
 		f.page(http.StatusBadRequest, msgExpired, "federation callback without a pending request of this browser")
 		return
 	case err != nil:
@@ -173,6 +178,16 @@ func (p *Provider) handleFederationCallback(w http.ResponseWriter, r *http.Reque
 		return
 	}
 	f.step(q, "")
+}
+
+// AccountLinks is the part of the sign-in (Steps, when it implements it)
+// that links a person's account at an upstream from /account: the
+// browser left from there with the sign-in's own sealed link in the
+// federation cookie instead of a pending authorization request, and comes
+// back through the same callback. AccountLinkCallback reports whether
+// step (the cookie's value) was such a link; it has answered then.
+type AccountLinks interface {
+	AccountLinkCallback(w http.ResponseWriter, r *http.Request, step string) bool
 }
 
 // handleAuthorizeNotFound answers unknown paths under /authorize/ with the

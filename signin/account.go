@@ -11,7 +11,10 @@ package signin
 // the password when they have one, and one of their second factors when
 // any is enrolled. So a password alone, or a text-message sign-in alone,
 // can never replace or add a second factor (a first enrolment needs the
-// password). Every change ends the person's other sessions.
+// password). Every change ends the person's other sessions, but for the
+// links to upstream providers (account_identities.go): making one
+// replaces nothing here, and removing one ends the sessions opened
+// through it.
 
 import (
 	"encoding/base64"
@@ -85,6 +88,9 @@ type account struct {
 	// steps end with: the page's forms post there, and a sign-in or a
 	// verification goes on to it rather than to the account's home.
 	inv *invitation
+	// lead, when set, is said under the sign-in form's heading: why this
+	// browser must sign in again (its session ended with a change).
+	lead string
 
 	language language.Tag // of the pages, once lang chose it
 }
@@ -199,6 +205,10 @@ func (p *Signin) handleAccountPost(w http.ResponseWriter, r *http.Request) {
 		cred, _ := authn.FormValue(form, "credential")
 		name, _ := authn.FormValue(form, "name")
 		a.passkeyFinish(cred, name)
+	case a.step.Stage == accountHome && action == actionIdentityLink:
+		a.identityLink(form)
+	case a.step.Stage == accountHome && action == actionIdentityUnlink:
+		a.identityUnlink(form)
 	case a.step.Stage == accountHome && action == "passkey-remove":
 		raw, _ := authn.FormValue(form, "credential_id")
 		id, err := base64.RawURLEncoding.DecodeString(raw)
@@ -293,7 +303,7 @@ func (a *account) showSignIn(status int, msg string) {
 		return
 	}
 	c.Title, c.Lang = a.text(titleSignInAccount), a.lang()
-	page := webui.SignInPage{Common: c, Email: a.user.Email, Error: msg}
+	page := webui.SignInPage{Common: c, Email: a.user.Email, Error: msg, Lead: a.lead}
 	if a.inv != nil {
 		c.Title, page.Email = a.text(titleSignInInvitation), a.inv.link.Email
 		page.Common, page.Lead = c, a.text(msgInviteSignIn, a.inv.link.Email)
@@ -322,6 +332,10 @@ func (a *account) showHome(status int, notice, errMsg string) {
 	}
 	if err := a.overview(&page); err != nil {
 		a.unavailable("account overview: " + err.Error())
+		return
+	}
+	if err := a.identityLines(&page); err != nil {
+		a.unavailable("account identities: " + err.Error())
 		return
 	}
 	for _, pk := range f.Passkeys {
@@ -509,7 +523,13 @@ func (a *account) mayChange() bool {
 	case proofFactor:
 		a.showVerify(http.StatusOK, f, "")
 	case proofAdmin:
-		a.showHome(http.StatusForbidden, "", a.text(keyAskAdmin))
+		msg := keyAskAdmin
+		if a.sess.ProviderID != "" {
+			// Signed in through an upstream, with nothing of their own
+			// here to verify.
+			msg = keyAskAdminFederated
+		}
+		a.showHome(http.StatusForbidden, "", a.text(msg))
 	default:
 		return true
 	}

@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -214,32 +216,54 @@ func (f *flow) federated(form map[string][]string) {
 		f.page(http.StatusBadRequest, authn.MsgExpired, "identity provider gone, disabled or renamed during the sign-in")
 		return
 	}
-	cb, err := federation.ParseCallback(form)
-	if subtle.ConstantTimeCompare([]byte(cb.State), []byte(fed.State)) != 1 {
-		// Another browser's answer, or a forged one: nothing is sent to
-		// the upstream for it.
+	tok, err := f.p.upstreamAnswer(f.r.Context(), ip, fed, form)
+	switch {
+	case errors.Is(err, errForeignState):
 		f.fedCount(ip, "invalid")
-		f.page(http.StatusBadRequest, authn.MsgExpired, "federation callback state is not this browser's")
+		f.page(http.StatusBadRequest, authn.MsgExpired, err.Error())
 		return
-	}
-	if err != nil {
-		f.upstreamFailed(ip, err)
+	case errors.Is(err, errProviderSecret):
+		f.unavailable("identity provider " + ip.Slug + ": " + err.Error())
 		return
-	}
-	up, err := f.p.upstreamOf(ip)
-	if err != nil {
-		f.unavailable("identity provider " + ip.Slug + ": client secret: " + err.Error())
-		return
-	}
-	started := time.Now()
-	tok, err := f.p.cfg.Federation.Exchange(f.r.Context(), up, federation.RedirectURI(f.p.cfg.Issuer, ip.Slug),
-		federation.AuthRequest{State: fed.State, Nonce: fed.Nonce, Verifier: fed.Verifier}, cb)
-	f.p.fed.latency.WithLabelValues(ip.Slug).Observe(time.Since(started).Seconds())
-	if err != nil {
+	case err != nil:
 		f.upstreamFailed(ip, err)
 		return
 	}
 	f.openFederated(ip, tok)
+}
+
+// Why upstreamAnswer took no ID token, besides the federation client's
+// errors: errForeignState, the callback's state is not the one sealed
+// when the browser left (another browser's answer, or a forged one), and
+// nothing was sent to the upstream for it; errProviderSecret, the
+// provider's client secret would not open (answer 503).
+var (
+	errForeignState   = errors.New("federation callback state is not this browser's")
+	errProviderSecret = errors.New("client secret")
+)
+
+// upstreamAnswer checks the upstream's answer brought back to the
+// callback (form, its query) against fed, the request sealed when the
+// browser left for ip, and has the federation client exchange its code
+// and check the ID token. Both the sign-in (federated) and a link made on
+// /account come back through it.
+func (p *Signin) upstreamAnswer(ctx context.Context, ip fsm.IdentityProvider, fed *authn.Federated, form url.Values) (*federation.IDToken, error) {
+	cb, err := federation.ParseCallback(form)
+	if subtle.ConstantTimeCompare([]byte(cb.State), []byte(fed.State)) != 1 {
+		return nil, errForeignState
+	}
+	if err != nil {
+		return nil, err
+	}
+	up, err := p.upstreamOf(ip)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errProviderSecret, err)
+	}
+	started := time.Now()
+	tok, err := p.cfg.Federation.Exchange(ctx, up, federation.RedirectURI(p.cfg.Issuer, ip.Slug),
+		federation.AuthRequest{State: fed.State, Nonce: fed.Nonce, Verifier: fed.Verifier}, cb)
+	p.fed.latency.WithLabelValues(ip.Slug).Observe(time.Since(started).Seconds())
+	return tok, err
 }
 
 // fedCount counts a callback of ip with result.
@@ -253,21 +277,31 @@ func (f *flow) fedCount(ip fsm.IdentityProvider, result string) {
 // person declined), 400 for an answer that failed a check, 502 for our
 // configuration of it (never a 500).
 func (f *flow) upstreamFailed(ip fsm.IdentityProvider, err error) {
-	status, msg, result := http.StatusBadRequest, "signin.error.upstream", "invalid"
+	status, msg, result := upstreamFailure(f.w, err)
+	f.fedCount(ip, result)
+	f.tryAgainPage(status, f.text(msg, ip.DisplayName), "identity provider "+ip.Slug+": "+err.Error())
+}
+
+// upstreamFailure is how a failed call to an upstream is answered: the
+// page's status, its message key (signin.error.upstream or
+// upstream_down, whose argument is the provider's name) and the metric's
+// result; an unreachable upstream's answer says when to retry (w's
+// Retry-After).
+func upstreamFailure(w http.ResponseWriter, err error) (status int, msg, result string) {
+	status, msg, result = http.StatusBadRequest, "signin.error.upstream", "invalid"
 	switch {
 	case errors.Is(err, federation.ErrUnreachable):
 		status, msg, result = http.StatusBadGateway, "signin.error.upstream_down", "unreachable"
 		if errors.Is(err, context.DeadlineExceeded) {
 			status = http.StatusGatewayTimeout
 		}
-		f.w.Header().Set("Retry-After", "30")
+		w.Header().Set("Retry-After", "30")
 	case errors.Is(err, federation.ErrUpstream):
 		status, result = http.StatusOK, "upstream_error"
 	case errors.Is(err, federation.ErrConfig):
 		status, result = http.StatusBadGateway, "config"
 	}
-	f.fedCount(ip, result)
-	f.tryAgainPage(status, f.text(msg, ip.DisplayName), "identity provider "+ip.Slug+": "+err.Error())
+	return status, msg, result
 }
 
 // tryAgainPage is the error page of a failed upstream sign-in, with a

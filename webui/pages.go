@@ -137,6 +137,20 @@ type AccountPage struct {
 	// fragment); anything else at the top. NewEmail re-fills the new
 	// address after an error.
 	Section, NewEmail string
+	// Identities are the person's links to upstream providers, an
+	// identity-unlink button each (identity_id=<ID>); LinkProviders the
+	// providers they may link one more of, a button each in one form
+	// (action=identity-link, provider=<Slug>): "Link <DisplayName>". The
+	// section is shown when either holds one.
+	Identities    []IdentityLine
+	LinkProviders []ProviderButton
+}
+
+// IdentityLine is one link to an upstream provider: the provider's
+// name, the address the upstream gave ("" for none), when it was linked
+// and when it was last signed in through.
+type IdentityLine struct {
+	ID, Provider, Email, Linked, Used string
 }
 
 // ActivityLine is one recent sign-in step: when, to what, from where, and

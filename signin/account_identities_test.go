@@ -603,6 +603,10 @@ func TestAccountUnlink(t *testing.T) {
 			if !found {
 				t.Errorf("no identity-unlink event: %+v", h.accountEvents(hUser))
 			}
+			evs, err := h.applier.State().AuditEvents(fsm.AuditQuery{Type: fsm.EventIdentity, Subject: hUser, Limit: 10})
+			if err != nil || !slices.ContainsFunc(evs, func(e fsm.Event) bool { return e.Detail["action"] == "unlinked" && e.Detail["provider"] == "corp" }) {
+				t.Errorf("no identity event of the unlink: %+v %v", evs, err)
+			}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

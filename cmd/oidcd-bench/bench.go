@@ -25,6 +25,7 @@ type bench struct {
 	rp       *http.Client // the relying parties' side: no cookies, no redirects
 	verifier *oidc.IDTokenVerifier
 	paths    paths
+	fed      *federationRun // federated-signin's upstream, nil for the others
 
 	rr      atomic.Uint64 // round robin over the targets
 	people  atomic.Uint64 // round robin over the people of fresh sign-ins
@@ -244,6 +245,19 @@ func load(ctx context.Context, cfg *config, e *env, stderr io.Writer) (*report, 
 		}
 	}
 
+	if sc.federated {
+		if e.w == nil {
+			return nil, fmt.Errorf("%s needs provisioned people", sc.name)
+		}
+		fed, err := startFederation(ctx, cfg, e, b, stderr)
+		if fed != nil {
+			defer fed.close(ctx, stderr)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", sc.name, err)
+		}
+	}
+
 	workers := make([]*worker, cfg.concurrency)
 	for i := range workers {
 		workers[i] = &worker{b: b, needSession: true,
@@ -312,6 +326,9 @@ func load(ctx context.Context, cfg *config, e *env, stderr io.Writer) (*report, 
 	}
 	if soak != nil {
 		rep.Soak = soak.finish()
+	}
+	if b.fed != nil {
+		rep.Federation = b.fed.finish(ctx, rep, stderr)
 	}
 	return rep, nil
 }

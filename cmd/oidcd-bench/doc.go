@@ -51,6 +51,24 @@
 //	password-signin  fresh browser: GET /authorize, sign-in form, code (the
 //	                 public client skips consent), token exchange on the
 //	                 next target, ID token verified with go-oidc
+//	federated-signin fresh browser signing in through an upstream oidcd
+//	                 that the tool starts for the run (one node in a
+//	                 process of its own, own data dir and port, holding the
+//	                 run's people and passwords and a confidential client
+//	                 of the targets, which know it as identity provider
+//	                 "up" of the people's domain, create_or_link, only
+//	                 while the scenario runs): GET /authorize with
+//	                 login_hint, the upstream's password form, the
+//	                 targets' /federation/up/callback, the code, the token
+//	                 exchange and ID token check. Each request is timed and
+//	                 split by host: the upstream's own time is the
+//	                 browser's requests to it plus the targets' wait on it
+//	                 at the callback (oidcd_federation_upstream_seconds on
+//	                 their /metrics, before and after the run); oidcd's own
+//	                 is the rest. Every person signs in once before the
+//	                 clock, which makes the link: the figure is the
+//	                 everyday sign-in that finds it. The matrix sets it
+//	                 beside password-signin of the same run (no target)
 //	silent-signin    prompt=none with the worker's live SSO session, then
 //	                 the exchange and verification
 //	userinfo         GET /userinfo with the worker's access token

@@ -52,6 +52,7 @@ type config struct {
 	cpuProfile     string        // write the load generator's own CPU profile here
 	control        string        // the soak command's child: its heap figures
 	onStart        func()        // called as the run's workers start (the matrix's profiles)
+	upstreamLog    string        // federated-signin: the upstream's log level on stderr
 }
 
 // targetList is a repeatable, comma-separated --target.
@@ -97,6 +98,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&cfg.soakMark, "soak-mark", 2*time.Minute, "with --soak: also take the figures this far into the run (caches warm); 0 = none")
 	fs.DurationVar(&cfg.soakSample, "soak-sample", time.Second, "with --soak: sample the data dir and RSS this often for their peak")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write the load generator's own CPU profile to this file (is the tool the bottleneck?)")
+	fs.StringVar(&cfg.upstreamLog, "upstream-log-level", "none", "federated-signin: the logs of the upstream oidcd the tool starts, on stderr: debug, info, warn, error or none")
 	fs.Int64Var(&cfg.tokenTTL, "token-ttl", 86400, "access token lifetime of the provisioned clients, seconds (60-86400)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: oidcd-bench --scenario NAME [flags]\n\nA load generator for oidcd over loopback. Flags:\n")

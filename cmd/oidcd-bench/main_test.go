@@ -93,6 +93,9 @@ func TestScenariosAgainstARealNode(t *testing.T) {
 			if name == mixedName && len(rep.Scenarios) != len(mixedWeights) {
 				t.Errorf("mixed: %d scenarios reported, want %d", len(rep.Scenarios), len(mixedWeights))
 			}
+			if name == federatedName {
+				checkFederated(t, c, rep)
+			}
 		})
 	}
 	t.Run("a grown store", func(t *testing.T) {
@@ -148,12 +151,44 @@ func TestScenariosAgainstARealNode(t *testing.T) {
 	})
 }
 
+// checkFederated checks federated-signin's split and that the run took
+// its identity provider away again: while it is there the people's
+// passwords typed here go to the upstream.
+func checkFederated(t *testing.T, c *testcluster.Cluster, rep report) {
+	t.Helper()
+	f := rep.Federation
+	if f == nil {
+		t.Fatal("no federation figures in the report")
+	}
+	if f.Warm.People != 3 || f.Warm.Linked != 3 || f.LinksMadeInRun != 0 || f.Ops != rep.Ops {
+		t.Errorf("links: %+v; want 3 people linked before the run, none during it, %d ops", f, rep.Ops)
+	}
+	if !f.WaitKnown || f.Exchanges < f.Ops || f.UpstreamWaitMs <= 0 || f.UpstreamBrowserMs <= 0 || f.UpstreamRequests < 2 || f.DownstreamRequests < 2 {
+		t.Errorf("split: %+v; want the downstream's wait on the upstream and the browser's requests on both sides", f)
+	}
+	if f.UpstreamMs+f.OwnMs < f.TotalMs-0.01 || f.UpstreamMs+f.OwnMs > f.TotalMs+0.01 {
+		t.Errorf("split: the upstream's %v and oidcd's own %v do not add up to %v", f.UpstreamMs, f.OwnMs, f.TotalMs)
+	}
+	var ips struct {
+		Data []struct{ Slug string } `json:"data"`
+	}
+	a := &admin{base: c.URL(0) + "/admin/v1", token: testcluster.AdminToken, hc: http.DefaultClient}
+	if err := a.do(context.Background(), "GET", "/identity-providers", nil, &ips, 200); err != nil {
+		t.Fatal(err)
+	}
+	if len(ips.Data) != 0 {
+		t.Errorf("identity providers left after the run: %+v", ips.Data)
+	}
+}
+
 // TestSpreadOverACluster: three targets behind an issuer that is none of
 // them (the test balancer), sign-ins on one node and exchanges on the next.
 func TestSpreadOverACluster(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{Size: 3, Configure: func(_ int, cfg *node.Config) { cfg.RateLimit = "off" }})
 	targets := strings.Join([]string{c.URL(0), c.URL(1), c.URL(2)}, ",")
-	for _, name := range []string{"silent-signin", "introspect"} {
+	// federated-signin: the upstream sends the browser back to the issuer,
+	// the balancer, and the downstream's cookie set on one node goes to the next.
+	for _, name := range []string{"silent-signin", "introspect", federatedName} {
 		t.Run(name, func(t *testing.T) {
 			rep := benchJSON(t, "--target", targets, "--issuer", c.Issuer(), "--admin-token", testcluster.AdminToken,
 				"--concurrency", "2", "--users", "2", "--duration", "1s", "--scenario", name)

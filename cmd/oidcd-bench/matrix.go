@@ -35,8 +35,9 @@ type matrixConfig struct {
 }
 
 // matrixScenarios is the order the matrix runs: the reads first, while
-// the store is small, then the sign-ins, then everything at once.
-var matrixScenarios = []string{"discovery", "jwks", "preflight", "userinfo", "introspect", "silent-signin", "password-signin", mixedName}
+// the store is small, then the sign-ins (the federated one right after
+// the password sign-in it is judged against), then everything at once.
+var matrixScenarios = []string{"discovery", "jwks", "preflight", "userinfo", "introspect", "silent-signin", "password-signin", federatedName, mixedName}
 
 // matrixResult is everything one matrix run measured.
 type matrixResult struct {
@@ -84,6 +85,10 @@ type matrixRun struct {
 	// Trivial is the trivial handler's runs around this scenario, its
 	// ceiling, when the trivial handler bounds it.
 	Trivial *trivialRun `json:"trivial,omitempty"`
+	// Federation is federated-signin's split by host; Beside the
+	// password sign-in of the same run it is judged against.
+	Federation *fedFigures `json:"federation,omitempty"`
+	Beside     *besideRun  `json:"beside_password_signin,omitempty"`
 }
 
 // nodeUsage is the node process's footprint after its scenarios.
@@ -236,6 +241,7 @@ func matrix(ctx context.Context, mc *matrixConfig, stderr io.Writer) (*matrixRes
 			judge(&r, res.Ceilings)
 			res.Runs = append(res.Runs, r)
 		}
+		besidePassword(res.Runs)
 		res.Nodes = append(res.Nodes, usage)
 	}
 	res.ElapsedS = time.Since(began).Round(time.Second).Seconds()
@@ -307,7 +313,7 @@ func loadConfig(mc *matrixConfig, targets []string, issuer, token string) *confi
 	return &config{
 		targets: targets, issuer: issuer, adminToken: token, concurrency: mc.concurrency,
 		duration: mc.benchtime, timeout: 10 * time.Second, users: mc.users, preload: mc.preload, tokenTTL: 86400,
-		soakSample: time.Second,
+		soakSample: time.Second, upstreamLog: mc.nodeLog,
 	}
 }
 
@@ -366,7 +372,8 @@ func matrixSize(ctx context.Context, mc *matrixConfig, size int, triv *trivialSe
 		}
 		logf(stderr, "%d node(s) %s: %.1f/s, p50 %.2f ms, p99 %.2f ms, %d errors", size, name,
 			rep.OpsPerS, rep.Latency.P50, rep.Latency.P99, errorCount(rep.Errors))
-		runs = append(runs, matrixRun{Scenario: name, Nodes: size, Ops: rep.Ops, OpsPerS: rep.OpsPerS, Latency: rep.Latency, Errors: rep.Errors, CPU: cpu, Trivial: near})
+		runs = append(runs, matrixRun{Scenario: name, Nodes: size, Ops: rep.Ops, OpsPerS: rep.OpsPerS, Latency: rep.Latency, Errors: rep.Errors, CPU: cpu, Trivial: near,
+			Federation: rep.Federation})
 	}
 	u := nodeUsage{Nodes: size, RSSBytes: -1, DataDirBytes: -1}
 	if n, err := readRSS(ch.info.PID); err == nil {

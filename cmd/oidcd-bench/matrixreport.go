@@ -67,6 +67,8 @@ func judge(r *matrixRun, c ceilings) {
 		r.Ceiling, ceiling, minFrac = "trivial", c.Trivial, pick(one, targetStatic1, targetStatic3)
 	case "preflight": // a figure beside the ceiling, no target of its own
 		r.Ceiling, ceiling = "trivial", c.Trivial
+	case federatedName: // beside password-signin (besidePassword), no target of its own
+		return
 	default: // mixed: a profile, no ceiling of its own
 		return
 	}
@@ -224,6 +226,9 @@ func (res *matrixResult) markdown() string {
 		if r.Ceiling != "" {
 			frac = fmt.Sprintf("%.2f of %s", r.Fraction, r.Ceiling)
 		}
+		if r.Scenario == federatedName {
+			frac = r.besideCell()
+		}
 		if r.Trivial != nil {
 			frac += fmt.Sprintf(" (%s/s around it)", thousands(r.Trivial.OpsPerS))
 		}
@@ -238,6 +243,7 @@ func (res *matrixResult) markdown() string {
 		p("| %s | %d | %s | %.2f | %.2f | %s | %s | %s | %s |\n", r.Scenario, r.Nodes, thousands(r.OpsPerS),
 			r.Latency.P50, r.Latency.P99, errorsStr(r.Errors), frac, target, met)
 	}
+	b.WriteString(res.federationTable())
 	p("\n")
 	for _, u := range res.Nodes {
 		p("- After its scenarios, the process of %d node(s): RSS %s, data dirs %s.\n", u.Nodes, bytesStr(u.RSSBytes), bytesStr(u.DataDirBytes))

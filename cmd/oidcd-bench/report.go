@@ -29,6 +29,8 @@ type report struct {
 	stats
 	Scenarios map[string]stats `json:"scenarios,omitempty"`
 	Soak      *soakReport      `json:"soak,omitempty"`
+	// Federation is federated-signin's split of its time by host.
+	Federation *fedFigures `json:"federation,omitempty"`
 
 	samples [][2]string // one message per error kind, for the table
 }
@@ -90,6 +92,10 @@ func (r *report) writeTable(w io.Writer) error {
 	if r.Soak != nil {
 		fmt.Fprintln(w)
 		r.Soak.writeTable(w)
+	}
+	if r.Federation != nil {
+		fmt.Fprintln(w)
+		r.Federation.writeTable(w)
 	}
 	return nil
 }

@@ -21,13 +21,14 @@ type scenario struct {
 	name         string
 	needsSession bool // a browser with a live SSO session
 	needsToken   bool // an access token of the worker's person
+	federated    bool // an upstream provider, started for the run (startFederation)
 	op           func(ctx context.Context, w *worker) error
 }
 
 const mixedName = "mixed"
 
 // scenarioNames lists the --scenario values in the order of the help.
-var scenarioNames = []string{"password-signin", "silent-signin", "userinfo", "introspect", "discovery", "jwks", "preflight", mixedName}
+var scenarioNames = []string{"password-signin", federatedName, "silent-signin", "userinfo", "introspect", "discovery", "jwks", "preflight", mixedName}
 
 var scenarios = map[string]*scenario{
 	"password-signin": {name: "password-signin", op: opPasswordSignIn},
@@ -40,6 +41,8 @@ var scenarios = map[string]*scenario{
 	// mixed draws one of the above per operation (mixedWeights); its
 	// workers hold a session and a token from the start.
 	mixedName: {name: mixedName, needsSession: true, needsToken: true},
+	// federated-signin brings its upstream (federation.go).
+	federatedName: {name: federatedName, federated: true, op: opFederatedSignIn},
 }
 
 // trivialName is the scenario of the matrix's ceiling: GET / of a

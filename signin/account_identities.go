@@ -9,8 +9,8 @@ package signin
 //
 // Linking is a credential change (a new way in), so it passes the same
 // gate as every other (mayChange). The browser then leaves for the
-// upstream exactly as a sign-in does (a fresh state, nonce and PKCE
-// verifier), but what waits in the federation cookie is the account's
+// upstream as a sign-in does (a fresh state, nonce and PKCE verifier),
+// with prompt=login, but what waits in the federation cookie is the account's
 // own sealed link (accountLink, its own purpose), bound to this browser's
 // CSRF token and to this SSO session. The callback is package oidc's; it
 // finds no pending authorization request in the cookie and hands it here
@@ -243,7 +243,8 @@ func (p *Signin) AccountLinkCallback(w http.ResponseWriter, r *http.Request, ste
 	}
 	box, err := p.sessions.Box()
 	if err != nil {
-		return false // oidc opened the cookie with the same box: it has answered 503
+		// Not reached: oidc opened the cookie with this very box.
+		return false
 	}
 	a := &account{p: p, w: w, r: r, now: p.now(), action: actionIdentityLink}
 	var link accountLink

@@ -34,6 +34,27 @@
 // before its back-channel token. state is appended to the redirect, keeping
 // the registered URI's query as it is.
 //
+// The upstream's session (upstream.go). When the SSO session a logout
+// ends was opened through an upstream provider with end_upstream_session
+// and keeps that upstream's ID token, the browser goes, once the session
+// and its app sessions are ended here as above, to the upstream's
+// end_session_endpoint (from its discovery document, through the
+// Upstreams the node hands in) with id_token_hint, client_id,
+// post_logout_redirect_uri = {issuer}/federation/{slug}/logged-out and a
+// state sealed under the browser key (session.Manager.Box, purpose
+// "logout.upstream", 15 minutes) that holds the provider's slug, the
+// client and its already validated post_logout_redirect_uri and state.
+// GET /federation/{slug}/logged-out opens that state, checks the slug and
+// that the URI is still registered for the client, and redirects there
+// with the state, or shows the signed-out page; a state that is missing,
+// forged, expired or of another provider gives the signed-out page, never
+// a redirect and never an error. An upstream without an
+// end_session_endpoint, a discovery that fails (bounded to 5 s), no
+// browser key yet or an application state too long to carry (over 2 KiB
+// sealed) do not fail the logout: it goes on to the redirect or the page
+// with a warning in the log. A session the upstream's own logout token
+// ended does not go back there.
+//
 // Back-channel delivery (sender.go). Deliveries are recorded by the FSM in
 // the same command that ends the sessions, so an acknowledged logout
 // always has its deliveries on record. Only the leader sends them
@@ -55,6 +76,6 @@
 // in the sub-only shape) and events with the back-channel logout event
 // mapped to an empty object; never a nonce.
 //
-// logout imports fsm, keys, session and webui, never oidc or cluster;
-// writes go through the narrow Applier interface.
+// logout imports fsm, keys, session, webui and federation, never oidc or
+// cluster; writes go through the narrow Applier interface.
 package logout

@@ -139,23 +139,39 @@ func (s *Service) endSession(w http.ResponseWriter, r *http.Request, params url.
 		s.fail(w, r, "", rerr)
 		return
 	}
-	ended, endedHere, rerr := s.endBrowserSession(w, r, req, now)
+	ended, sso, endedHere, rerr := s.endBrowserSession(w, r, req, now)
 	if rerr != nil {
 		s.fail(w, r, req.client.ID, rerr)
 		return
 	}
 	s.log.Info("logout", "client_id", req.client.ID, "sid", req.hint.sid, "ended", endedHere,
 		"app_sessions", len(ended.Apps), "deliveries", len(ended.Deliveries), "reference", reference(r))
-	if req.redirectURI == "" {
+	// The session here has ended; a session opened through an upstream
+	// with end_upstream_session goes through the upstream's end session
+	// first, and comes back to handleLoggedOut for what follows.
+	upstream, toUpstream := "", false
+	if endedHere {
+		upstream, toUpstream = s.upstreamLogout(r, req, sso)
+	}
+	if req.redirectURI == "" && !toUpstream {
 		s.signedOut(w, r, req.client.ID, endedHere)
 		return
 	}
-	if len(ended.Deliveries) > 0 {
+	if req.redirectURI != "" && len(ended.Deliveries) > 0 {
 		s.awaitDeliveries(r.Context(), ended.Index)
 	}
-	location := req.redirectURI
-	if req.state != "" {
-		location = httpx.AppendQuery(location, url.Values{paramState: {req.state}})
+	if toUpstream {
+		s.redirect(w, upstream, "")
+		return
+	}
+	s.redirect(w, req.redirectURI, req.state)
+}
+
+// redirect answers 302 to location, with state appended when not empty
+// (the location's own query kept as it is).
+func (s *Service) redirect(w http.ResponseWriter, location, state string) {
+	if state != "" {
+		location = httpx.AppendQuery(location, url.Values{paramState: {state}})
 	}
 	h := w.Header()
 	h.Set("Location", location)
@@ -278,23 +294,24 @@ func (s *Service) checkHint(raw string, now time.Time) (hint, *requestError) {
 // endBrowserSession ends the browser's SSO session when it is the one the
 // hint's app session belongs to, and clears its cookie. A hint of another
 // session, or a browser without a session, ends nothing (the redirect still
-// happens). endedHere reports that the browser's session was the hint's.
-func (s *Service) endBrowserSession(w http.ResponseWriter, r *http.Request, req logoutRequest, now time.Time) (ended fsm.EndedApps, endedHere bool, rerr *requestError) {
+// happens). endedHere reports that the browser's session was the hint's;
+// sess is then that session as it was before this logout.
+func (s *Service) endBrowserSession(w http.ResponseWriter, r *http.Request, req logoutRequest, now time.Time) (ended fsm.EndedApps, sess fsm.SSOSession, endedHere bool, rerr *requestError) {
 	if s.cfg.ReadIndex != nil {
 		if err := s.cfg.ReadIndex(r.Context()); err != nil {
-			return ended, false, unavailable("read index: %v", err)
+			return ended, sess, false, unavailable("read index: %v", err)
 		}
 	}
 	ssoID, rerr := s.hintSSOSession(r, req)
 	if rerr != nil || ssoID == "" {
-		return ended, false, rerr
+		return ended, sess, false, rerr
 	}
 	sess, found, err := s.cfg.Sessions.Named(r)
 	switch {
 	case err != nil:
-		return ended, false, unavailable("sso session: %v", err)
+		return ended, sess, false, unavailable("sso session: %v", err)
 	case !found || sess.ID != ssoID:
-		return ended, false, nil
+		return ended, sess, false, nil
 	}
 	if sess.Live(now) {
 		// Plain expiry is not a logout: an expired session is not ended
@@ -305,18 +322,18 @@ func (s *Service) endBrowserSession(w http.ResponseWriter, r *http.Request, req 
 		stamped := fsm.StampIn(r.Context(), fsm.MustCommand(fsm.TypeEndSSOSession, cmd), now, fsm.Audit{Actor: fsm.ActorPerson})
 		res, err := s.cfg.Applier.Apply(r.Context(), stamped)
 		if err != nil {
-			return ended, false, unavailable("end sso session: %v", err)
+			return ended, sess, false, unavailable("end sso session: %v", err)
 		}
 		switch {
 		case errors.Is(res.Err, fsm.ErrNotFound): // reaped meanwhile
 		case res.Err != nil:
-			return ended, false, &requestError{status: http.StatusInternalServerError, reason: "end sso session: " + res.Err.Error()}
+			return ended, sess, false, &requestError{status: http.StatusInternalServerError, reason: "end sso session: " + res.Err.Error()}
 		default:
 			ended, _ = res.Value.(fsm.EndedApps)
 		}
 	}
 	s.cfg.Sessions.ClearSSOCookie(w)
-	return ended, true, nil
+	return ended, sess, true, nil
 }
 
 // hintSSOSession is the id of the SSO session the hint was issued under

@@ -92,6 +92,12 @@ type Config struct {
 	// and shows the signed-out page. Empty: such a hint is refused as an
 	// unknown client.
 	AdminClientID string
+	// Upstreams, when set, ends the person's session at the upstream
+	// provider too when the SSO session a sign-out ends was opened through
+	// a provider with end_upstream_session (upstream.go); node hands in
+	// the sign-in's federation client. Nil: never, and
+	// /federation/{slug}/logged-out is not served.
+	Upstreams Upstreams
 }
 
 // Service is RP-initiated logout and back-channel delivery.
@@ -178,10 +184,15 @@ func defaultClient() *http.Client {
 	}
 }
 
-// Register mounts GET and POST /logout.
+// Register mounts GET and POST /logout, and with Config.Upstreams the
+// return from an upstream's end session, GET
+// /federation/{slug}/logged-out.
 func (s *Service) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+Path, s.handleGet)
 	mux.HandleFunc("POST "+Path, s.handlePost)
+	if s.cfg.Upstreams != nil {
+		mux.HandleFunc(loggedOutPattern, s.handleLoggedOut)
+	}
 }
 
 // Notify wakes the sender: deliveries may be pending. It never blocks. It

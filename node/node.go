@@ -75,6 +75,10 @@ type Node struct {
 	logout     *logout.Service
 	sessions   *session.Manager // the browser session, one for oidc, signin and logout
 	pprof      *pprofServer     // nil unless Config.PprofAddr is set
+	// federation is the client of the site's upstream providers, one for
+	// signin (sign-in, their logout tokens) and logout (their end session),
+	// so both share its cached discovery documents and keys.
+	federation *federation.Client
 	// kek seals secrets at rest before they are proposed (--kek-file); nil
 	// without one (see internal/kek and secrets.go).
 	kek *kek.KEK
@@ -258,6 +262,7 @@ func (n *Node) buildServices() (err error) {
 	if err != nil {
 		return err
 	}
+	n.federation = federation.NewClient(federation.Options{Now: cfg.Now, Logger: n.log.With("component", "federation")})
 	n.logout, err = logout.New(logout.Config{
 		Issuer:        cfg.Issuer,
 		State:         n.fsm.State(),
@@ -271,6 +276,7 @@ func (n *Node) buildServices() (err error) {
 		Sessions:      n.sessions,
 		ReadIndex:     n.readIndex,
 		AdminClientID: oidc.AdminClientID,
+		Upstreams:     n.federation,
 	})
 	if err != nil {
 		return err
@@ -302,7 +308,7 @@ func (n *Node) newProvider(ui *webui.UI) (err error) {
 		ReadIndex:  n.readIndex,
 		KEK:        n.kek,
 		Mail:       cfg.MailEnabled(),
-		Federation: federation.NewClient(federation.Options{Now: cfg.Now, Logger: n.log.With("component", "federation")}),
+		Federation: n.federation,
 		SMS: sms.New(cfg.SMSOutbox, cfg.SMSWebhook, func(err error) {
 			n.log.Error("text message not sent", "err", err)
 		}),

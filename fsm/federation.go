@@ -185,7 +185,10 @@ type FederatedSignIn struct {
 	OrgIDs        []string         `json:"org_ids,omitempty"`
 	MembershipIDs []string         `json:"membership_ids,omitempty"`
 	Session       *StartSSOSession `json:"session,omitempty"`
-	At            time.Time        `json:"at"`
+	// EndSessions, with AccountUserID, ends the person's other sessions
+	// in the same write, as every other change of a way in does.
+	EndSessions *EndSessions `json:"end_sessions,omitempty"`
+	At          time.Time    `json:"at"`
 }
 
 // FederatedSignInResult is the Value of FederatedSignIn.
@@ -208,7 +211,10 @@ type UnlinkIdentity struct {
 	UserID     string    `json:"user_id"`
 	IdentityID string    `json:"identity_id"`
 	KeepWayIn  bool      `json:"keep_way_in,omitempty"`
-	At         time.Time `json:"at"`
+	// EndSessions ends the person's other sessions too (an unlink on
+	// /account, as every other change of a way in does).
+	EndSessions *EndSessions `json:"end_sessions,omitempty"`
+	At          time.Time    `json:"at"`
 }
 
 // UpstreamLogout is a valid logout token from an upstream (OpenID
@@ -436,7 +442,8 @@ func validFederatedSignIn(c FederatedSignIn) bool {
 	if !validID(c.ProviderID, c.IdentityID, c.UserID) || !validKey(c.Subject) || len(c.Subject) > 255 || len(c.Email) > 320 ||
 		len(c.OrgIDs) != len(c.MembershipIDs) || len(c.OrgIDs) > MaxProviderEntries ||
 		(len(c.OrgIDs) > 0 && !validID(c.OrgIDs...)) || (len(c.MembershipIDs) > 0 && !validID(c.MembershipIDs...)) ||
-		(c.AccountUserID != "" && !validID(c.AccountUserID)) {
+		(c.AccountUserID != "" && !validID(c.AccountUserID)) || !validEndSessions(c.EndSessions) ||
+		(c.EndSessions != nil && c.AccountUserID == "") {
 		return false
 	}
 	if s := c.Session; s != nil {
@@ -501,6 +508,9 @@ func applyFederatedSignIn(tx *bolt.Tx, index uint64, p []byte) Result {
 	if s := c.Session; s != nil {
 		s.Session.UserID, s.Session.IdentityID, s.Session.ProviderID = u.ID, idn.ID, ip.ID
 		res.Ended = startSSO(tx, index, *s)
+	}
+	if c.EndSessions != nil {
+		res.Ended = endSessionsOf(tx, index, u.ID, c.EndSessions)
 	}
 	res.User, res.Identity = u, idn
 	return Result{Value: res}
@@ -600,7 +610,7 @@ func hasOtherWayIn(tx *bolt.Tx, u User, except string) bool {
 
 func applyUnlinkIdentity(tx *bolt.Tx, index uint64, p []byte) Result {
 	c := decode[UnlinkIdentity](p)
-	if !validID(c.UserID, c.IdentityID) {
+	if !validID(c.UserID, c.IdentityID) || !validEndSessions(c.EndSessions) {
 		return invalid
 	}
 	var idn Identity
@@ -616,6 +626,9 @@ func applyUnlinkIdentity(tx *bolt.Tx, index uint64, p []byte) Result {
 	}
 	ended := EndedApps{Index: index, Apps: removeIdentity(tx, idn.ID, c.At, EndIdentityUnlinked)}
 	ended.Deliveries = enqueueLogouts(tx, index, c.At, EndIdentityUnlinked, withSID(ended.Apps))
+	others := endSessionsOf(tx, index, u.ID, c.EndSessions)
+	ended.Apps = append(ended.Apps, others.Apps...)
+	ended.Deliveries = append(ended.Deliveries, others.Deliveries...)
 	return Result{Value: ended}
 }
 

@@ -451,3 +451,39 @@ func countPrefix(h *harness, bucket []byte, prefix string) int {
 	}
 	return n
 }
+
+// TestAccountLinkEndsOtherSessions: a link or an unlink on /account is a
+// change of a way in, so the person's other sessions end in the same
+// write and the one making the change stays.
+func TestAccountLinkEndsOtherSessions(t *testing.T) {
+	h := withProviders(t)
+	start := func(id string) {
+		s := fedSession(id, t0)
+		s.Session.UserID, s.Session.UpstreamSID = userB, ""
+		h.mustApply(TypeStartSSOSession, *s)
+	}
+	live := func(id string) bool {
+		s, err := h.f.State().SSOSession(id)
+		return err == nil && s.EndedAt.IsZero()
+	}
+	start("sso-here")
+	start("sso-laptop")
+	in := fedSignIn(idpSite, "b-1", "", false, 1)
+	in.AccountUserID, in.EndSessions = userB, &EndSessions{Except: "sso-here", At: t0}
+	res := h.mustApply(TypeFederatedSignIn, in).Value.(FederatedSignInResult)
+	if !live("sso-here") || live("sso-laptop") {
+		t.Fatalf("after the link: here %v, laptop %v; want only here live", live("sso-here"), live("sso-laptop"))
+	}
+	// EndSessions belongs to an /account link only.
+	bad := fedSignIn(idpSite, "b-2", "b2@example.com", true, 2)
+	bad.EndSessions = &EndSessions{At: t0}
+	if r := h.apply(TypeFederatedSignIn, bad); !errors.Is(r.Err, ErrInvalid) {
+		t.Fatalf("EndSessions on a sign-in: %v", r.Err)
+	}
+	start("sso-phone")
+	h.mustApply(TypeUpdateUser, UpdateUser{ID: userB, PasswordHash: ptr("$argon2id$x"), At: t0})
+	h.mustApply(TypeUnlinkIdentity, UnlinkIdentity{UserID: userB, IdentityID: res.Identity.ID, KeepWayIn: true, EndSessions: &EndSessions{Except: "sso-here", At: t0}, At: t0})
+	if !live("sso-here") || live("sso-phone") {
+		t.Fatalf("after the unlink: here %v, phone %v; want only here live", live("sso-here"), live("sso-phone"))
+	}
+}

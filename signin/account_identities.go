@@ -331,7 +331,7 @@ func (a *account) makeLink(ip fsm.IdentityProvider, tok *federation.IDToken) {
 	}
 	orgs := membershipOrgs(ip, tok.Claims)
 	cmd := fsm.FederatedSignIn{ProviderID: ip.ID, Subject: tok.Subject, Email: bounded(tok.Email, 254), EmailVerified: tok.EmailVerified,
-		IdentityID: uuid.NewString(), UserID: uuid.NewString(), AccountUserID: a.user.ID, OrgIDs: orgs, At: a.now}
+		IdentityID: uuid.NewString(), UserID: uuid.NewString(), AccountUserID: a.user.ID, OrgIDs: orgs, EndSessions: a.endOthers(), At: a.now}
 	for range orgs {
 		cmd.MembershipIDs = append(cmd.MembershipIDs, uuid.NewString())
 	}
@@ -398,7 +398,7 @@ func (a *account) identityUnlink(form url.Values) {
 	if ip, err := a.p.cfg.State.IdentityProvider(idn.ProviderID); err == nil {
 		name, slug = ip.DisplayName, ip.Slug
 	}
-	_, err := a.applyStamped(fsm.MustCommand(fsm.TypeUnlinkIdentity, fsm.UnlinkIdentity{UserID: a.user.ID, IdentityID: idn.ID, KeepWayIn: true, At: a.now}),
+	_, err := a.applyStamped(fsm.MustCommand(fsm.TypeUnlinkIdentity, fsm.UnlinkIdentity{UserID: a.user.ID, IdentityID: idn.ID, KeepWayIn: true, EndSessions: a.endOthers(), At: a.now}),
 		actionIdentityUnlink, map[string]string{"provider": slug, "identity_id": idn.ID})
 	var refused *fsm.FederationRefusedError
 	switch {

@@ -476,6 +476,11 @@ func TestAccountLinkCallback(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h, up := newFedHarness(t)
+			if tc.linked {
+				// Ann's laptop: a link is a change of a way in, so
+				// her other sessions end with it.
+				h.browser().accountSignIn(hEmail, hPassword)
+			}
 			b := h.browser()
 			home := b.accountSignIn(hEmail, hPassword)
 			if tc.wait > 0 {
@@ -505,7 +510,8 @@ func TestAccountLinkCallback(t *testing.T) {
 			if !tc.linked {
 				return
 			}
-			// No session opened: the browser keeps its own, the only one.
+			// No session opened: the browser keeps its own, now the
+			// only one (the laptop's ended).
 			sessions, _, _ := h.applier.State().SSOSessionsOf(hUser, h.clock.Now())
 			if b.cookie("/", session.SSOCookie) != sso || len(sessions) != 1 || sessions[0].IdentityID != "" {
 				t.Errorf("sessions after the link: %+v", sessions)

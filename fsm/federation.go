@@ -208,9 +208,9 @@ type FederatedSignInResult struct {
 // /account) refuses when the person would be left with no way in: no
 // password, passkey, directory or other link. Value: EndedApps.
 type UnlinkIdentity struct {
-	UserID     string    `json:"user_id"`
-	IdentityID string    `json:"identity_id"`
-	KeepWayIn  bool      `json:"keep_way_in,omitempty"`
+	UserID     string `json:"user_id"`
+	IdentityID string `json:"identity_id"`
+	KeepWayIn  bool   `json:"keep_way_in,omitempty"`
 	// EndSessions ends the person's other sessions too (an unlink on
 	// /account, as every other change of a way in does).
 	EndSessions *EndSessions `json:"end_sessions,omitempty"`

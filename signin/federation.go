@@ -177,7 +177,7 @@ func (f *flow) toUpstream(ip fsm.IdentityProvider, loginHint string) {
 		return
 	}
 	ar := federation.NewAuthRequest()
-	f.pend.Fed = &authn.Federated{ProviderID: ip.ID, Slug: ip.Slug, State: ar.State, Nonce: ar.Nonce, Verifier: ar.Verifier}
+	f.pend.Fed = &authn.Federated{ProviderID: ip.ID, Slug: ip.Slug, State: ar.State, Nonce: ar.Nonce, Verifier: ar.Verifier, Sent: f.now.Unix()}
 	f.pend.SSOID, f.pend.OrgID, f.pend.StepUp = "", "", false
 	c, ok := f.common(authn.StageFederated, "")
 	if !ok {
@@ -229,7 +229,36 @@ func (f *flow) federated(form map[string][]string) {
 		f.upstreamFailed(ip, err)
 		return
 	}
+	if why := staleUpstream(tok.AuthTime, time.Unix(fed.Sent, 0), f.now, f.st.Fresh, f.st.MaxAge); why != "" {
+		f.fedCount(ip, "refused")
+		f.tryAgainPage(http.StatusForbidden, f.text("signin.error.not_fresh", ip.DisplayName), "identity provider "+ip.Slug+": "+why)
+		return
+	}
 	f.openFederated(ip, tok)
+}
+
+// authTimeSkew is the clock difference between an upstream and us that
+// staleUpstream allows.
+const authTimeSkew = 2 * time.Minute
+
+// staleUpstream says why an upstream's sign-in is older than the request
+// asked ("" when it is not): with prompt=login (fresh) the upstream's
+// auth_time must not precede the browser's departure (sent), and with
+// max_age it must lie within max_age of now. An upstream that sends no
+// auth_time is taken at its word (Entra ID sends it only as an optional
+// claim, and OpenID Connect requires it only with max_age): its sign-in
+// counts from now, as this provider's sessions always did.
+func staleUpstream(authTime, sent, now time.Time, fresh bool, maxAge int64) string {
+	if authTime.IsZero() {
+		return ""
+	}
+	if fresh && !sent.IsZero() && authTime.Before(sent.Add(-authTimeSkew)) {
+		return "prompt=login: the upstream's auth_time " + authTime.UTC().Format(time.RFC3339) + " precedes the request"
+	}
+	if maxAge >= 0 && now.Sub(authTime) > time.Duration(min(maxAge, 1<<31))*time.Second+authTimeSkew {
+		return "max_age: the upstream's auth_time " + authTime.UTC().Format(time.RFC3339) + " is older than max_age"
+	}
+	return ""
 }
 
 // Why upstreamAnswer took no ID token, besides the federation client's

@@ -3,6 +3,7 @@ package signin
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/oidcd/oidcd/fsm"
 )
@@ -63,6 +64,36 @@ func TestProviderForAddress(t *testing.T) {
 		ip, ok := providerForAddress(ips, addr)
 		if got := ip.Slug; got != want || ok != (want != "") {
 			t.Errorf("providerForAddress(%q) = %q, %v; want %q", addr, got, ok, want)
+		}
+	}
+}
+
+// TestStaleUpstream: an upstream that ignored prompt=login or max_age,
+// and says so in auth_time, does not sign the person in here.
+func TestStaleUpstream(t *testing.T) {
+	now := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	sent := now.Add(-30 * time.Second)
+	for _, tc := range []struct {
+		name     string
+		authTime time.Time
+		fresh    bool
+		maxAge   int64
+		stale    bool
+	}{
+		{"no auth_time, prompt=login: taken at its word", time.Time{}, true, -1, false},
+		{"no auth_time, max_age: taken at its word", time.Time{}, false, 60, false},
+		{"prompt=login, signed in after the departure", now.Add(-10 * time.Second), true, -1, false},
+		{"prompt=login, a clock a minute behind", sent.Add(-time.Minute), true, -1, false},
+		{"prompt=login, yesterday's session", now.Add(-24 * time.Hour), true, -1, true},
+		{"no prompt, yesterday's session", now.Add(-24 * time.Hour), false, -1, false},
+		{"max_age=600, ten minutes ago", now.Add(-10 * time.Minute), false, 600, false},
+		{"max_age=600, an hour ago", now.Add(-time.Hour), false, 600, true},
+		{"max_age=0, just now", now.Add(-20 * time.Second), false, 0, false},
+		{"max_age=0, five minutes ago", now.Add(-5 * time.Minute), false, 0, true},
+		{"a huge max_age", now.Add(-24 * time.Hour), false, 1 << 62, false},
+	} {
+		if got := staleUpstream(tc.authTime, sent, now, tc.fresh, tc.maxAge) != ""; got != tc.stale {
+			t.Errorf("%s: stale %v, want %v", tc.name, got, tc.stale)
 		}
 	}
 }

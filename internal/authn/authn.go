@@ -127,6 +127,10 @@ type Federated struct {
 	State      string `json:"st"`
 	Nonce      string `json:"n"`
 	Verifier   string `json:"v"`
+	// Sent is when the browser left for the upstream (Unix seconds): an
+	// upstream's auth_time before it shows that prompt=login was not
+	// honoured.
+	Sent int64 `json:"t,omitempty"`
 }
 
 // Pending is the part of an authorization request in progress that the

@@ -371,3 +371,17 @@ func TestFederationRefusals(t *testing.T) {
 		t.Fatalf("%d people after the refusal, want alice alone", len(users.Data))
 	}
 }
+
+// TestFederationPromptLogin: an application's prompt=login goes on to
+// the upstream, which asks for the password again although its session
+// lives; its fresh auth_time passes the check that an upstream's older
+// one would fail.
+func TestFederationPromptLogin(t *testing.T) {
+	w := newFederationWorld(t, 1, nil)
+	ctx := chrometest.New(t)
+	w.signInThroughUpstream(t, ctx, "?idp_hint=corp", false)
+	w.signInThroughUpstream(t, ctx, "?idp_hint=corp&prompt=login", false)
+	if got := w.claims()["auth_time"]; got == nil {
+		t.Fatalf("no auth_time in the application's ID token: %v", w.claims())
+	}
+}

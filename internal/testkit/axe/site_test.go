@@ -84,6 +84,11 @@ func newSite(t *testing.T) *site {
 	s.admin(t, "POST", "/admin/v1/clients", map[string]any{"name": "Shared Calendar", "type": "public", "redirect_uris": []string{s.cb},
 		"scopes": []string{"openid", "email"}, "organization_id": s.orgA, "multi_organization": true, "skip_consent": true}, &cl, 201)
 	s.multiID = cl["client_id"].(string)
+	// A site provider: the sign-in page shows its button in every
+	// language (nothing here signs in through it, so its issuer is
+	// never asked).
+	s.admin(t, "POST", "/admin/v1/identity-providers", map[string]any{"slug": "corp", "display_name": "Corp Directory",
+		"issuer": "http://127.0.0.1:9", "client_id": "oidcd", "client_secret": "never-used"}, nil, 201)
 	return s
 }
 

@@ -288,17 +288,17 @@ var upgradeFeatures = []upgradeFeature{
 		// they name a provider, and none can exist then. No sign-in through
 		// a provider, no link and no unlink of one.
 		covers: []string{"put_identity_provider", "delete_identity_provider", "federated_sign_in", "unlink_identity", "upstream_logout",
-			"PutIdentityProvider.Create", "PutIdentityProvider.Provider", "DeleteIdentityProvider.At", "DeleteIdentityProvider.ID",
+			"PutIdentityProvider.Create", "PutIdentityProvider.Provider", "PutIdentityProvider.ExpectUpdatedAt", "DeleteIdentityProvider.At", "DeleteIdentityProvider.ID",
 			"IdentityProvider.ID", "IdentityProvider.Slug", "IdentityProvider.DisplayName", "IdentityProvider.Issuer", "IdentityProvider.ClientID",
 			"IdentityProvider.ClientSecret", "IdentityProvider.Scopes", "IdentityProvider.OrgID", "IdentityProvider.EmailDomains",
 			"IdentityProvider.Provisioning", "IdentityProvider.Memberships", "IdentityProvider.TrustMFA", "IdentityProvider.BackchannelLogout",
 			"IdentityProvider.EndUpstreamSession", "IdentityProvider.Enabled", "IdentityProvider.CreatedAt", "IdentityProvider.UpdatedAt",
 			"ProviderMemberships.OrgID", "ProviderMemberships.GroupsClaim", "ProviderMemberships.GroupOrgs",
-			"UnlinkIdentity.UserID", "UnlinkIdentity.IdentityID", "UnlinkIdentity.KeepWayIn", "UnlinkIdentity.At",
+			"UnlinkIdentity.UserID", "UnlinkIdentity.IdentityID", "UnlinkIdentity.KeepWayIn", "UnlinkIdentity.EndSessions", "UnlinkIdentity.At",
 			// Proposed only by a sign-in through a provider, or an upstream's
 			// logout token naming one: none exists while mixed.
 			"FederatedSignIn.ProviderID", "FederatedSignIn.Subject", "FederatedSignIn.Email", "FederatedSignIn.EmailVerified",
-			"FederatedSignIn.IdentityID", "FederatedSignIn.UserID", "FederatedSignIn.AccountUserID", "FederatedSignIn.OrgIDs",
+			"FederatedSignIn.IdentityID", "FederatedSignIn.UserID", "FederatedSignIn.AccountUserID", "FederatedSignIn.EndSessions", "FederatedSignIn.OrgIDs",
 			"FederatedSignIn.MembershipIDs", "FederatedSignIn.Session", "FederatedSignIn.At",
 			"Identity.ID", "Identity.UserID", "Identity.ProviderID", "Identity.Subject", "Identity.Email", "Identity.LinkedAt", "Identity.LastUsedAt",
 			"SSOSession.IdentityID", "SSOSession.ProviderID", "SSOSession.UpstreamSID", "SSOSession.UpstreamIDToken", "Membership.ProviderID",

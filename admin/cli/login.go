@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"html"
 	"io"
 	"net"
 	"net/http"
@@ -111,7 +110,16 @@ func (l *loginRun) run(ctx context.Context, c *conn, asJSON bool, stdout, stderr
 	got := make(chan callback, 1)
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: callbackHandler(state, d.Issuer, got)}
 	go srv.Serve(ln)
-	defer srv.Close()
+	// Shutdown, not Close: the handler delivers the answer before it
+	// writes its page, and the browser should see that page even when
+	// the answer ends the login at once (a refused sign-in).
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if srv.Shutdown(sctx) != nil {
+			srv.Close()
+		}
+	}()
 
 	fmt.Fprintf(stderr, "Open this address in a browser and sign in:\n\n  %s\n\nWaiting for the browser on %s (at most %s) ...\n", authURL, redirect, l.wait)
 	var cb callback
@@ -126,6 +134,11 @@ func (l *loginRun) run(ctx context.Context, c *conn, asJSON bool, stdout, stderr
 	}
 	if cb.err != "" {
 		fmt.Fprintf(stderr, "error: the sign-in failed: %s\n", clean(cb.err))
+		if cb.err == noSecondFactor {
+			// The same next step as the browser's page.
+			fmt.Fprintf(stderr, "\nAdministrators sign in with a second factor, and this account has none yet.\n%s\n\n  %s\n\n%s\n",
+				strings.TrimSuffix(enrolBefore, " "), enrolURL(d.Issuer), strings.TrimPrefix(enrolAfter, ", "))
+		}
 		return ExitAuth
 	}
 	tok, code := redeem(ctx, c, d.Token, cb.code, redirect, verifier, stderr)
@@ -187,7 +200,8 @@ func callbackHandler(state, issuer string, got chan<- callback) http.Handler {
 	mux.HandleFunc("GET /callback", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		if subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(state)) != 1 {
-			page(w, http.StatusBadRequest, "This sign-in is not the one oidcd admin login is waiting for.")
+			page(w, http.StatusBadRequest, loginView{Title: "Not this sign-in", Message: "This sign-in is not the one oidcd admin login is waiting for.",
+				Hint: "Start again from the address the terminal shows."})
 			return
 		}
 		var cb callback
@@ -207,25 +221,16 @@ func callbackHandler(state, issuer string, got chan<- callback) http.Handler {
 		select {
 		case got <- cb:
 		default: // an answer was delivered already
-			page(w, http.StatusConflict, "oidcd admin login has its answer already; close this window.")
+			page(w, http.StatusConflict, loginView{Title: "Already answered", Message: "oidcd admin login has its answer already; close this window."})
 			return
 		}
 		if cb.err != "" {
-			page(w, http.StatusOK, "The sign-in failed: "+cb.err+". See the terminal.")
+			page(w, http.StatusOK, failedView(cb.err, issuer))
 			return
 		}
-		page(w, http.StatusOK, "Signed in. You may close this window and return to the terminal.")
+		page(w, http.StatusOK, signedInView)
 	})
 	return mux
-}
-
-// page writes a minimal HTML page with one message.
-func page(w http.ResponseWriter, status int, msg string) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Referrer-Policy", "no-referrer")
-	w.WriteHeader(status)
-	fmt.Fprintf(w, "<!doctype html><title>oidcd admin login</title><p>%s</p>\n", html.EscapeString(msg))
 }
 
 // tokenAnswer is what login reads of the token endpoint's answer.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"io"
@@ -205,4 +206,100 @@ func jwtClaims(t *testing.T, tok string) map[string]any {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// TestLoginWithoutSecondFactor: a person with only a password signs in
+// through `oidcd admin login`, which asks for a second factor (the
+// default --admin-acr). The provider refuses, and both the CLI's page in
+// the browser and the terminal say what to do: enrol a second factor at
+// the provider's /account (a link on the page), then log in again. The
+// page is styled like the provider's, by a stylesheet its own content
+// security policy allows by hash.
+func TestLoginWithoutSecondFactor(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Size: 1, Configure: func(_ int, cfg *node.Config) { cfg.RateLimit = "off" }})
+	base := c.URL(0)
+	t.Chdir(t.TempDir())
+	env := map[string]string{cli.EnvXDGConfigHome: t.TempDir()}
+	const email, password = "new@example.com", "correct horse battery staple"
+	adminCall(t, c, "POST", "/admin/v1/users", map[string]any{"email": email, "password": password}, nil, http.StatusCreated)
+
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Run(context.Background(), []string{"--addr", base, "login", "--wait", "60s"}, func(k string) string { return env[k] }, nil, io.Discard, pw)
+		pw.Close()
+	}()
+	var stderr strings.Builder
+	var authURL string
+	lines := bufio.NewScanner(pr)
+	for authURL == "" && lines.Scan() {
+		stderr.WriteString(lines.Text() + "\n")
+		if l := strings.TrimSpace(lines.Text()); strings.HasPrefix(l, base+"/authorize?") {
+			authURL = l
+		}
+	}
+	rest := make(chan string, 1)
+	go func() { b, _ := io.ReadAll(pr); rest <- string(b) }()
+	if authURL == "" {
+		t.Fatalf("no authorization URL printed; stderr:\n%s", stderr.String())
+	}
+
+	b := testcluster.NewBrowser(t)
+	p := b.Follow(b.Get(authURL), base)
+	p = b.Follow(b.Submit(p, map[string]string{"email": email, "password": password}, "method", "password"), base)
+	loc := p.Location()
+	if !strings.HasPrefix(loc, "http://127.0.0.1:") || !strings.Contains(loc, "error=access_denied") {
+		t.Fatalf("want the provider's refusal sent to the CLI, got %d %q:\n%s", p.Status, loc, p.Body)
+	}
+	resp, err := http.Get(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	html := string(body)
+
+	account := c.Issuer() + "/account"
+	for _, want := range []string{
+		`<h1>A second factor is needed</h1>`,
+		`Enrol a second factor (an authenticator app or a passkey) at <a href="` + account + `">` + account + `</a>, then run oidcd admin login again.`,
+		`<code>access_denied: strong authentication required; no second factor enrolled</code>`,
+		`<main class="card">`,
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the CLI's page lacks %q:\n%s", want, html)
+		}
+	}
+	// Its one stylesheet is inline, and the CSP allows exactly it.
+	csp := resp.Header.Get("Content-Security-Policy")
+	i, j := strings.Index(html, "<style>"), strings.Index(html, "</style>")
+	if i < 0 || j < i {
+		t.Fatalf("no <style> on the page:\n%s", html)
+	}
+	sum := sha256.Sum256([]byte(html[i+len("<style>") : j]))
+	if want := "style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"; !strings.Contains(csp, want) || !strings.Contains(csp, "default-src 'none'") {
+		t.Errorf("CSP %q: want default-src 'none' and %s", csp, want)
+	}
+	if strings.Contains(html, "style=") || strings.Contains(html, "<script") || strings.Contains(html, "<link") {
+		t.Errorf("the page has an inline style attribute, a script or a link:\n%s", html)
+	}
+
+	select {
+	case code := <-done:
+		if code != cli.ExitAuth {
+			t.Errorf("login: exit %d, want %d", code, cli.ExitAuth)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("login did not return")
+	}
+	stderr.WriteString(<-rest)
+	for _, want := range []string{
+		"error: the sign-in failed: access_denied: strong authentication required; no second factor enrolled\n",
+		"Administrators sign in with a second factor, and this account has none yet.\n",
+		"Enrol a second factor (an authenticator app or a passkey) at\n\n  " + account + "\n\nthen run oidcd admin login again.\n",
+	} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("the terminal lacks %q:\n%s", want, stderr.String())
+		}
+	}
 }

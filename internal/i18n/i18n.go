@@ -101,7 +101,14 @@ func UILocale(uiLocales string) string {
 	return ""
 }
 
-// Match is the language of Languages that one BCP 47 tag matches.
+// Match is the language of Languages that one BCP 47 tag names: the one
+// of the tag's own base language, whatever its region or script (es-MX
+// is Spanish, en-GB English). A tag of any other language matches none,
+// even where CLDR would fall back to one of ours (it takes tlh, Klingon,
+// for English, and gsw for German): a list of tags (ui_locales, OIDC Core
+// 3.1.2.1) is the person's order of preference, so a later tag they
+// named, or the language they picked, is a better answer than a guess
+// made from an earlier one.
 func Match(s string) (language.Tag, bool) {
 	if s == "" || len(s) > 64 {
 		return language.Und, false
@@ -110,11 +117,17 @@ func Match(s string) (language.Tag, bool) {
 	if err != nil {
 		return language.Und, false
 	}
-	_, i, conf := matcher.Match(t)
-	if conf == language.No {
+	// Exact: the tag names its language (und-ES only implies one).
+	base, conf := t.Base()
+	if conf != language.Exact {
 		return language.Und, false
 	}
-	return languages[i], true
+	for _, l := range languages {
+		if b, _ := l.Base(); b == base {
+			return l, true
+		}
+	}
+	return language.Und, false
 }
 
 // Index is the index of tag in Languages, 0 (English) for any other.

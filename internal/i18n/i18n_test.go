@@ -142,6 +142,39 @@ func TestUILocale(t *testing.T) {
 	}
 }
 
+// TestUILocalesPreference: ui_locales is an order of preference (OIDC
+// Core 3.1.2.1), so its first tag of one of Languages' own base languages
+// wins; a tag of another language is skipped, even one CLDR falls back
+// from to one of ours (tlh to English), and a list without any falls
+// through to the language picked and then to Accept-Language.
+func TestUILocalesPreference(t *testing.T) {
+	for _, c := range []struct {
+		ui, accept string
+		uiLocale   string // what UILocale keeps of ui: "" when no tag matched
+		want       string // the language Negotiate chooses
+	}{
+		{"tlh es", "", "es", "es"},
+		{"fr-CA de", "", "fr", "fr"},
+		{"tlh", "", "", "en"},
+		{"tlh", "de", "", "de"},
+		{"ja", "de", "ja", "ja"},
+		{"en-GB", "fr", "en", "en"},
+		{"es-MX", "", "es", "es"},
+		{"zh es-MX", "", "es", "es"},
+		{"zh", "ja", "", "ja"},
+		{"gsw fr", "", "fr", "fr"},
+		{"i-klingon ja", "", "ja", "ja"},
+		{"und-ES de", "", "de", "de"},
+	} {
+		if got := UILocale(c.ui); got != c.uiLocale {
+			t.Errorf("UILocale(%q): got %q, want %q", c.ui, got, c.uiLocale)
+		}
+		if got := Negotiate(c.ui, "", c.accept).String(); got != c.want {
+			t.Errorf("Negotiate(%q, \"\", %q): got %q, want %q", c.ui, c.accept, got, c.want)
+		}
+	}
+}
+
 // TestLanguages: what discovery lists, English first.
 func TestTags(t *testing.T) {
 	if got, want := Tags(), []string{"en", "de", "fr", "es", "ja"}; !slices.Equal(got, want) {

@@ -100,6 +100,12 @@ type flow struct {
 	hasSession bool
 
 	turn authn.Turn // the CSRF token and reference, shared with the sign-in
+
+	// uiLocales is the language the request's ui_locales asked for
+	// (i18n.UILocale), kept before the request is known to be valid: the
+	// error page of a wrong client or redirect URI is in it too. Once the
+	// request is pending, pend.UILocales holds it.
+	uiLocales string
 }
 
 func (p *Provider) newFlow(w http.ResponseWriter, r *http.Request) *flow {
@@ -110,6 +116,9 @@ func (p *Provider) newFlow(w http.ResponseWriter, r *http.Request) *flow {
 func (p *Provider) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 	f := p.newFlow(w, r)
 	q, err := url.ParseQuery(r.URL.RawQuery)
+	// ParseQuery keeps what it could parse: even the page of a malformed
+	// query is in the language the request asked for.
+	f.uiLocales = i18n.UILocale(q.Get("ui_locales"))
 	if err != nil {
 		f.page(http.StatusBadRequest, msgBadRequest, "query: "+err.Error())
 		return
@@ -127,7 +136,7 @@ func (p *Provider) handleAuthorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.RequestedAt = f.now
-	f.pend, f.client = &pending{Req: req, Pending: authn.Pending{UILocales: i18n.UILocale(q.Get("ui_locales"))}}, client
+	f.pend, f.client = &pending{Req: req, Pending: authn.Pending{UILocales: f.uiLocales}}, client
 	if e := checkACRSupported(req.ACRValues); e != nil {
 		f.fail(e)
 		return
@@ -193,7 +202,9 @@ type AccountLinks interface {
 // handleAuthorizeNotFound answers unknown paths under /authorize/ with the
 // HTML error page (a 404 under /authorize is documented as text/html).
 func (p *Provider) handleAuthorizeNotFound(w http.ResponseWriter, r *http.Request) {
-	p.newFlow(w, r).page(http.StatusNotFound, msgNotFound, "no such page: "+r.URL.Path)
+	f := p.newFlow(w, r)
+	f.uiLocales = i18n.UILocale(r.URL.Query().Get("ui_locales"))
+	f.page(http.StatusNotFound, msgNotFound, "no such page: "+r.URL.Path)
 }
 
 // handleAuthorizePost is POST /authorize: the sign-in and consent forms.
@@ -382,7 +393,7 @@ func (f *flow) strength() bool {
 		// the strength asked for. Deny rather than issue a
 		// weaker code; the spent code opens /account, where the person
 		// sets up a new factor.
-		f.fail(errNoSecondFactor)
+		f.refuse(errNoSecondFactor, authn.ReasonRecoveryTooWeak)
 		return false
 	}
 	fac, err := f.p.cfg.State.Factors(f.user.ID)
@@ -392,7 +403,7 @@ func (f *flow) strength() bool {
 	}
 	switch {
 	case !fac.HasSecondFactor():
-		f.fail(errNoSecondFactor)
+		f.refuse(errNoSecondFactor, authn.ReasonNoSecondFactor)
 	case f.pend.Req.Prompt.has(promptNone):
 		f.fail(errStepUpRequired)
 	default:
@@ -633,9 +644,12 @@ func (f *flow) showError(status int, message, detail, reason string) {
 	f.p.cfg.UI.Error(f.w, status, webui.ErrorPage{Frame: fr, Message: f.p.cfg.UI.Text(fr.Lang, message), Detail: f.p.cfg.UI.Text(fr.Lang, detail), Reference: ref})
 }
 
-// frame is the language and branding of the flow's pages (Steps.Frame).
+// frame is the language and branding of the flow's pages (Steps.Frame):
+// in the pending request's ui_locales language, or before there is one in
+// the query's, else as the sign-in chooses (the language picked, then
+// Accept-Language).
 func (f *flow) frame() webui.Frame {
-	ui := ""
+	ui := f.uiLocales
 	if f.pend != nil {
 		ui = f.pend.UILocales
 	}

@@ -2,7 +2,9 @@ package oidc
 
 import (
 	"html"
+	"maps"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -105,4 +107,76 @@ func TestScopeLines(t *testing.T) {
 			t.Errorf("scope %s has no line %s", s, key)
 		}
 	}
+}
+
+// TestErrorPageLanguage: the error page of a request whose client or
+// redirect URI is wrong (no client known yet, nothing pending) is in the
+// language the sign-in page would be: the request's ui_locales first
+// (its first supported tag), then the language picked (webui.LangCookie),
+// then Accept-Language; its heading, message and developer's line all.
+func TestErrorPageLanguage(t *testing.T) {
+	h := newHarness(t)
+	badClient := authzQuery("no-such-client")
+	badRedirect := authzQuery(hConfidential, map[string]string{"redirect_uri": "https://evil.example/cb"})
+	with := func(q url.Values, uiLocales string) string {
+		return authzPath(authzQueryMods(maps.Clone(q), map[string]string{"ui_locales": uiLocales}))
+	}
+	for _, c := range []struct {
+		name, path, accept, cookie string
+		lang                       string
+		texts                      []string
+	}{
+		{"ui_locales over Accept-Language", with(badClient, "de"), "fr", "", "de",
+			[]string{"Etwas ist schiefgelaufen", "Diese Anmeldeanfrage ist ungültig.", "Die client_id fehlt oder ist unbekannt"}},
+		{"first supported tag of ui_locales", with(badRedirect, "tlh ja"), "es", "", "ja",
+			[]string{"問題が発生しました", "このログイン要求は無効です。", "redirect_uri がないか、このアプリケーションに登録されていません。"}},
+		{"ui_locales over the language picked", with(badRedirect, "es-MX"), "", "fr", "es",
+			[]string{"Algo ha salido mal", "Falta la redirect_uri"}},
+		{"the language picked over Accept-Language", with(badClient, "tlh"), "de", "fr", "fr",
+			[]string{"Une erreur s’est produite", "Le client_id est absent ou inconnu"}},
+		{"Accept-Language", authzPath(badRedirect), "ja-JP,en;q=0.5", "", "ja",
+			[]string{"問題が発生しました", "redirect_uri がないか"}},
+		{"a malformed query in its ui_locales", "/authorize?ui_locales=de&client_id=%zz", "", "", "de",
+			[]string{"Etwas ist schiefgelaufen", "Diese Anmeldeanfrage ist ungültig."}},
+		{"a page under /authorize that does not exist", PathAuthorize + "/nowhere?ui_locales=fr", "de", "", "fr",
+			[]string{"Une erreur s’est produite", "Cette page n’existe pas."}},
+		{"nothing asked", authzPath(badClient), "", "", "en",
+			[]string{"Something went wrong", "The client_id is missing, unknown"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodGet, h.srv.URL+c.path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Accept-Language", c.accept)
+			if c.cookie != "" {
+				req.AddCookie(&http.Cookie{Name: webui.LangCookie, Value: c.cookie})
+			}
+			p := h.browser().do(req)
+			if p.status != http.StatusBadRequest && p.status != http.StatusNotFound {
+				t.Fatalf("status %d, want an error page:\n%s", p.status, p.body)
+			}
+			if want := `<html lang="` + c.lang + `">`; !strings.Contains(p.body, want) {
+				t.Errorf("got %s, want %s", htmlLang(p.body), want)
+			}
+			for _, s := range c.texts {
+				if !strings.Contains(p.body, html.EscapeString(s)) {
+					t.Errorf("lacks %q:\n%s", s, p.body)
+				}
+			}
+		})
+	}
+}
+
+// htmlLang is the page's <html lang="…"> tag, for a message.
+func htmlLang(body string) string {
+	i := strings.Index(body, "<html")
+	if i < 0 {
+		return "no <html>"
+	}
+	j := strings.IndexByte(body[i:], '>')
+	if j < 0 {
+		return body[i:]
+	}
+	return body[i : i+j+1]
 }

@@ -17,6 +17,8 @@ func TestUILocales(t *testing.T) {
 	}{
 		{"ui_locales", "de-CH en", "fr", "de", "Anmelden"},
 		{"first supported of ui_locales", "ko ja", "", "ja", "ログイン"},
+		// CLDR falls back from Klingon to English; the person named Spanish.
+		{"first tag unsupported, then Spanish", "tlh es", "de", "es", "Iniciar sesión"},
 		{"none supported", "ko", "es-419", "es", "Iniciar sesión"},
 		{"none", "", "", "en", "Sign in"},
 	} {

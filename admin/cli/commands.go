@@ -141,9 +141,10 @@ func commands() []noun {
 					"removed all the same, with a warning: it then works until it expires."},
 		}},
 		{name: "admins", aliases: []string{"grant", "grants"}, summary: "administrator grants: the people who administer the site, and their role", verbs: []verb{
-			{name: "list", synopsis: "[--page N] [--page-size N]", summary: "list grants", setup: listOf("/admins", grantTable)},
+			{name: "list", synopsis: "[--page N] [--page-size N]", summary: "list grants, with each person's address", setup: grantList},
 			{name: "create", synopsis: "--user U --role admin|org_admin|auditor [--org O]", summary: "let a person administer the site", setup: grantCreate,
-				details: "admin may do everything; org_admin (with --org) reads and changes one\n" +
+				details: "--user is the person's email address (looked up first) or user ID.\n" +
+					"admin may do everything; org_admin (with --org) reads and changes one\n" +
 					"organization, its memberships and clients, and the people who belong to it\n" +
 					"alone; auditor reads everything and writes nothing. The person signs in\n" +
 					"with \"oidcd admin login\" or the console's Sign in."},
@@ -464,23 +465,6 @@ func roleBody(role, org string, in *inv) (map[string]any, error) {
 		b["organization_id"] = org
 	}
 	return b, nil
-}
-
-func grantCreate(fs *flag.FlagSet) func(in *inv) (*request, error) {
-	user := fs.String("user", "", "the person's user `ID` (required)")
-	role := fs.String("role", "", "`role`: admin, org_admin or auditor (required)")
-	org := fs.String("org", "", "organization `ID` of an org_admin")
-	return func(in *inv) (*request, error) {
-		if err := required("user", *user, "role", *role); err != nil {
-			return nil, err
-		}
-		b, err := roleBody(*role, *org, in)
-		if err != nil {
-			return nil, err
-		}
-		b["user_id"] = *user
-		return &request{method: http.MethodPost, path: "/admins", body: b, show: grantTable.one}, nil
-	}
 }
 
 // maxKeyLifetime is the longest --expires-in the server takes.

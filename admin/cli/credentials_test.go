@@ -177,6 +177,7 @@ func TestLogoutForgetsAndRevokes(t *testing.T) {
 // their calls; the key and the token are printed with a note.
 func TestAdminCommands(t *testing.T) {
 	const org = "0b1e6c3a-8d2f-4f7e-9a51-3c2d1e0f9a8b"
+	const u1 = "5f0c1d2e-3a4b-4c5d-8e6f-7a8b9c0d1e2f"
 	f := newFakeAPI(t)
 	for _, tc := range []struct {
 		args           []string
@@ -186,20 +187,20 @@ func TestAdminCommands(t *testing.T) {
 		stdout, stderr string
 		code           int
 	}{
-		{args: []string{"admins", "create", "--user", "u1", "--role", "org_admin", "--org", org}, method: "POST", path: "/admin/v1/admins",
-			body: `{"user_id":"u1","role":"org_admin","organization_id":"` + org + `"}`, answer: `{"id":"g1","user_id":"u1","role":"org_admin"}`, stdout: "g1"},
-		{args: []string{"admins", "create", "--user", "u1", "--role", "admin"}, method: "POST", path: "/admin/v1/admins",
-			body: `{"user_id":"u1","role":"admin"}`, answer: `{"id":"g2"}`, stdout: "g2"},
-		{args: []string{"admins", "list"}, method: "GET", path: "/admin/v1/admins", answer: `{"data":[{"id":"g1","user_id":"u1","role":"auditor"}]}`, stdout: "auditor"},
+		{args: []string{"admins", "create", "--user", u1, "--role", "org_admin", "--org", org}, method: "POST", path: "/admin/v1/admins",
+			body: `{"user_id":"` + u1 + `","role":"org_admin","organization_id":"` + org + `"}`, answer: `{"id":"g1","user_id":"u1","role":"org_admin"}`, stdout: "g1"},
+		{args: []string{"admins", "create", "--user", u1, "--role", "admin"}, method: "POST", path: "/admin/v1/admins",
+			body: `{"user_id":"` + u1 + `","role":"admin"}`, answer: `{"id":"g2"}`, stdout: "g2"},
+		{args: []string{"admins", "list"}, method: "GET", path: "/admin/v1/admins", answer: `{"data":[{"id":"g1","user_id":"` + u1 + `","role":"auditor"}]}`, stdout: "auditor"},
 		{args: []string{"admins", "delete", "g1"}, method: "DELETE", path: "/admin/v1/admins/g1", stdout: "deleted grant g1"},
 		{args: []string{"api-keys", "create", "--name", "ci", "--role", "auditor", "--expires-in", "720h"}, method: "POST", path: "/admin/v1/api-keys",
 			body: `{"name":"ci","role":"auditor","expires_in":2592000}`, answer: `{"id":"k1","name":"ci","key":"secret-key"}`, stdout: "secret-key", stderr: "shown only this once"},
 		{args: []string{"api-keys", "list"}, method: "GET", path: "/admin/v1/api-keys", answer: `{"data":[{"id":"k1","name":"ci"}]}`, stdout: "ci"},
 		{args: []string{"api-keys", "delete", "k1"}, method: "DELETE", path: "/admin/v1/api-keys/k1", stdout: "deleted API key k1"},
 		{args: []string{"admin-token", "rotate"}, method: "POST", path: "/admin/v1/admin-token", answer: `{"token":"new-token"}`, stdout: "new-token\n", stderr: "shown only this once"},
-		{args: []string{"admins", "create", "--user", "u1", "--role", "org_admin"}, code: ExitUsage, stderr: "needs --org"},
-		{args: []string{"admins", "create", "--user", "u1", "--role", "admin", "--org", org}, code: ExitUsage, stderr: "--org is for"},
-		{args: []string{"admins", "create", "--user", "u1", "--role", "root"}, code: ExitUsage, stderr: "role"},
+		{args: []string{"admins", "create", "--user", u1, "--role", "org_admin"}, code: ExitUsage, stderr: "needs --org"},
+		{args: []string{"admins", "create", "--user", u1, "--role", "admin", "--org", org}, code: ExitUsage, stderr: "--org is for"},
+		{args: []string{"admins", "create", "--user", u1, "--role", "root"}, code: ExitUsage, stderr: "role"},
 		{args: []string{"api-keys", "create", "--name", "ci", "--role", "admin"}, code: ExitUsage, stderr: "--expires-in is required"},
 		{args: []string{"api-keys", "create", "--name", "ci", "--role", "admin", "--expires-in", "9000h"}, code: ExitUsage, stderr: "a year"},
 	} {
@@ -220,6 +221,13 @@ func TestAdminCommands(t *testing.T) {
 					t.Errorf("a usage error sent %d requests", len(reqs))
 				}
 				return
+			}
+			// A grant's verbs then read its person's address.
+			if tc.args[0] == "admins" && tc.args[1] != "delete" {
+				if len(reqs) != 2 || reqs[1].Method != "GET" || reqs[1].Path != "/admin/v1/users/"+u1 {
+					t.Errorf("sent %+v, want the grant's call, then GET /admin/v1/users/%s", reqs, u1)
+				}
+				reqs = reqs[:min(len(reqs), 1)]
 			}
 			if len(reqs) != 1 || reqs[0].Method != tc.method || reqs[0].Path != tc.path || !sameJSON(t, reqs[0].Body, tc.body) {
 				t.Errorf("sent %+v, want %s %s %s", reqs, tc.method, tc.path, tc.body)

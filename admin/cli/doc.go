@@ -10,7 +10,9 @@
 //
 // Invariants:
 //
-//   - One invocation, one request. Every request carries
+//   - One invocation, one request, but for the verbs that say otherwise
+//     (login, audit tail and verify, and the grants' verbs, which look up
+//     the person's address). Every request carries
 //     `Authorization: Bearer <token>`, a fresh X-Correlation-ID and, when it
 //     has a body, `Content-Type: application/json`. Update verbs send only the
 //     fields whose flags were given on the command line.

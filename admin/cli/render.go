@@ -69,7 +69,7 @@ var (
 		col("ACTIVATES_AT", "activates_at"), col("RETIRED_AT", "retired_at"),
 	}}
 	grantTable = view{plural: "grants", cols: []column{
-		col("ID", "id"), col("USER", "user_id"), col("ROLE", "role"), col("ORG", "organization_id"), col("CREATED_AT", "created_at"),
+		col("ID", "id"), col("USER", "user_id"), col("EMAIL", emailMark), col("ROLE", "role"), col("ORG", "organization_id"), col("CREATED_AT", "created_at"),
 	}}
 	apiKeyTable = view{plural: "API keys", cols: []column{
 		col("ID", "id"), col("NAME", "name"), col("ROLE", "role"), col("ORG", "organization_id"), col("MADE_BY", makerMark),

@@ -393,7 +393,7 @@ func (f *flow) strength() bool {
 		// the strength asked for. Deny rather than issue a
 		// weaker code; the spent code opens /account, where the person
 		// sets up a new factor.
-		f.refuse(errNoSecondFactor, authn.ReasonRecoveryTooWeak)
+		f.fail(errNoSecondFactor)
 		return false
 	}
 	fac, err := f.p.cfg.State.Factors(f.user.ID)
@@ -403,7 +403,7 @@ func (f *flow) strength() bool {
 	}
 	switch {
 	case !fac.HasSecondFactor():
-		f.refuse(errNoSecondFactor, authn.ReasonNoSecondFactor)
+		f.fail(errNoSecondFactor)
 	case f.pend.Req.Prompt.has(promptNone):
 		f.fail(errStepUpRequired)
 	default:

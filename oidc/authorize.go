@@ -82,6 +82,9 @@ func (p *Provider) registerAuthorize(mux *http.ServeMux) {
 	// method so that an embedder (the test harness) may still mount its
 	// own, more specific "GET /static/" without a conflict.
 	mux.Handle("/static/", p.cfg.UI.Static())
+	// Browsers ask for /favicon.ico on every origin they visit, whatever
+	// the page links; the pages link it versioned (webui.FaviconName).
+	mux.Handle("/"+webui.FaviconName, p.cfg.UI.Static())
 }
 
 // flow is one request's turn through the sign-in pipeline.

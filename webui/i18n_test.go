@@ -180,7 +180,7 @@ func TestStrayText(t *testing.T) {
 // template name (their first argument, a string constant).
 func templateKeys(t *testing.T, name, src string) []string {
 	t.Helper()
-	funcs := []string{"styleURL", "scriptURL", "jsonData", "has", "pathOnly"}
+	funcs := []string{"styleURL", "scriptURL", "iconURL", "jsonData", "has", "pathOnly"}
 	for k := range (&UI{}).localeFuncs(0) {
 		funcs = append(funcs, k)
 	}

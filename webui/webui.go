@@ -57,6 +57,7 @@ type UI struct {
 	assets    map[string]asset // by file name under /static/
 	styleURL  string
 	scriptURL string
+	iconURL   string
 }
 
 // localized is one page's template in each of the languages, by index in
@@ -87,6 +88,11 @@ func New() (*UI, error) {
 		return nil, fmt.Errorf("webui: static/passkey.js missing")
 	}
 	u.scriptURL = "/static/passkey.js?v=" + script.hash
+	icon, ok := u.assets[FaviconName]
+	if !ok {
+		return nil, fmt.Errorf("webui: static/%s missing", FaviconName)
+	}
+	u.iconURL = "/" + FaviconName + "?v=" + icon.hash
 
 	cat, err := i18n.Load(localeFiles, "locales")
 	if err != nil {
@@ -97,6 +103,7 @@ func New() (*UI, error) {
 	funcs := template.FuncMap{
 		"styleURL":  func() string { return u.styleURL },
 		"scriptURL": func() string { return u.scriptURL },
+		"iconURL":   func() string { return u.iconURL },
 		"jsonData":  jsonData,
 		"has":       slices.Contains[[]string, string],
 		"pathOnly":  pathOnly,
@@ -162,10 +169,7 @@ func (u *UI) loadAssets() error {
 			return err
 		}
 		sum := sha256.Sum256(body)
-		ctype := mime.TypeByExtension(path.Ext(name))
-		if ctype == "" {
-			ctype = "application/octet-stream"
-		}
+		ctype := contentType(name)
 		u.assets[strings.TrimPrefix(name, "static/")] = asset{
 			body:        body,
 			hash:        hex.EncodeToString(sum[:8]),
@@ -175,12 +179,32 @@ func (u *UI) loadAssets() error {
 	})
 }
 
+// contentType is the Content-Type of the static file name. Go's own
+// table lacks .ico, for which mime.TypeByExtension would read the host's
+// /etc/mime.types (which differs between machines) or find nothing.
+func contentType(name string) string {
+	ext := path.Ext(name)
+	if ext == ".ico" {
+		return "image/x-icon"
+	}
+	if t := mime.TypeByExtension(ext); t != "" {
+		return t
+	}
+	return "application/octet-stream"
+}
+
+// FaviconName is the site's icon among the static files. Static serves it
+// at /favicon.ico too, where browsers ask for it unprompted, and every
+// page's layout links it there (rel="icon") with its version.
+const FaviconName = "favicon.ico"
+
 // StyleURL is the versioned URL of the stylesheet, for example
 // /static/style.css?v=0123456789abcdef.
 func (u *UI) StyleURL() string { return u.styleURL }
 
 // Static serves the embedded static files; mount it at "/static/"
-// (with or without http.StripPrefix). A request whose v parameter equals
+// (with or without http.StripPrefix), and at "/favicon.ico" for the
+// icon (FaviconName). A request whose v parameter equals
 // the file's content hash is cacheable for a year as immutable; any other
 // request for the file gets Cache-Control: no-cache, so an old or
 // missing version parameter never pins the wrong content.

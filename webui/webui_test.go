@@ -991,11 +991,12 @@ func links(doc document) []string {
 }
 
 // golden compares body with testdata/<name>.html, or rewrites it with
-// -update. The stylesheet hash is replaced so that a CSS change does not
-// invalidate every golden file.
+// -update. The stylesheet's and the icon's hashes are replaced so that a
+// change of either does not invalidate every golden file.
 func golden(t *testing.T, u *UI, name, body string) {
 	t.Helper()
 	body = strings.ReplaceAll(body, u.StyleURL(), "/static/style.css?v=HASH")
+	body = strings.ReplaceAll(body, u.iconURL, "/favicon.ico?v=HASH")
 	path := filepath.Join("testdata", name+".html")
 	if *update {
 		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {

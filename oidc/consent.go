@@ -60,7 +60,7 @@ func (f *flow) showConsent(org fsm.Org) {
 		// consent.scope.<scope>.
 		lines = append(lines, webui.ScopeLine{Name: s, Description: f.p.cfg.UI.Text(c.Lang, "consent.scope."+s)})
 	}
-	f.p.cfg.UI.Consent(f.w, http.StatusOK, webui.ConsentPage{Common: c, Scopes: lines, OrgName: org.Name})
+	f.p.cfg.UI.Consent(f.w, http.StatusOK, webui.ConsentPage{Common: c, Scopes: lines, OrgName: org.Name, Email: f.user.Email})
 }
 
 // consentDecision handles the posted consent form. A refusal ends on a

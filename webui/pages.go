@@ -212,6 +212,10 @@ type ConsentPage struct {
 	Common
 	Scopes  []ScopeLine
 	OrgName string // the organization being signed in to; may be empty
+	// Email is the address of the person signed in, whose details the
+	// app would get: "Signed in as <Email>". The sign-in has no way to
+	// switch accounts mid-request, so the page offers none.
+	Email string
 }
 
 // ScopeLine is one requested scope and what it gives the app.

@@ -205,11 +205,12 @@ func pageCases() []pageCase {
 						{Name: "profile", Description: "See your name"},
 					},
 					OrgName: "Acme Corp",
+					Email:   "ada@example.com",
 				})
 			},
 			common:      &sampleCommon,
 			wantButtons: []string{"decision=allow", "decision=deny"},
-			wantText:    []string{"Acme Books", "Acme Corp", "Know who you are", "openid", "See your email address", "profile"},
+			wantText:    []string{"Acme Books", "Acme Corp", "Know who you are", "openid", "See your email address", "profile", "Signed in as ada@example.com"},
 		},
 		{
 			name:   "error",
@@ -512,7 +513,7 @@ func TestEscaping(t *testing.T) {
 				PrevURL: "javascript:alert(1)", NextURL: hostile, Error: hostile})
 		}},
 		{"consent", func(w http.ResponseWriter) {
-			u.Consent(w, 200, ConsentPage{Common: c, Scopes: []ScopeLine{{Name: hostile, Description: hostile}}, OrgName: hostile})
+			u.Consent(w, 200, ConsentPage{Common: c, Scopes: []ScopeLine{{Name: hostile, Description: hostile}}, OrgName: hostile, Email: hostile})
 		}},
 		{"error", func(w http.ResponseWriter) {
 			u.Error(w, 400, ErrorPage{Title: hostile, Message: hostile, Reference: hostile})

@@ -14,7 +14,7 @@ BIN       := bin/oidcd
 DEMO_RP   := bin/oidcd-demo-rp
 DATA_DIR  ?= ./data
 
-.PHONY: build run test bench bench-grown bench-lifecycle bench-edge bench-audit bench-email bench-micro soak lint fmt clean fuzz package
+.PHONY: build run test bench bench-grown bench-lifecycle bench-edge bench-audit bench-email bench-micro soak lint fmt clean fuzz package sbom
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/oidcd
@@ -33,10 +33,22 @@ run: build
 
 ## package: the Debian package dist/oidcd_<version>_<arch>.deb, built in Go
 ## with nfpm (no packaging tool needed). PKGARCH picks the architecture.
+## Beside it, dist/oidcd_<version>_<arch>.cdx.json, the bill of materials
+## of the binary it ships (also in the package, /usr/share/doc/oidcd/
+## oidcd.cdx.json), and dist/SHA256SUMS listing both, for `sha256sum -c
+## SHA256SUMS` (docs/operators/install.md, "Checking what you were handed").
 PKGARCH ?= $(shell $(GO) env GOARCH)
 package: build
 	GOOS=linux GOARCH=$(PKGARCH) CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o dist/oidcd-linux-$(PKGARCH) ./cmd/oidcd
 	cd tools && $(GO) run ./cmd/oidcd-package --binary ../dist/oidcd-linux-$(PKGARCH) --tool ../$(BIN) --root .. --arch $(PKGARCH) --version $(VERSION) --out ../dist/
+
+## sbom: bin/oidcd.cdx.json, the software bill of materials of bin/oidcd:
+## CycloneDX JSON of every module the binary links, read from its own build
+## record (what `go version -m bin/oidcd` shows), with each module's licence
+## found in its files in the module cache (tools/sbom). Reads local files
+## only.
+sbom: build
+	cd tools && $(GO) run ./cmd/oidcd-sbom --binary ../$(BIN) --root .. --out ../bin/oidcd.cdx.json
 
 ## test: every unit and black-box test, with the race detector.
 ## Browser tests need chromium, the load-balancer tests HAProxy, the
@@ -55,7 +67,7 @@ test:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) test -race -count=1 -timeout 12m ./...
-	cd tools && $(GO) vet ./packaging/ ./cmd/... && $(GO) test -count=1 -timeout 5m ./packaging/
+	cd tools && $(GO) vet ./packaging/ ./sbom/ ./cmd/... && $(GO) test -count=1 -timeout 5m ./packaging/ ./sbom/
 
 ## bench: every Speed II figure in one run (about 25 minutes): the matrix
 ## of BENCHMARKS.md (this machine's ceilings: RS256 per core, one argon2id
@@ -175,7 +187,8 @@ fuzz:
 ##     nodes, and uses math/rand to vary its workers' choices.
 GOSEC_FLAGS := -quiet -exclude=G104 -exclude-dir=testcluster -exclude-dir=internal/testkit \
 	-exclude-dir=cmd/oidcd-bench
-## The linters and the Debian packager (nfpm) live in their own module
+## The linters, the Debian packager (nfpm) and the libraries of the bill of
+## materials (CycloneDX) live in their own module
 ## (tools/go.mod), so the product's go.mod and go.sum list only what oidcd
 ## and its tests use; the linters are built from there into bin/ and run
 ## over both modules.
@@ -185,7 +198,7 @@ lint:
 	cd tools && $(GO) build -o ../bin/ honnef.co/go/tools/cmd/staticcheck github.com/securego/gosec/v2/cmd/gosec
 	./bin/staticcheck ./...
 	./bin/gosec $(GOSEC_FLAGS) ./...
-	cd tools && ../bin/staticcheck ./packaging/ ./cmd/... && ../bin/gosec -quiet -exclude=G104 ./packaging/ ./cmd/...
+	cd tools && ../bin/staticcheck ./packaging/ ./sbom/ ./cmd/... && ../bin/gosec -quiet -exclude=G104 ./packaging/ ./sbom/ ./cmd/...
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

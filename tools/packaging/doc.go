@@ -11,6 +11,13 @@
 //	/usr/share/oidcd/grafana/oidcd.json     the Grafana dashboard
 //	/usr/share/oidcd/prometheus/alerts.yml  the Prometheus alert rules
 //	/usr/share/doc/oidcd/metrics.md         the metrics list
+//	/usr/share/doc/oidcd/oidcd.cdx.json     the bill of materials of /usr/bin/oidcd (CycloneDX JSON, package sbom)
+//
+// Beside the .deb, Build writes the same bill of materials
+// (oidcd_<version>_<arch>.cdx.json) and lists both files with their
+// SHA-256 in SHA256SUMS, the format sha256sum -c reads, so a site without
+// a network checks what it was handed before it installs it
+// (docs/operators/install.md).
 //
 // The package's version is the build's (tools/version.sh, RELEASES), so
 // dpkg orders builds as they were made. Its postinst names the admin

@@ -4,20 +4,27 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/goreleaser/nfpm/v2"
 	_ "github.com/goreleaser/nfpm/v2/deb" // registers the deb packager
 	"github.com/goreleaser/nfpm/v2/files"
+
+	"github.com/oidcd/oidcd/tools/sbom"
 )
 
 //go:embed files
@@ -37,6 +44,14 @@ const (
 	SharePath   = "/usr/share/oidcd"
 	DocPath     = "/usr/share/doc/oidcd"
 	PackageName = "oidcd"
+	// SBOMPath is the bill of materials of the binary (package sbom).
+	SBOMPath = DocPath + "/oidcd.cdx.json"
+	// License is what the package, and the bill of materials for oidcd's
+	// own module, declare.
+	License = "Proprietary"
+	// SumsFile lists, beside the packages, the SHA-256 of each package and
+	// bill of materials written there, as sha256sum(1) writes and checks.
+	SumsFile = "SHA256SUMS"
 )
 
 // Options say what to package.
@@ -57,12 +72,14 @@ type Options struct {
 	// Out is the .deb to write; default oidcd_<version>_<arch>.deb in the
 	// current directory.
 	Out string
-	// MTime stamps every file (reproducible builds); default
-	// $SOURCE_DATE_EPOCH, else now.
+	// MTime stamps every file and the bill of materials (reproducible
+	// builds); default $SOURCE_DATE_EPOCH, else now (SourceDate).
 	MTime time.Time
 }
 
-// Build writes the package and returns its path.
+// Build writes the package and returns its path. Beside it, it writes the
+// package's bill of materials (SBOMBeside) and adds both files to the
+// directory's SumsFile.
 func Build(ctx context.Context, o Options) (string, error) {
 	if o.Binary == "" {
 		return "", errors.New("packaging: no binary")
@@ -75,6 +92,9 @@ func Build(ctx context.Context, o Options) (string, error) {
 	}
 	if o.RepoRoot == "" {
 		o.RepoRoot = "."
+	}
+	if o.MTime.IsZero() {
+		o.MTime = SourceDate()
 	}
 	version := DebVersion(o.Version)
 	if o.Out == "" {
@@ -128,6 +148,12 @@ func Build(ctx context.Context, o Options) (string, error) {
 	if err := errors.Join(errs...); err != nil {
 		return "", err
 	}
+	// The bill of materials of the binary shipped, from its own build
+	// record; the same bytes go into the package and beside it.
+	bom := filepath.Join(work, "oidcd.cdx.json")
+	if err := sbom.WriteFile(bom, sbom.Options{Binary: o.Binary, MainDir: o.RepoRoot, MainLicense: License, Time: o.MTime}); err != nil {
+		return "", fmt.Errorf("packaging: %w", err)
+	}
 	file := func(src, dst, typ string, mode os.FileMode) *files.Content {
 		return &files.Content{Source: src, Destination: dst, Type: typ, FileInfo: &files.ContentFileInfo{Mode: mode, MTime: o.MTime}}
 	}
@@ -137,6 +163,7 @@ func Build(ctx context.Context, o Options) (string, error) {
 		file(cfg, ConfigPath, files.TypeConfigNoReplace, 0o644),
 		file(env, EnvPath, files.TypeConfigNoReplace, 0o600),
 		file(manFile, ManPath, "", 0o644),
+		file(bom, SBOMPath, "", 0o644),
 	}
 	for _, extra := range []struct{ src, dst string }{
 		{"deploy/grafana/oidcd.json", SharePath + "/grafana/oidcd.json"},
@@ -163,7 +190,7 @@ func Build(ctx context.Context, o Options) (string, error) {
 			"bbolt file; one node alone is a complete provider. Ships a hardened systemd\n" +
 			"unit, a configuration file, the manual, a Grafana dashboard and alert rules.",
 		Homepage: "https://github.com/oidcd/oidcd",
-		License:  "Proprietary",
+		License:  License,
 		MTime:    o.MTime,
 		Overridables: nfpm.Overridables{
 			Contents: contents,
@@ -194,7 +221,100 @@ func Build(ctx context.Context, o Options) (string, error) {
 	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
 		return "", err
 	}
-	return o.Out, os.Rename(tmp.Name(), o.Out)
+	if err := os.Rename(tmp.Name(), o.Out); err != nil {
+		return "", err
+	}
+	b, err := os.ReadFile(bom)
+	if err != nil {
+		return "", err
+	}
+	// #nosec G306 -- the bill of materials is public, as the package is
+	if err := os.WriteFile(SBOMBeside(o.Out), b, 0o644); err != nil {
+		return "", err
+	}
+	if err := AddSums(filepath.Dir(o.Out), o.Out, SBOMBeside(o.Out)); err != nil {
+		return "", err
+	}
+	return o.Out, nil
+}
+
+// SBOMBeside is where Build writes the bill of materials of the package
+// deb: beside it, named as it is with .cdx.json for .deb.
+func SBOMBeside(deb string) string {
+	return strings.TrimSuffix(deb, ".deb") + ".cdx.json"
+}
+
+// SourceDate is $SOURCE_DATE_EPOCH (reproducible-builds.org), else now.
+func SourceDate() time.Time {
+	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
+		if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return time.Unix(n, 0).UTC()
+		}
+	}
+	return time.Now().UTC()
+}
+
+// AddSums records the SHA-256 of each of paths, files of dir, in dir's
+// SumsFile in the format of sha256sum(1), so `sha256sum -c SHA256SUMS`
+// checks them there. The lines of other files already listed are kept
+// while those files are there; a file listed again gets its new sum.
+func AddSums(dir string, paths ...string) error {
+	sums := map[string]string{}
+	if b, err := os.ReadFile(filepath.Join(dir, SumsFile)); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			sum, name, ok := strings.Cut(l, "  ")
+			if !ok || len(sum) != 64 || strings.ContainsAny(name, "/\\") {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+				sums[name] = sum
+			}
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	for _, p := range paths {
+		if filepath.Clean(filepath.Dir(p)) != filepath.Clean(dir) {
+			return fmt.Errorf("packaging: %s is not in %s", p, dir)
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		h := sha256.New()
+		_, err = io.Copy(h, f)
+		f.Close()
+		if err != nil {
+			return err
+		}
+		sums[filepath.Base(p)] = hex.EncodeToString(h.Sum(nil))
+	}
+	names := make([]string, 0, len(sums))
+	for n := range sums {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out strings.Builder
+	for _, n := range names {
+		fmt.Fprintf(&out, "%s  %s\n", sums[n], n)
+	}
+	tmp, err := os.CreateTemp(dir, "."+SumsFile+"-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.WriteString(out.String()); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	// #nosec G302 -- the sums are public, as the packages they check are
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), filepath.Join(dir, SumsFile))
 }
 
 // run runs the oidcd tool and returns its standard output.

@@ -7,4 +7,6 @@
 //
 // --version is the build's version from version.sh (RELEASES explains
 // it); the package's version is the same string (packaging.DebVersion).
+// It prints the paths it wrote: the .deb, its bill of materials beside it
+// and the SHA256SUMS that lists both.
 package main

@@ -41,4 +41,6 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Println(path)
+	fmt.Println(packaging.SBOMBeside(path))
+	fmt.Println(filepath.Join(filepath.Dir(path), packaging.SumsFile))
 }

@@ -208,7 +208,7 @@ func demoURIs(callback string) (redirects []string, backchannel string, err erro
 func (n *Node) seedDemo(ctx context.Context) error {
 	st := n.fsm.State()
 	if _, err := st.Client(DemoClientID); err == nil {
-		n.demoBanner("Demo data (created earlier)")
+		n.demoBanner("Demo data (created earlier)", n.demoSignIn(ctx))
 		return nil
 	}
 	redirects, backchannel, err := demoURIs(n.cfg.DemoRedirectURI)
@@ -241,12 +241,39 @@ func (n *Node) seedDemo(ctx context.Context) error {
 			return fmt.Errorf("demo seed %s: %w", c.Type, res.Err)
 		}
 	}
-	n.demoBanner("Demo data created")
+	n.demoBanner("Demo data created", DemoEmail+" / "+DemoPassword)
 	return nil
 }
 
-// demoBanner prints the demo sign-in, on every start with --demo.
-func (n *Node) demoBanner(title string) {
-	fmt.Fprintf(n.cfg.Out, "%s:\n  organization %q, person %s / %s\n  public client %q, redirect URI %s (oidcd-demo-rp)\n  discovery: %s/.well-known/openid-configuration\n%s\n",
-		title, DemoOrgSlug, DemoEmail, DemoPassword, DemoClientID, n.cfg.DemoRedirectURI, n.cfg.Issuer, n.demoMailLine())
+// demoSignIn is the demo person's sign-in as the banner shows it on a
+// later start: with the demo password only while it is still theirs (the
+// stored hash verifies it), since a person who changed it on /account
+// should not be told the old one works.
+func (n *Node) demoSignIn(ctx context.Context) string {
+	u, err := n.fsm.State().UserByEmail(DemoEmail)
+	switch {
+	case errors.Is(err, fsm.ErrNotFound):
+		return DemoEmail + " (deleted since the demo made it)"
+	case err != nil:
+		return DemoEmail
+	}
+	if ok, err := n.hasher.Verify(ctx, DemoPassword, u.PasswordHash); err == nil && ok {
+		return DemoEmail + " / " + DemoPassword
+	}
+	return DemoEmail + " (its password was changed from the demo's)"
+}
+
+// demoBanner prints the demo sign-in, on every start with --demo, and
+// without --kek-file a note on secrets at rest: in a demo they are
+// stored unencrypted, which production should not do (loadKEK logs the
+// same at info).
+func (n *Node) demoBanner(title, person string) {
+	note := ""
+	if n.cfg.KEKFile == "" {
+		note = fmt.Sprintf("  note: demo secrets (signing keys, the browser key) are stored unencrypted in %s;\n"+
+			"    fine for a demo; in production give --kek-file: docs/operators/install.md, step 4,\n"+
+			"    and SECURITY.md, \"Secrets at rest\"\n", n.cfg.DataDir)
+	}
+	fmt.Fprintf(n.cfg.Out, "%s:\n  organization %q, person %s\n  public client %q, redirect URI %s (oidcd-demo-rp)\n  discovery: %s/.well-known/openid-configuration\n%s%s\n",
+		title, DemoOrgSlug, person, DemoClientID, n.cfg.DemoRedirectURI, n.cfg.Issuer, n.demoMailLine(), note)
 }

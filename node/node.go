@@ -147,7 +147,7 @@ func newNode(cfg Config) (*Node, error) {
 		closing: make(chan struct{})}
 	n.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	if n.kek, err = loadKEK(cfg.KEKFile, n.log); err != nil {
+	if n.kek, err = loadKEK(cfg.KEKFile, cfg.Demo, n.log); err != nil {
 		return nil, err
 	}
 	if cfg.TLSCert != "" {

@@ -17,8 +17,14 @@ import (
 // logged at start. A node refuses to start when its state holds a secret
 // it cannot open with its KEK (none, or another one).
 
-// loadKEK reads --kek-file; nil (and a warning) when none is given.
-func loadKEK(path string, log *slog.Logger) (*kek.KEK, error) {
+// loadKEK reads --kek-file; nil (and a warning) when none is given. With
+// --demo the warning is a note: a demo on a laptop needs no KEK, and its
+// banner says what production needs (demoBanner).
+func loadKEK(path string, demo bool, log *slog.Logger) (*kek.KEK, error) {
+	if path == "" && demo {
+		log.Info("demo: no --kek-file, so signing keys and other secrets are stored unencrypted in the data directory; in production give --kek-file (SECURITY.md, \"Secrets at rest\")")
+		return nil, nil
+	}
 	if path == "" {
 		log.Warn("no --kek-file: signing keys and other secrets are stored in the clear in the raft log, the state file and snapshots")
 		return nil, nil

@@ -48,9 +48,9 @@ func serveFlags(fs *flag.FlagSet, cfg *node.Config, logLevel *string, join *stri
 	fs.DurationVar(&cfg.SessionIdle, "session-idle", node.DefaultSessionIdle, "an SSO session ends after this long without a sign-in")
 	fs.DurationVar(&cfg.SessionMax, "session-max", node.DefaultSessionMax, "an SSO session ends this long after it began, whatever happens")
 	fs.DurationVar(&cfg.AuditRetention, "audit-retention", node.DefaultAuditRetention, "audit events older than this are pruned, oldest first; the chain goes on from the oldest kept")
-	fs.BoolVar(&cfg.Demo, "demo", false, "on an empty store, create a demo organization, person and public client")
+	fs.BoolVar(&cfg.Demo, "demo", false, "on an empty store, create a demo organization, person and public client; print the demo sign-in at every start; without --log-level, log only warnings and errors (of raft only errors)")
 	fs.StringVar(&cfg.PprofAddr, "pprof-addr", "", "serve net/http/pprof on this loopback address (e.g. 127.0.0.1:6060); empty = off")
-	fs.StringVar(logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(logLevel, "log-level", "info", "debug, info, warn or error (with --demo and no --log-level: warn)")
 }
 
 // applyEnv sets every flag not given on the command line from
@@ -120,11 +120,21 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 		fmt.Fprintf(stderr, "oidcd serve: --log-level %q: %v\n", logLevel, err)
 		return 2
 	}
+	levelGiven := false
+	fs.Visit(func(f *flag.Flag) { levelGiven = levelGiven || f.Name == "log-level" })
+	quietDemo := cfg.Demo && !levelGiven // demolog.go
 	if join != "" {
 		cfg.Join = strings.Split(join, ",")
 	}
 	cfg.Version = version
-	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if quietDemo {
+		level = demoLogLevel
+	}
+	var h slog.Handler = slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})
+	if quietDemo {
+		h = demoHandler{Handler: h}
+	}
+	cfg.Logger = slog.New(h)
 	cfg.Out = stdout
 
 	n, err := node.New(cfg)
@@ -141,6 +151,9 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 		return 1
 	}
 	fmt.Fprintln(stdout, startLine(version, n.Issuer(), n.Addr(), n.DataDir()))
+	if quietDemo {
+		fmt.Fprintln(stdout, "(--demo: the log shows warnings and errors only; --log-level info shows all)")
+	}
 	// SIGTERM drains first (--shutdown-drain, then a leader hands over);
 	// a second SIGTERM, or SIGINT from a terminal, stops at once. SIGHUP
 	// reloads --tls-cert and --tls-key (they are also reloaded when the

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -264,4 +265,62 @@ func diff(a, b []string) []string {
 		}
 	}
 	return out
+}
+
+// TestGuideChecksWhatYouWereHanded runs the shell blocks of the install
+// page's "Checking what you were handed" (docs/operators/install.md) as an
+// operator would, on the scratch package's files with the paths of an
+// installed host moved into its unpacked root: sha256sum -c passes, jq
+// names oidcd and lists the modules with their licences, the recorded
+// hash is the binary's, and the modules are go version -m's.
+func TestGuideChecksWhatYouWereHanded(t *testing.T) {
+	for _, tool := range []string{"jq", "sha256sum", "bash"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s is missing; CI must run the guide's checks", tool)
+			}
+			t.Skipf("%s is missing: the guide's checks cannot run here", tool)
+		}
+	}
+	b := string(mustRead(t, filepath.Join(repoRoot, "docs", "operators", "install.md")))
+	_, section, ok := strings.Cut(b, "\n## Checking what you were handed\n")
+	if !ok {
+		t.Fatal(`docs/operators/install.md has no section "Checking what you were handed"`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	blocks := fenced(section, "sh")
+	if len(blocks) != 4 {
+		t.Fatalf("the section has %d sh blocks, want 4 (the sums, the listing, the hash, the comparison)", len(blocks))
+	}
+	deb, root, _ := scratchPackage(t)
+	dir := t.TempDir()
+	for _, p := range []string{deb, SBOMBeside(deb), filepath.Join(filepath.Dir(deb), SumsFile)} {
+		os.WriteFile(filepath.Join(dir, filepath.Base(p)), mustRead(t, p), 0o644)
+	}
+	moved := strings.NewReplacer(SBOMPath, filepath.Join(root, SBOMPath), BinaryPath, filepath.Join(root, BinaryPath))
+	run := func(script string) string {
+		t.Helper()
+		code, out, errOut := runIn(t, dir, "bash", "-eo", "pipefail", "-c", moved.Replace(script))
+		if code != 0 || errOut != "" {
+			t.Fatalf("%s\nexit %d, stderr %q\n%s", script, code, errOut, out)
+		}
+		return out
+	}
+	if out := run(blocks[0]); strings.Count(out, ": OK\n") != 2 {
+		t.Errorf("the sums block printed %q, want two OKs", out)
+	}
+	shared := strings.SplitN(blocks[1], "\n", 2)[0] + "\n" // SBOM=..., which the other blocks use
+	out := run(blocks[1])
+	if !strings.HasPrefix(out, "github.com/oidcd/oidcd v1.4.2\n") || !regexp.MustCompile(`(?m)^golang\.org/x/crypto\tv\S+\tBSD-3-Clause$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^\d+\tMPL-2\.0$`).MatchString(out) {
+		t.Errorf("the listing block printed:\n%s\nwant oidcd and its version, golang.org/x/crypto as BSD-3-Clause, a count of MPL-2.0", out)
+	}
+	lines := strings.Fields(run(shared + blocks[2]))
+	if len(lines) < 2 || lines[0] != lines[1] {
+		t.Errorf("the hash block printed %q: the recorded SHA-256 is not sha256sum's", lines)
+	}
+	_, deps := goVersionM(t, filepath.Join(root, BinaryPath))
+	if out := run(shared + blocks[3]); out != fmt.Sprintf("the same %d modules\n", len(deps)) {
+		t.Errorf("the comparison block printed %q, want \"the same %d modules\"", out, len(deps))
+	}
 }

@@ -396,7 +396,7 @@ func (f *flow) strength() bool {
 		// the strength asked for. Deny rather than issue a
 		// weaker code; the spent code opens /account, where the person
 		// sets up a new factor.
-		f.fail(errNoSecondFactor)
+		f.refuse(errNoSecondFactor, authn.ReasonRecoveryTooWeak)
 		return false
 	}
 	fac, err := f.p.cfg.State.Factors(f.user.ID)
@@ -406,7 +406,7 @@ func (f *flow) strength() bool {
 	}
 	switch {
 	case !fac.HasSecondFactor():
-		f.fail(errNoSecondFactor)
+		f.refuse(errNoSecondFactor, authn.ReasonNoSecondFactor)
 	case f.pend.Req.Prompt.has(promptNone):
 		f.fail(errStepUpRequired)
 	default:

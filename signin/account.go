@@ -98,6 +98,7 @@ type account struct {
 func (p *Signin) registerAccount(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+PathAccount, p.handleAccount)
 	mux.HandleFunc("POST "+PathAccount, p.handleAccountPost)
+	mux.HandleFunc("GET "+PathTOTPQR, p.handleTOTPQR)
 }
 
 func (p *Signin) handleAccount(w http.ResponseWriter, r *http.Request) {
@@ -140,11 +141,19 @@ func (a *account) handleForm() (url.Values, bool) {
 		a.unavailable("sealer: " + err.Error())
 		return nil, false
 	}
+	token, _ := authn.FormValue(form, "csrf_token")
 	if sealed == "" || box.Open(accountPurpose, sealed, a.now, &a.step) != nil {
+		if action, _ := authn.FormValue(form, "action"); action == webui.ActionSignOut && a.r.URL.Path == PathAccount &&
+			a.p.sessions.CSRFOK(a.r, token, token) {
+			// A home page left open past its form's life still signs
+			// out: the form is this browser's (its CSRF token is the
+			// cookie's), and ending a session gives no one anything.
+			a.step, a.csrf = accountStep{Stage: accountHome, CSRF: token}, token
+			return form, true
+		}
 		a.page(http.StatusBadRequest, a.text(authn.MsgExpired))
 		return nil, false
 	}
-	token, _ := authn.FormValue(form, "csrf_token")
 	if !a.p.sessions.CSRFOK(a.r, token, a.step.CSRF) {
 		a.page(http.StatusForbidden, a.text(authn.MsgForbidden))
 		return nil, false
@@ -163,9 +172,28 @@ func (p *Signin) handleAccountPost(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if m, _ := authn.FormValue(form, "method"); m == methodLanguage && (a.step.Stage == accountSignIn || a.step.Stage == accountHome) {
+		// The picker of the sign-in form or the home page: the same page
+		// again, in the language picked.
+		a.pickLanguage(form)
+		if a.step.Stage == accountHome && found && a.sess.ID == a.step.SSOID && a.fresh() {
+			a.showHome(http.StatusOK, "", "")
+		} else {
+			a.showSignIn(http.StatusOK, "")
+		}
+		return
+	}
 	if a.step.Stage == accountSignIn {
 		a.signIn(form)
 		return
+	}
+	if a.step.Stage == accountHome {
+		if action, _ := authn.FormValue(form, "action"); action == webui.ActionSignOut {
+			// Signing out needs no fresh authentication, and ends the
+			// session this browser has now, whichever page it posted from.
+			a.signOut(found)
+			return
+		}
 	}
 	if !found || a.sess.ID != a.step.SSOID || !a.fresh() {
 		a.showSignIn(http.StatusOK, "")
@@ -311,6 +339,7 @@ func (a *account) showSignIn(status int, msg string) {
 	if a.p.cfg.Mail {
 		page.ForgotURL = PathForgot
 	}
+	page.LanguagePicker = true
 	a.p.cfg.UI.SignIn(a.w, status, page)
 }
 
@@ -326,7 +355,12 @@ func (a *account) showHome(status int, notice, errMsg string) {
 	}
 	page := webui.AccountPage{Common: c, Email: a.user.Email, HasTOTP: f.TOTP != nil, RecoveryLeft: f.RecoveryLeft(),
 		Notice: notice, Error: errMsg, PasskeysEnabled: a.p.wa != nil,
-		EmailChange: a.p.cfg.Mail && a.user.DirectoryID == "", EmailVerified: a.user.EmailVerified, Section: a.action}
+		EmailChange: a.p.cfg.Mail && a.user.DirectoryID == "", EmailVerified: a.user.EmailVerified, Section: a.action,
+		LanguagePicker: true}
+	if a.p.wa == nil {
+		// Why there is no button (signin.New logs it at start-up too).
+		page.PasskeysOff = a.text(keyPasskeysOffHere, a.p.issuer.Hostname())
+	}
 	if a.action == "email-change" && errMsg != "" {
 		page.NewEmail, _ = authn.FormValue(a.r.PostForm, "new_email")
 	}
@@ -361,24 +395,28 @@ func (a *account) apply(cmd fsm.Command, notice string) {
 }
 
 func (a *account) totpSetup() {
-	secret, uri, err := factor.NewTOTPSecret(a.p.issuer.Hostname(), a.user.Email)
+	secret, _, err := factor.NewTOTPSecret(a.p.issuer.Hostname(), a.user.Email)
 	if err != nil {
 		a.unavailable("totp secret: " + err.Error())
 		return
 	}
-	a.showTOTP(http.StatusOK, secret, uri, "")
+	a.showTOTP(http.StatusOK, secret, "")
 }
 
-func (a *account) showTOTP(status int, secret, uri, errMsg string) {
+// showTOTP is the setup page of secret: its otpauth: URI as a link and,
+// drawn by PathTOTPQR from the cookie set here, as a QR code, and the key
+// for typing.
+func (a *account) showTOTP(status int, secret, errMsg string) {
 	c, ok := a.common(accountStep{Stage: accountTOTP, SSOID: a.sess.ID, Secret: secret})
-	if !ok {
+	if !ok || !a.setQRCookie(secret) {
 		return
 	}
-	if uri == "" {
-		uri = (&url.URL{Scheme: "otpauth", Host: "totp", Path: "/" + a.p.issuer.Hostname() + ":" + a.user.Email,
-			RawQuery: url.Values{"secret": {secret}, "issuer": {a.p.issuer.Hostname()}, "algorithm": {"SHA1"}, "digits": {"6"}, "period": {"30"}}.Encode()}).String()
+	uri := a.totpURI(secret)
+	page := webui.TOTPSetupPage{Common: c, Secret: secret, URI: uri, Error: errMsg}
+	if side := qrSide(uri); side > 0 {
+		page.QRURL, page.QRSize = PathTOTPQR, side
 	}
-	a.p.cfg.UI.TOTPSetup(a.w, status, webui.TOTPSetupPage{Common: c, Secret: secret, URI: uri, Error: errMsg})
+	a.p.cfg.UI.TOTPSetup(a.w, status, page)
 }
 
 // totpConfirm enrolls the pending secret once the person's app shows a
@@ -387,7 +425,7 @@ func (a *account) totpConfirm(code string) {
 	secret := a.step.Secret
 	step, ok := factor.TOTPStep(secret, code, a.now)
 	if secret == "" || !ok {
-		a.showTOTP(http.StatusBadRequest, secret, "", a.text(keyBadCode))
+		a.showTOTP(http.StatusBadRequest, secret, a.text(keyBadCode))
 		return
 	}
 	sealed, err := a.p.cfg.KEK.Seal([]byte(secret), factor.TOTPAAD(a.user.ID))
@@ -410,6 +448,7 @@ func (a *account) totpConfirm(code string) {
 			return
 		}
 	}
+	a.clearQRCookie()
 	a.showHome(http.StatusOK, a.text(keyTOTPSet), "")
 }
 

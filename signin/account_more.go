@@ -1,9 +1,11 @@
 package signin
 
 import (
+	"cmp"
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -167,10 +169,6 @@ func (a *account) changePassword(form url.Values) {
 // times in the page's language (a.dateTime).
 func (a *account) overview(page *webui.AccountPage) error {
 	st := a.p.cfg.State
-	events, err := st.AuditEvents(fsm.AuditQuery{Subject: a.user.ID, Type: fsm.EventSignin, Newest: true, Limit: activityShown})
-	if err != nil {
-		return err
-	}
 	names := map[string]string{}
 	appName := func(id string) string {
 		if id == "" {
@@ -186,13 +184,15 @@ func (a *account) overview(page *webui.AccountPage) error {
 		names[id] = n
 		return n
 	}
-	for _, e := range events {
-		line := webui.ActivityLine{Time: a.dateTime(e.Time), App: appName(e.ClientID), Address: e.IP,
-			Strength: a.strength(e.Detail["acr"]), OK: e.Outcome == fsm.OutcomeSuccess}
-		if !line.OK {
-			line.Strength = a.reason(e.Detail["reason"])
+	events, err := a.activity()
+	if err != nil {
+		return err
+	}
+	for i, e := range events {
+		if i > 0 && folded(events[i-1], e) {
+			continue
 		}
-		page.Activity = append(page.Activity, line)
+		page.Activity = append(page.Activity, a.activityLine(e, appName))
 	}
 	sessions, apps, err := st.SSOSessionsOf(a.user.ID, a.now)
 	if err != nil {
@@ -217,6 +217,65 @@ func (a *account) overview(page *webui.AccountPage) error {
 	return nil
 }
 
+// activity is the person's recent sign-in steps and password resets,
+// newest first, at most activityShown of them (and one more, which a
+// refusal may fold: folded).
+func (a *account) activity() ([]fsm.Event, error) {
+	st := a.p.cfg.State
+	var all []fsm.Event
+	for _, typ := range []string{fsm.EventSignin, fsm.EventPasswordReset} {
+		evs, err := st.AuditEvents(fsm.AuditQuery{Subject: a.user.ID, Type: typ, Newest: true, Limit: activityShown + 1})
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, evs...)
+	}
+	slices.SortFunc(all, func(x, y fsm.Event) int { return cmp.Compare(y.Seq, x.Seq) })
+	var out []fsm.Event
+	for i, e := range all {
+		if len(out) == activityShown && (i == 0 || !folded(all[i-1], e)) {
+			break
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// refusalReasons are the reasons of a sign-in the authorization flow
+// refused after it succeeded here (Signin.Refused): the line says
+// refused, not signed in.
+var refusalReasons = map[string]bool{authn.ReasonNoSecondFactor: true, authn.ReasonRecoveryTooWeak: true}
+
+// folded reports whether the event older, just before newer in the
+// trail, is the successful step whose sign-in newer refused: the same
+// person and application, from the same address, a moment before. The
+// page shows the refusal alone.
+func folded(newer, older fsm.Event) bool {
+	return newer.Type == fsm.EventSignin && newer.Outcome == fsm.OutcomeFailure && refusalReasons[newer.Detail["reason"]] &&
+		older.Type == fsm.EventSignin && older.Outcome == fsm.OutcomeSuccess &&
+		older.ClientID == newer.ClientID && older.IP == newer.IP && newer.Time.Sub(older.Time) <= time.Minute
+}
+
+// activityLine is the page's line of the event e.
+func (a *account) activityLine(e fsm.Event, appName func(string) string) webui.ActivityLine {
+	line := webui.ActivityLine{Time: a.dateTime(e.Time), App: appName(e.ClientID), Address: e.IP,
+		Strength: a.strength(e.Detail["acr"]), OK: e.Outcome == fsm.OutcomeSuccess}
+	switch {
+	case e.Type == fsm.EventPasswordReset:
+		line.App, line.Strength = a.text(keyResetPage), ""
+		line.Result = a.text(keyResetRequested)
+		if e.Detail["action"] == "completed" {
+			line.Result = a.text(keyResetCompleted)
+		}
+	case !line.OK && refusalReasons[e.Detail["reason"]]:
+		line.Strength = a.reason(e.Detail["reason"])
+		line.Result = a.text(keyRefusedWith, line.Strength)
+	case !line.OK:
+		line.Strength = a.reason(e.Detail["reason"])
+	}
+	return line
+}
+
 // strength names an acr for a person, in the page's language.
 func (a *account) strength(acr string) string {
 	switch acr {
@@ -234,13 +293,15 @@ func (a *account) strength(acr string) string {
 // (recordFailure) that the page names in the person's language; another
 // is shown as recorded, its underscores as spaces.
 var failureReasons = map[string]string{
-	"wrong_password":        "account.reason.wrong_password",
-	"wrong_code":            "account.reason.wrong_code",
-	"unknown_account":       "account.reason.unknown_account",
-	"directory_refused":     "account.reason.directory_refused",
-	"directory_disabled":    "account.reason.directory_disabled",
-	"directory_unavailable": "account.reason.directory_unavailable",
-	"address_taken":         "account.reason.address_taken",
+	"wrong_password":            "account.reason.wrong_password",
+	"wrong_code":                "account.reason.wrong_code",
+	"unknown_account":           "account.reason.unknown_account",
+	"directory_refused":         "account.reason.directory_refused",
+	"directory_disabled":        "account.reason.directory_disabled",
+	"directory_unavailable":     "account.reason.directory_unavailable",
+	"address_taken":             "account.reason.address_taken",
+	authn.ReasonNoSecondFactor:  "account.reason.no_second_factor",
+	authn.ReasonRecoveryTooWeak: "account.reason.recovery_code_too_weak",
 }
 
 // reason names a failed sign-in's reason for a person.
@@ -256,4 +317,32 @@ func (a *account) reason(r string) string {
 // differ between the nodes of a cluster).
 func (a *account) dateTime(t time.Time) string {
 	return a.p.cfg.UI.DateTime(a.lang(), t.UTC())
+}
+
+// signOut ends this browser's session as a logout does (its app sessions
+// end, logout tokens with sid go out), drops its cookie and shows the
+// signed-out page. live is false when the browser has no session left
+// to end: the page is the same.
+func (a *account) signOut(live bool) {
+	if live {
+		_, err := a.applyStamped(fsm.MustCommand(fsm.TypeEndSSOSession, fsm.EndSSOSession{ID: a.sess.ID, At: a.now, Reason: fsm.EndLogout}),
+			webui.ActionSignOut, map[string]string{"session": a.sess.ID})
+		if err != nil && !errors.Is(err, fsm.ErrNotFound) {
+			a.unavailable("sign out: " + err.Error())
+			return
+		}
+		a.p.log.Info("account: signed out", "user_id", a.user.ID, "sso_session", a.sess.ID)
+	}
+	a.p.sessions.ClearSSOCookie(a.w)
+	a.clearQRCookie()
+	a.p.cfg.UI.Message(a.w, http.StatusOK, webui.MessagePage{Frame: a.frame(), Title: a.text(keySignedOutTitle), Message: a.text(keySignedOut),
+		LinkURL: PathAccount, LinkText: a.text(keySignIn)})
+}
+
+// pickLanguage remembers the language the picker posted (Signin.pickLanguage)
+// and shows this request's page in it.
+func (a *account) pickLanguage(form url.Values) {
+	if tag := a.p.pickLanguage(a.w, form, a.now); tag != "" {
+		a.language = a.p.language(a.r, tag)
+	}
 }

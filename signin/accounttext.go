@@ -36,6 +36,14 @@ const (
 	keyAddPasskey        = "account.passkeys.add"
 	keyPasskeyName       = "account.passkeys.default_name"
 	keyThisPage          = "account.activity.this_page"
+	keyPasskeysOffHere   = "account.passkeys.off" // its argument is the issuer's host
+	keyRefusedWith       = "account.activity.refused_with"
+	keyResetPage         = "account.activity.reset_page"
+	keyResetRequested    = "account.activity.reset_requested"
+	keyResetCompleted    = "account.activity.reset_completed"
+	// the signed-out page, as logout shows it (flow.json)
+	keySignedOutTitle = "logout.title"
+	keySignedOut      = "logout.done"
 
 	// shared by the self-service pages
 	keyBadAddress         = "self.error.bad_address"

@@ -30,7 +30,7 @@ func (s *selfPage) showForgot(status int, typed, errMsg string, ctx *signinConte
 		return
 	}
 	s.p.cfg.UI.Address(s.w, status, webui.AddressPage{Common: c, Lead: s.text(keyForgotLead), Email: typed, Error: errMsg,
-		Button: s.text(keySendLink), BackURL: backURL(ctx), BackText: s.text(keyBackToSignIn)})
+		Button: s.text(keySendLink), BackURL: backURL(ctx), BackText: s.text(keyBackToSignIn), LanguagePicker: true})
 }
 
 func (p *Signin) handleForgotPost(w http.ResponseWriter, r *http.Request) {
@@ -38,6 +38,11 @@ func (p *Signin) handleForgotPost(w http.ResponseWriter, r *http.Request) {
 	s := p.selfPage(w, r)
 	form, ok := s.form(stageForgot)
 	if !ok {
+		return
+	}
+	if pickedLanguage(form) {
+		s.pickLanguage(form)
+		s.showForgot(http.StatusOK, "", "", s.step.Ctx)
 		return
 	}
 	typed, _ := authn.FormValue(form, "email")
@@ -189,11 +194,12 @@ func (s *selfPage) resetPerson(l fsm.Link) (fsm.User, bool) {
 }
 
 func (s *selfPage) showReset(status int, hash, address, errMsg string) {
-	c, ok := s.common(selfStep{Stage: stageReset, Hash: hash}, PathReset, s.text(keyResetTitle))
+	c, ok := s.common(selfStep{Stage: stageReset, Hash: hash, Ctx: s.step.Ctx}, PathReset, s.text(keyResetTitle))
 	if !ok {
 		return
 	}
-	s.p.cfg.UI.NewPassword(s.w, status, webui.NewPasswordPage{Common: c, Lead: s.text(keyResetLead), Email: address, Error: errMsg, Button: s.text(keyResetSubmit)})
+	s.p.cfg.UI.NewPassword(s.w, status, webui.NewPasswordPage{Common: c, Lead: s.text(keyResetLead), Email: address, Error: errMsg, Button: s.text(keyResetSubmit),
+		LanguagePicker: true})
 }
 
 // handleResetPost sets the new password: the policy of /account's
@@ -214,6 +220,11 @@ func (p *Signin) handleResetPost(w http.ResponseWriter, r *http.Request) {
 	}
 	u, ok := s.resetPerson(l)
 	if !ok {
+		return
+	}
+	if pickedLanguage(form) {
+		s.pickLanguage(form)
+		s.showReset(http.StatusOK, s.step.Hash, u.Email, "")
 		return
 	}
 	next, _ := authn.FormValue(form, "new_password")

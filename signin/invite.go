@@ -57,6 +57,13 @@ func (p *Signin) handleInvitePost(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if pickedLanguage(form) {
+		// The picker of any of the invitation's pages: the step it is at,
+		// again, in the language picked.
+		a.pickLanguage(form)
+		a.inviteReady(http.StatusOK)
+		return
+	}
 	switch a.step.Stage {
 	case accountInviteNew:
 		a.inviteNew(form)
@@ -148,7 +155,7 @@ func (a *account) inviteReady(status int) {
 	}
 	c.Title = a.text(keyInviteTitle, a.inv.org.Name)
 	a.p.cfg.UI.Confirm(a.w, status, webui.ConfirmPage{Common: c, Button: a.text(keyInviteAccept),
-		Lead: a.text(keyInviteLeadMember, a.inv.org.Name, a.user.Email)})
+		Lead: a.text(keyInviteLeadMember, a.inv.org.Name, a.user.Email), LanguagePicker: true})
 }
 
 // inviteGate passes when this session may accept: the proof /account
@@ -185,7 +192,7 @@ func (a *account) showInviteNew(status int, errMsg string) {
 	}
 	c.Title = a.text(keyInviteTitle, a.inv.org.Name)
 	a.p.cfg.UI.NewPassword(a.w, status, webui.NewPasswordPage{Common: c, Email: a.inv.link.Email, Error: errMsg, Button: a.text(keyCreateAccount),
-		Lead: a.text(keyInviteLeadNew, a.inv.org.Name)})
+		Lead: a.text(keyInviteLeadNew, a.inv.org.Name), LanguagePicker: true})
 }
 
 // inviteEvent is the audit stamp of an accepted invitation.

@@ -57,7 +57,7 @@ func (s *selfPage) showRegister(status int, typed, errMsg string, ctx *signinCon
 		return
 	}
 	s.p.cfg.UI.Address(s.w, status, webui.AddressPage{Common: c, Lead: s.text(keyRegisterLead, org.Name), Email: typed, Error: errMsg,
-		Button: s.text(keySendLink), BackURL: backURL(ctx), BackText: s.text(keyBackToSignIn)})
+		Button: s.text(keySendLink), BackURL: backURL(ctx), BackText: s.text(keyBackToSignIn), LanguagePicker: true})
 }
 
 func (p *Signin) handleRegisterPost(w http.ResponseWriter, r *http.Request) {
@@ -65,6 +65,11 @@ func (p *Signin) handleRegisterPost(w http.ResponseWriter, r *http.Request) {
 	s := p.selfPage(w, r)
 	form, ok := s.form(stageRegister, stageRegisterPassword)
 	if !ok {
+		return
+	}
+	if pickedLanguage(form) {
+		s.pickLanguage(form)
+		s.showRegisterAgain()
 		return
 	}
 	if s.step.Stage == stageRegisterPassword {
@@ -216,7 +221,22 @@ func (s *selfPage) showRegisterPassword(status int, l fsm.Link, errMsg string) {
 	if o, err := s.p.cfg.State.Org(l.OrgID); err == nil {
 		lead = s.text(keyRegisterPwLeadOrg, o.Name)
 	}
-	s.p.cfg.UI.NewPassword(s.w, status, webui.NewPasswordPage{Common: c, Lead: lead, Email: l.Email, Error: errMsg, Button: s.text(keyCreateAccount)})
+	s.p.cfg.UI.NewPassword(s.w, status, webui.NewPasswordPage{Common: c, Lead: lead, Email: l.Email, Error: errMsg, Button: s.text(keyCreateAccount),
+		LanguagePicker: true})
+}
+
+// showRegisterAgain shows the registration page the step is at again,
+// after a language was picked on it: the address, or the link's password.
+func (s *selfPage) showRegisterAgain() {
+	if s.step.Stage == stageRegisterPassword {
+		if l, ok := s.link(s.step.Hash, fsm.LinkRegistration); ok {
+			s.showRegisterPassword(http.StatusOK, l, "")
+		}
+		return
+	}
+	if org, ok := s.registrationOf(s.step.Ctx); ok {
+		s.showRegister(http.StatusOK, "", "", s.step.Ctx, org)
+	}
 }
 
 // accountExists is the page of a registration whose address has an

@@ -95,12 +95,12 @@ func (h *harness) lastLink(to, kind string) string {
 // tokenOf is the token at the end of a link's path.
 func tokenOf(path string) string { return path[strings.LastIndexByte(path, '/')+1:] }
 
-// onlyPostForm is the one post form of p.
+// onlyPostForm is the one post form of p but the language picker's.
 func onlyPostForm(t testing.TB, p page) htmlForm {
 	t.Helper()
 	var out []htmlForm
 	for _, f := range parseForms(t, p.body) {
-		if f.method == "post" {
+		if f.method == "post" && !slices.Contains(f.buttons, [2]string{"method", methodLanguage}) {
 			out = append(out, f)
 		}
 	}

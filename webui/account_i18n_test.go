@@ -35,7 +35,7 @@ func TestAccountPagesInEachLanguage(t *testing.T) {
 		}{
 			{"account", func(w http.ResponseWriter) {
 				u.Account(w, 200, AccountPage{Common: noTitle, Email: "ada@example.com", HasTOTP: true, RecoveryLeft: 7, PasskeysEnabled: true,
-					HasPassword: true, EmailChange: true,
+					HasPassword: true, EmailChange: true, LanguagePicker: true,
 					Passkeys: []PasskeyLine{{ID: "cGs", Name: "YubiKey", Created: date}},
 					Sessions: []SessionLine{{ID: "s1", Started: date, Strength: u.Text(tag, "account.strength.mfa"), Apps: []string{"Books", "Mail"}, Current: true},
 						{ID: "s2", Started: date}},
@@ -47,7 +47,7 @@ func TestAccountPagesInEachLanguage(t *testing.T) {
 				"account.email.heading", "account.email.unconfirmed", "account.email.new", "account.email.hint", "account.email.hint_confirm", "account.email.submit",
 				"account.sessions.heading", "account.sessions.this_browser", "account.sessions.sign_out", "account.sessions.sign_out_others",
 				"account.apps.heading", "account.apps.revoke", "account.activity.heading", "account.activity.when", "account.activity.app",
-				"account.activity.address", "account.activity.result", "account.activity.failed"},
+				"account.activity.address", "account.activity.result", "account.activity.failed", "account.sign_out", "lang.label", "lang.choose"},
 				[][]any{{"account.recovery.left", 7}, {"account.passkeys.added", date}, {"account.sessions.since", date},
 					{"account.apps.scopes_since", "openid email", date}, {"account.activity.ok_with", u.Text(tag, "account.strength.pwd")},
 					{"account.parenthesis", u.Text(tag, "account.strength.mfa")}}},
@@ -55,21 +55,24 @@ func TestAccountPagesInEachLanguage(t *testing.T) {
 				u.Account(w, 200, AccountPage{Common: noTitle, Email: "ada@example.com", EmailChange: true, EmailVerified: true})
 			}, []string{"account.totp.off", "account.totp.set_up", "account.passkeys.none", "account.apps.none", "account.activity.none", "account.email.confirmed"},
 				[][]any{{"account.recovery.left", 0}}},
+			{"account passkeys off", func(w http.ResponseWriter) {
+				u.Account(w, 200, AccountPage{Common: noTitle, Email: "ada@example.com", PasskeysOff: u.Text(tag, "account.passkeys.off", "127.0.0.1")})
+			}, nil, [][]any{{"account.passkeys.off", "127.0.0.1"}}},
 			{"totp", func(w http.ResponseWriter) {
-				u.TOTPSetup(w, 200, TOTPSetupPage{Common: noTitle, Secret: "JBSWY3DPEHPK3PXP", URI: "otpauth://totp/x"})
-			}, []string{"totp.title", "totp.lead", "totp.open", "totp.code.label", "totp.submit", "totp.cancel"}, nil},
+				u.TOTPSetup(w, 200, TOTPSetupPage{Common: noTitle, Secret: "JBSWY3DPEHPK3PXP", URI: "otpauth://totp/x", QRURL: "/account/totp.png", QRSize: 200})
+			}, []string{"totp.title", "totp.lead", "totp.open", "totp.code.label", "totp.submit", "totp.cancel", "totp.qr.alt", "totp.key"}, nil},
 			{"recovery codes", func(w http.ResponseWriter) {
 				u.RecoveryCodes(w, 200, RecoveryCodesPage{Frame: c.Frame, Codes: []string{"aaaa-bbbb"}, BackURL: "/account"})
 			}, []string{"recovery.title", "recovery.lead", "recovery.back"}, nil},
 			{"address", func(w http.ResponseWriter) {
-				u.Address(w, 200, AddressPage{Common: c, BackURL: "/authorize?x"})
-			}, []string{"address.title", "address.email.label", "address.submit", "address.back"}, nil},
+				u.Address(w, 200, AddressPage{Common: c, BackURL: "/authorize?x", LanguagePicker: true})
+			}, []string{"address.title", "address.email.label", "address.submit", "address.back", "lang.label", "lang.choose"}, nil},
 			{"new password", func(w http.ResponseWriter) {
-				u.NewPassword(w, 200, NewPasswordPage{Common: c, Email: "ada@example.com"})
-			}, []string{"newpassword.title", "newpassword.label", "newpassword.hint", "newpassword.submit"}, nil},
+				u.NewPassword(w, 200, NewPasswordPage{Common: c, Email: "ada@example.com", LanguagePicker: true})
+			}, []string{"newpassword.title", "newpassword.label", "newpassword.hint", "newpassword.submit", "lang.label", "lang.choose"}, nil},
 			{"confirm", func(w http.ResponseWriter) {
-				u.Confirm(w, 200, ConfirmPage{Common: c})
-			}, []string{"confirm.title", "confirm.submit"}, nil},
+				u.Confirm(w, 200, ConfirmPage{Common: c, LanguagePicker: true})
+			}, []string{"confirm.title", "confirm.submit", "lang.label", "lang.choose"}, nil},
 		} {
 			rec := httptest.NewRecorder()
 			pg.render(rec)

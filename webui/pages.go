@@ -1,7 +1,10 @@
 package webui
 
 import (
+	"html/template"
 	"net/http"
+	"net/url"
+	"strings"
 
 	"golang.org/x/text/language"
 )
@@ -121,11 +124,15 @@ type AccountPage struct {
 	Passkeys        []PasskeyLine
 	RecoveryLeft    int
 	PasskeysEnabled bool // the issuer has a domain name (WebAuthn needs one)
-	Notice, Error   string
-	HasPassword     bool           // the person has a password to change
-	Activity        []ActivityLine // recent sign-ins, newest first
-	Sessions        []SessionLine  // live sessions
-	Apps            []ConsentLine  // applications consented to
+	// PasskeysOff, when PasskeysEnabled is false, says why passkeys cannot
+	// be added here (the issuer's host is an IP address), in place of an
+	// empty section without a button.
+	PasskeysOff   string
+	Notice, Error string
+	HasPassword   bool           // the person has a password to change
+	Activity      []ActivityLine // recent sign-ins, newest first
+	Sessions      []SessionLine  // live sessions
+	Apps          []ConsentLine  // applications consented to
 	// EmailChange offers a new address (the email-change action, a new_email
 	// input): mail can go out and the person's address is their own, not
 	// their directory's. EmailVerified says whether the current one is
@@ -144,7 +151,15 @@ type AccountPage struct {
 	// section is shown when either holds one.
 	Identities    []IdentityLine
 	LinkProviders []ProviderButton
+	// LanguagePicker shows the language picker (as on the sign-in page)
+	// at the foot of the page: it posts method=language with the chosen
+	// lang and the hidden inputs to Action.
+	LanguagePicker bool
 }
+
+// ActionSignOut is the account page's button that ends this browser's
+// session, as a logout does.
+const ActionSignOut = "sign-out"
 
 // IdentityLine is one link to an upstream provider: the provider's
 // name, the address the upstream gave ("" for none), when it was linked
@@ -154,10 +169,14 @@ type IdentityLine struct {
 }
 
 // ActivityLine is one recent sign-in step: when, to what, from where, and
-// its strength (acr) or, for a failure, its reason.
+// its strength (acr) or, for a failure, its reason. Result, when set, is
+// the line's whole result as the person reads it (a sign-in the
+// application refused, a password reset), shown in place of the one
+// made of OK and Strength.
 type ActivityLine struct {
 	Time, App, Address, Strength string
 	OK                           bool
+	Result                       string
 }
 
 // SessionLine is one live session of the person, with the applications
@@ -179,10 +198,42 @@ type PasskeyLine struct {
 }
 
 // TOTPSetupPage shows a new authenticator-app secret and asks for a code.
+// URI is the secret's otpauth: URI, built by the provider (never from
+// input): the page links it (Link) and, when QRURL is set, shows the
+// image at QRURL, a path on the provider's own origin (img-src 'self'),
+// QRSize CSS pixels square, that draws it as a QR code. The key is shown
+// beside it in groups of four (KeyGroups) for those who type it.
 type TOTPSetupPage struct {
 	Common
 	Secret, URI string
+	QRURL       string
+	QRSize      int
 	Error       string
+}
+
+// Link is URI as a link target. html/template filters a URL of an
+// unknown scheme to #ZgotmplZ, so an otpauth: URI passes as a
+// template.URL, but only one that parses as otpauth://totp/ (what
+// internal/factor and signin build); anything else gives "" and no link.
+func (p TOTPSetupPage) Link() template.URL {
+	u, err := url.Parse(p.URI)
+	if err != nil || u.Scheme != "otpauth" || u.Host != "totp" || u.Opaque != "" || u.User != nil || strings.ContainsAny(p.URI, "\"<>` \t\r\n") {
+		return ""
+	}
+	return template.URL(p.URI) // #nosec G203 -- an otpauth://totp/ URI the provider built (see above)
+}
+
+// KeyGroups is the secret in groups of four characters, separated by
+// spaces, as a person types it (authenticator apps ignore the spaces).
+func (p TOTPSetupPage) KeyGroups() string {
+	var b strings.Builder
+	for i, r := range p.Secret {
+		if i > 0 && i%4 == 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // RecoveryCodesPage shows fresh recovery codes once.
@@ -255,6 +306,9 @@ type AddressPage struct {
 	// BackURL and BackText: an optional link back, such as to the
 	// sign-in the person came from.
 	BackURL, BackText string
+	// LanguagePicker shows the language picker under the form
+	// (SignInPage.LanguagePicker).
+	LanguagePicker bool
 }
 
 // NewPasswordPage asks for a new password (autocomplete new-password),
@@ -269,6 +323,9 @@ type NewPasswordPage struct {
 	Email  string
 	Error  string
 	Button string
+	// LanguagePicker shows the language picker under the form
+	// (SignInPage.LanguagePicker).
+	LanguagePicker bool
 }
 
 // ConfirmPage asks the person to confirm one thing with one submit button
@@ -280,6 +337,9 @@ type ConfirmPage struct {
 	Lead   string
 	Error  string
 	Button string
+	// LanguagePicker shows the language picker under the form
+	// (SignInPage.LanguagePicker).
+	LanguagePicker bool
 }
 
 // SignIn renders the first sign-in step.

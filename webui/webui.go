@@ -111,7 +111,7 @@ func New() (*UI, error) {
 	for k, f := range u.localeFuncs(0) {
 		funcs[k] = f
 	}
-	base, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html")
+	base, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFiles, "templates/layout.html", "templates/language.html")
 	if err != nil {
 		return nil, fmt.Errorf("webui: %w", err)
 	}

@@ -61,9 +61,11 @@ func TOTPStep(secret, code string, now time.Time) (step int64, ok bool) {
 	return step, hit == 1
 }
 
-// TOTPCode is the code of secret at t (tests and tools).
+// TOTPCode is the code of secret at t (tests and tools). The secret may
+// be written in groups, as the setup page shows it: spaces are ignored,
+// as authenticator apps ignore them.
 func TOTPCode(secret string, t time.Time) (string, error) {
-	return totp.GenerateCodeCustom(secret, t, totpOpts)
+	return totp.GenerateCodeCustom(strings.ReplaceAll(secret, " ", ""), t, totpOpts)
 }
 
 // RecoveryCodeCount is how many recovery codes a set has.

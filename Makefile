@@ -48,7 +48,7 @@ package: build
 ## found in its files in the module cache (tools/sbom). Reads local files
 ## only.
 sbom: build
-	cd tools && $(GO) run ./cmd/oidcd-sbom --binary ../$(BIN) --root .. --out ../bin/oidcd.cdx.json
+	cd tools && $(GO) run ./cmd/oidcd-sbom --binary ../$(BIN) --root .. --version $(VERSION) --out ../bin/oidcd.cdx.json
 
 ## test: every unit and black-box test, with the race detector.
 ## Browser tests need chromium, the load-balancer tests HAProxy, the

@@ -151,7 +151,7 @@ func Build(ctx context.Context, o Options) (string, error) {
 	// The bill of materials of the binary shipped, from its own build
 	// record; the same bytes go into the package and beside it.
 	bom := filepath.Join(work, "oidcd.cdx.json")
-	if err := sbom.WriteFile(bom, sbom.Options{Binary: o.Binary, MainDir: o.RepoRoot, MainLicense: License, Time: o.MTime}); err != nil {
+	if err := sbom.WriteFile(bom, sbom.Options{Binary: o.Binary, MainDir: o.RepoRoot, MainLicense: License, Time: o.MTime, Version: o.Version}); err != nil {
 		return "", fmt.Errorf("packaging: %w", err)
 	}
 	file := func(src, dst, typ string, mode os.FileMode) *files.Content {

@@ -53,8 +53,11 @@ func buildBinary(t *testing.T, dir, version string) string {
 	bin := filepath.Join(dir, "oidcd")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags", "-X main.version="+version, "-o", bin, "./cmd/oidcd")
+	// As make package builds it: -trimpath (which records no -ldflags in
+	// the binary) and without cgo.
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-X main.version="+version, "-o", bin, "./cmd/oidcd")
 	cmd.Dir = filepath.Join("..", "..")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

@@ -48,6 +48,11 @@ type Options struct {
 	MainLicense string
 	// Time stamps the document; the zero time leaves it unstamped.
 	Time time.Time
+	// Version is the build's version (tools/version.sh), given to the
+	// main module where the build record shows "(devel)" and the binary
+	// carries no -X main.version stamp of its own (a -trimpath build
+	// records no -ldflags).
+	Version string
 }
 
 // Module is one module of a binary's build record as the document lists
@@ -59,7 +64,7 @@ type Module struct {
 // Modules returns the modules the build record of bi shows, main module
 // first: the list a document made from bi holds.
 func Modules(bi *buildinfo.BuildInfo) []Module {
-	out := []Module{{bi.Main.Path, mainVersion(bi)}}
+	out := []Module{{bi.Main.Path, mainVersion(bi, "")}}
 	for _, d := range bi.Deps {
 		if d.Replace != nil {
 			d = d.Replace
@@ -104,7 +109,7 @@ func generate(o Options, bi *buildinfo.BuildInfo, bin []byte) (*cdx.BOM, error) 
 		return nil, err
 	}
 	main.Type = cdx.ComponentTypeApplication
-	main.Version = mainVersion(bi)
+	main.Version = mainVersion(bi, o.Version)
 	if main.Version != bi.Main.Version {
 		main.Properties = appendProperty(main.Properties, "oidcd:go:module-version", bi.Main.Version)
 	}
@@ -343,8 +348,9 @@ var mainVersionFlag = regexp.MustCompile(`-X[= ]main\.version=([^\s'"]+)`)
 // mainVersion is the main module's version: the one the build record
 // shows, or, where that is "(devel)" (a build from a work tree), the
 // version the build stamped into the binary with -X main.version, which
-// `oidcd version` prints and the package carries.
-func mainVersion(bi *buildinfo.BuildInfo) string {
+// `oidcd version` prints and the package carries, else given, else
+// "(devel)".
+func mainVersion(bi *buildinfo.BuildInfo, given string) string {
 	if bi.Main.Version != "(devel)" {
 		return bi.Main.Version
 	}
@@ -354,6 +360,9 @@ func mainVersion(bi *buildinfo.BuildInfo) string {
 				return m[1]
 			}
 		}
+	}
+	if given != "" {
+		return given
 	}
 	return bi.Main.Version
 }

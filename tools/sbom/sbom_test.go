@@ -155,6 +155,13 @@ func TestLicences(t *testing.T) {
 		t.Errorf("main module without licence file: %+v, want unknown", l)
 	}
 
+	// A build that records no -ldflags (-trimpath): the version given.
+	trimmed := buildInfo()
+	trimmed.Settings = trimmed.Settings[1:]
+	if b, err := generate(Options{Binary: "app", MainDir: main, ModCache: cache, Version: "2.0.0"}, trimmed, nil); err != nil || b.Metadata.Component.Version != "2.0.0" {
+		t.Errorf("main version of a -trimpath build: %v %v, want the given 2.0.0", b.Metadata.Component.Version, err)
+	}
+
 	// Declared by the project: recorded as declared, not looked for.
 	bom, err = generate(Options{Binary: "app", MainDir: main, ModCache: cache, MainLicense: "Proprietary"}, bi, []byte("binary"))
 	if err != nil {

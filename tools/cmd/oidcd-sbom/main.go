@@ -13,13 +13,14 @@ func main() {
 	binary := flag.String("binary", "bin/oidcd", "the built oidcd `binary` to describe")
 	root := flag.String("root", ".", "the source `tree` of the main module (for its licence file)")
 	out := flag.String("out", "", "the `file` to write (default standard output)")
+	version := flag.String("version", "", "the build's `version`, for the main module where the binary records none (a -trimpath build)")
 	license := flag.String("license", packaging.License, "the `licence` the project declares for its own module, as the package does; empty to detect it like any other")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "oidcd-sbom: unexpected argument %q\n", flag.Arg(0))
 		os.Exit(2)
 	}
-	o := sbom.Options{Binary: *binary, MainDir: *root, MainLicense: *license, Time: packaging.SourceDate()}
+	o := sbom.Options{Binary: *binary, MainDir: *root, MainLicense: *license, Time: packaging.SourceDate(), Version: *version}
 	var err error
 	if *out == "" {
 		var bom = must(sbom.Generate(o))

@@ -206,7 +206,10 @@ func (c *Console) brandingLogo(w http.ResponseWriter, r *http.Request) {
 }
 
 // brandingPreviewStyle is GET /console/branding/preview.css?c=rrggbb:
-// the preview button in that colour, white on it.
+// for the preview, the custom properties the provider's brand stylesheet
+// sets for its pages (signin/branding.go's brandStylesheet: the colour,
+// white on it, and the colour 15% darker for hover), which console.css's
+// rules of the preview read as the real pages' stylesheet does.
 func brandingPreviewStyle(w http.ResponseWriter, r *http.Request) {
 	c := r.URL.Query().Get("c")
 	if len(c) != 6 || strings.Trim(strings.ToLower(c), "0123456789abcdef") != "" {
@@ -218,5 +221,8 @@ func brandingPreviewStyle(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Security-Policy", "default-src 'none'")
 	h.Set("Cache-Control", "public, max-age=31536000, immutable")
-	fmt.Fprintf(w, ".brand-preview .brand-button{background:#%s;border-color:#%s;color:#ffffff}\n", strings.ToLower(c), strings.ToLower(c))
+	rgb, _ := strconv.ParseUint(c, 16, 32)
+	dark := func(shift uint) uint64 { return (rgb >> shift & 0xff) * 85 / 100 }
+	fmt.Fprintf(w, ".brand-preview{--brand-primary:#%06x;--brand-on-primary:#ffffff;--brand-primary-hover:#%02x%02x%02x}\n",
+		rgb, dark(16), dark(8), dark(0))
 }

@@ -35,7 +35,7 @@ func TestBrandingPage(t *testing.T) {
 	e.signIn()
 	r := e.get(Prefix + "branding")
 	wantStatus(t, "page", r, http.StatusOK)
-	wantBody(t, "page", r, `enctype="multipart/form-data"`, "No logo.")
+	wantBody(t, "page", r, `enctype="multipart/form-data"`, "Without a name or a logo the pages show no header.")
 
 	var img bytes.Buffer
 	png.Encode(&img, image.NewRGBA(image.Rect(0, 0, 4, 4)))
@@ -54,7 +54,7 @@ func TestBrandingPage(t *testing.T) {
 	if r := e.get(Prefix + "branding/logo"); r.Status != 200 || r.Header.Get("Content-Type") != "image/png" || r.Body != img.String() {
 		t.Errorf("preview logo: %d %q", r.Status, r.Header.Get("Content-Type"))
 	}
-	if r := e.get(Prefix + "branding/preview.css?c=005a9c"); r.Status != 200 || !strings.Contains(r.Body, "background:#005a9c") {
+	if r := e.get(Prefix + "branding/preview.css?c=005a9c"); r.Status != 200 || !strings.Contains(r.Body, ".brand-preview{--brand-primary:#005a9c;--brand-on-primary:#ffffff;--brand-primary-hover:#004c84}") {
 		t.Errorf("preview style: %d %q", r.Status, r.Body)
 	}
 	if r := e.get(Prefix + "branding/preview.css?c=red;}"); r.Status != 404 {

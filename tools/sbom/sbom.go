@@ -224,11 +224,13 @@ func (g generator) dir(m *debug.Module, isMain bool) (string, error) {
 		return "", fmt.Errorf("sbom: %s@%s: %w", m.Path, m.Version, err)
 	}
 	dir := filepath.Join(g.o.ModCache, escPath+"@"+escVersion)
+	// #nosec G703 -- a module's directory in the module cache, from the binary's build record and escaped by golang.org/x/mod/module
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return "", fmt.Errorf("sbom: %s@%s is not in the module cache %s (go mod download it, or build the binary here first)", m.Path, m.Version, g.o.ModCache)
 	}
 	if m.Sum != "" {
 		ziphash := filepath.Join(g.o.ModCache, "cache", "download", escPath, "@v", escVersion+".ziphash")
+		// #nosec G304 G703 -- the module cache's own record of that module's sum
 		if b, err := os.ReadFile(ziphash); err == nil && strings.TrimSpace(string(b)) != m.Sum {
 			return "", fmt.Errorf("sbom: %s@%s in the module cache has sum %s, the binary records %s: not the module that was built",
 				m.Path, m.Version, strings.TrimSpace(string(b)), m.Sum)
@@ -273,6 +275,7 @@ func licenseFile(dir string) (name, text string) {
 	}
 	for _, e := range entries { // sorted by name
 		if e.Type().IsRegular() && licenseFileName.MatchString(e.Name()) {
+			// #nosec G304 G703 -- a licence file of a module's directory, read to record its text
 			b, err := os.ReadFile(filepath.Join(dir, e.Name()))
 			if err == nil {
 				return e.Name(), string(b)
@@ -403,6 +406,7 @@ func appendProperty(p *[]cdx.Property, name, value string) *[]cdx.Property {
 
 // goEnv is one variable of `go env`.
 func goEnv(name string) (string, error) {
+	// #nosec G204 -- the go command, with a variable name of this package's own
 	out, err := exec.Command("go", "env", name).Output()
 	v := strings.TrimSpace(string(out))
 	if err != nil || v == "" {

@@ -30,17 +30,24 @@ import (
 // logout then signs the person out of that application.
 
 // rp is a confidential web application of oidcd: go-oidc verifies its ID
-// tokens, and its back-channel logout endpoint records what arrives.
+// tokens, and its back-channel logout endpoint records what arrives. Its
+// /logout signs out through oidcd's end_session_endpoint (from
+// discovery) with the ID token it kept as id_token_hint, its post-logout
+// URI /signed-out and a fresh state.
 type rp struct {
-	srv      *httptest.Server
-	conf     oauth2.Config
-	provider *oidc.Provider
-	verifier *oidc.IDTokenVerifier
+	srv        *httptest.Server
+	conf       oauth2.Config
+	provider   *oidc.Provider
+	verifier   *oidc.IDTokenVerifier
+	endSession string
 
-	mu      sync.Mutex
-	pending map[string][2]string // state -> verifier, nonce
-	claims  map[string]any       // the last ID token's
-	logouts []string             // raw logout tokens received
+	mu       sync.Mutex
+	pending  map[string][2]string // state -> verifier, nonce
+	idToken  string               // the last raw ID token
+	claims   map[string]any       // its claims
+	outState string               // the state of the last sign-out sent
+	back     []string             // the states the post-logout URI received
+	logouts  []string             // raw logout tokens received
 }
 
 func newRP(t *testing.T, issuer string) *rp {
@@ -89,9 +96,25 @@ func newRP(t *testing.T, issuer string) *rp {
 		}
 		claims["email"], claims["email_verified"] = ui.Email, ui.EmailVerified
 		a.mu.Lock()
-		a.claims = claims
+		a.idToken, a.claims = raw, claims
 		a.mu.Unlock()
 		fmt.Fprintf(w, "<!doctype html><title>App</title><h1 id=who>signed in as %s</h1>", claims["email"])
+	})
+	mux.HandleFunc("GET /logout", func(w http.ResponseWriter, r *http.Request) {
+		state := random()
+		a.mu.Lock()
+		hint := a.idToken
+		a.outState = state
+		a.mu.Unlock()
+		q := url.Values{"id_token_hint": {hint}, "post_logout_redirect_uri": {a.srv.URL + "/signed-out"},
+			"client_id": {a.conf.ClientID}, "state": {state}}
+		http.Redirect(w, r, a.endSession+"?"+q.Encode(), http.StatusFound)
+	})
+	mux.HandleFunc("GET /signed-out", func(w http.ResponseWriter, r *http.Request) {
+		a.mu.Lock()
+		a.back = append(a.back, r.URL.Query().Get("state"))
+		a.mu.Unlock()
+		fmt.Fprint(w, "<!doctype html><title>App</title><h1 id=out>You have signed out of the app</h1>")
 	})
 	mux.HandleFunc("POST /backchannel", func(w http.ResponseWriter, r *http.Request) {
 		_ = r.ParseForm()
@@ -105,6 +128,13 @@ func newRP(t *testing.T, issuer string) *rp {
 	if err != nil {
 		t.Fatalf("go-oidc discovery of oidcd: %v", err)
 	}
+	var meta struct {
+		EndSession string `json:"end_session_endpoint"`
+	}
+	if err := provider.Claims(&meta); err != nil || meta.EndSession == "" {
+		t.Fatalf("oidcd's discovery names no end_session_endpoint (%v)", err)
+	}
+	a.endSession = meta.EndSession
 	a.conf = oauth2.Config{Endpoint: provider.Endpoint(), RedirectURL: a.srv.URL + "/callback", Scopes: []string{oidc.ScopeOpenID, "email"}}
 	a.provider = provider
 	return a

@@ -3,18 +3,12 @@ package oidcprovider
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
-	"github.com/coreos/go-oidc/v3/oidc"
-	"golang.org/x/oauth2"
 
 	"github.com/oidcd/oidcd/internal/testkit/chrometest"
 	"github.com/oidcd/oidcd/node"
@@ -27,112 +21,6 @@ import (
 // browser through the upstream's own end session and back to the
 // application's post-logout URI with its state, and the upstream's
 // session is gone with ours.
-
-// signOutRP is a confidential web application of oidcd that signs in
-// with go-oidc and signs out through oidcd's end_session_endpoint (from
-// discovery) with the ID token it kept as id_token_hint, its
-// post-logout URI and a fresh state.
-type signOutRP struct {
-	srv        *httptest.Server
-	conf       oauth2.Config
-	provider   *oidc.Provider
-	verifier   *oidc.IDTokenVerifier
-	endSession string
-
-	mu       sync.Mutex
-	pending  map[string][2]string // state -> verifier, nonce
-	idToken  string               // the last raw ID token
-	claims   map[string]any       // its claims
-	outState string               // the state of the last sign-out sent
-	back     []string             // the states the post-logout URI received
-	logouts  []string             // raw logout tokens received
-}
-
-func newSignOutRP(t *testing.T, issuer string) *signOutRP {
-	t.Helper()
-	a := &signOutRP{pending: map[string][2]string{}}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /login", func(w http.ResponseWriter, r *http.Request) {
-		state, nonce, verifier := random(), random(), oauth2.GenerateVerifier()
-		a.mu.Lock()
-		a.pending[state] = [2]string{verifier, nonce}
-		a.mu.Unlock()
-		opts := []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(verifier), oidc.Nonce(nonce)}
-		if v := r.URL.Query().Get("idp_hint"); v != "" {
-			opts = append(opts, oauth2.SetAuthURLParam("idp_hint", v))
-		}
-		http.Redirect(w, r, a.conf.AuthCodeURL(state, opts...), http.StatusFound)
-	})
-	mux.HandleFunc("GET /callback", func(w http.ResponseWriter, r *http.Request) {
-		a.mu.Lock()
-		p, ok := a.pending[r.URL.Query().Get("state")]
-		a.mu.Unlock()
-		if !ok {
-			http.Error(w, "unknown state; error="+r.URL.Query().Get("error"), http.StatusBadRequest)
-			return
-		}
-		tok, err := a.conf.Exchange(r.Context(), r.URL.Query().Get("code"), oauth2.VerifierOption(p[0]))
-		if err != nil {
-			http.Error(w, "exchange: "+err.Error(), http.StatusBadGateway)
-			return
-		}
-		raw, _ := tok.Extra("id_token").(string)
-		idt, err := a.verifier.Verify(r.Context(), raw)
-		if err != nil || idt.Nonce != p[1] {
-			http.Error(w, fmt.Sprintf("id token: %v", err), http.StatusBadGateway)
-			return
-		}
-		var claims map[string]any
-		_ = idt.Claims(&claims)
-		a.mu.Lock()
-		a.idToken, a.claims = raw, claims
-		a.mu.Unlock()
-		fmt.Fprintf(w, "<!doctype html><title>App</title><h1 id=who>signed in as %s</h1>", idt.Subject)
-	})
-	mux.HandleFunc("GET /logout", func(w http.ResponseWriter, r *http.Request) {
-		state := random()
-		a.mu.Lock()
-		hint := a.idToken
-		a.outState = state
-		a.mu.Unlock()
-		q := url.Values{"id_token_hint": {hint}, "post_logout_redirect_uri": {a.srv.URL + "/signed-out"},
-			"client_id": {a.conf.ClientID}, "state": {state}}
-		http.Redirect(w, r, a.endSession+"?"+q.Encode(), http.StatusFound)
-	})
-	mux.HandleFunc("GET /signed-out", func(w http.ResponseWriter, r *http.Request) {
-		a.mu.Lock()
-		a.back = append(a.back, r.URL.Query().Get("state"))
-		a.mu.Unlock()
-		fmt.Fprint(w, "<!doctype html><title>App</title><h1 id=out>You have signed out of the app</h1>")
-	})
-	mux.HandleFunc("POST /backchannel", func(w http.ResponseWriter, r *http.Request) {
-		_ = r.ParseForm()
-		a.mu.Lock()
-		a.logouts = append(a.logouts, r.PostForm.Get("logout_token"))
-		a.mu.Unlock()
-	})
-	a.srv = httptest.NewServer(mux)
-	t.Cleanup(a.srv.Close)
-	provider, err := oidc.NewProvider(context.Background(), issuer)
-	if err != nil {
-		t.Fatalf("go-oidc discovery of oidcd: %v", err)
-	}
-	var meta struct {
-		EndSession string `json:"end_session_endpoint"`
-	}
-	if err := provider.Claims(&meta); err != nil || meta.EndSession == "" {
-		t.Fatalf("oidcd's discovery names no end_session_endpoint (%v)", err)
-	}
-	a.endSession = meta.EndSession
-	a.provider = provider
-	a.conf = oauth2.Config{Endpoint: provider.Endpoint(), RedirectURL: a.srv.URL + "/callback", Scopes: []string{oidc.ScopeOpenID, "email"}}
-	return a
-}
-
-func (a *signOutRP) register(clientID, secret string) {
-	a.conf.ClientID, a.conf.ClientSecret = clientID, secret
-	a.verifier = a.provider.Verifier(&oidc.Config{ClientID: clientID})
-}
 
 // pinTab sends every later request of the tab to the cluster's balancer
 // on to node i (-1: spread again); the issuer origin stays the same.
@@ -165,7 +53,7 @@ func TestSignOutEndsTheUpstreamSession(t *testing.T) {
 			}
 			c := testcluster.New(t, testcluster.Options{Size: size, Configure: func(_ int, cfg *node.Config) { cfg.RateLimit = "off" }})
 			issuer := c.Issuer()
-			app := newSignOutRP(t, issuer)
+			app := newRP(t, issuer)
 			var org, cl, ip map[string]any
 			c.MustAdmin(t, "POST", "/organizations", map[string]any{"slug": "alpha", "name": "Alpha"}, &org)
 			c.MustAdmin(t, "POST", "/clients", map[string]any{"name": "App", "type": "confidential", "organization_id": org["id"],

@@ -229,7 +229,11 @@ func (f *flow) federated(form map[string][]string) {
 		f.upstreamFailed(ip, err)
 		return
 	}
-	if why := staleUpstream(tok.AuthTime, time.Unix(fed.Sent, 0), f.now, f.st.Fresh, f.st.MaxAge); why != "" {
+	var sent time.Time // zero for a request sealed before Sent existed
+	if fed.Sent > 0 {
+		sent = time.Unix(fed.Sent, 0)
+	}
+	if why := staleUpstream(tok.AuthTime, sent, f.now, f.st.Fresh, f.st.MaxAge); why != "" {
 		f.fedCount(ip, "refused")
 		f.tryAgainPage(http.StatusForbidden, f.text("signin.error.not_fresh", ip.DisplayName), "identity provider "+ip.Slug+": "+why)
 		return

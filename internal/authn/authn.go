@@ -185,7 +185,9 @@ type Turn struct {
 func (t *Turn) Reference(r *http.Request) string {
 	if t.Ref == "" {
 		if t.Ref = httpx.CorrelationID(r.Context()); t.Ref == "" {
-			t.Ref = NewID()[:12]
+			// Hex, as the correlation middleware's: a reference never begins
+			// with "-", which an operator's grep would take for a flag.
+			t.Ref = httpx.NewID()[:12]
 		}
 	}
 	return t.Ref

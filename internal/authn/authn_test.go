@@ -1,8 +1,12 @@
 package authn
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/oidcd/oidcd/internal/httpx"
 )
 
 func TestCSRFMatch(t *testing.T) {
@@ -53,4 +57,28 @@ func TestS256(t *testing.T) {
 			t.Errorf("S256(%q) = %q, want %q", c.verifier, got, c.want)
 		}
 	}
+}
+
+// TestReferenceOutsideCorrelation: a reference made outside the
+// correlation middleware is the same for the whole turn and is hex, so it
+// never begins with "-" (base64url would, one time in 64).
+func TestReferenceOutsideCorrelation(t *testing.T) {
+	r := httptest.NewRequest(http.MethodGet, "/authorize", nil)
+	for i := 0; i < 500; i++ {
+		var turn Turn
+		ref := turn.Reference(r)
+		if len(ref) != 12 || strings.Trim(ref, "0123456789abcdef") != "" {
+			t.Fatalf("reference %q: want 12 hex digits", ref)
+		}
+		if again := turn.Reference(r); again != ref {
+			t.Fatalf("second reference %q, first %q", again, ref)
+		}
+	}
+	ctx := httptest.NewRequest(http.MethodGet, "/", nil)
+	var turn Turn
+	httpx.Correlation(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		if got, want := turn.Reference(r), httpx.CorrelationID(r.Context()); got != want {
+			t.Errorf("reference %q inside the middleware, correlation id %q", got, want)
+		}
+	})).ServeHTTP(httptest.NewRecorder(), ctx)
 }

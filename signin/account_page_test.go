@@ -295,7 +295,7 @@ func TestAccountActivityRefusedAndReset(t *testing.T) {
 
 // TestLanguagePickerOnEveryPage: the forgotten-password page, the reset
 // link's page, registration (the address and the link's password), an
-// invitation's page and /account (its sign-in and its home) each carry
+// invitation's page, a new address's link and /account (its sign-in and its home) each carry
 // the sign-in page's language picker; picking German answers the same
 // page in German and remembers it.
 func TestLanguagePickerOnEveryPage(t *testing.T) {
@@ -325,6 +325,13 @@ func TestLanguagePickerOnEveryPage(t *testing.T) {
 			path, _ := h.invite("new@example.org", time.Hour)
 			return b.get(path)
 		}, ""},
+		{"verify email", func(b *browser) page {
+			ab := h.browser()
+			home := ab.accountSignIn(hEmail, hPassword)
+			wantPage(t, "address change", ab.submit(formWith(t, home, "action", "email-change"), "action", "email-change",
+				map[string]string{"new_email": "ann.picked@example.com"}), http.StatusOK)
+			return b.get(h.lastLink("ann.picked@example.com", fsm.EmailVerify))
+		}, keyVerifyEmailTitle},
 		{"account sign-in", func(b *browser) page { return b.get(PathAccount) }, titleSignInAccount},
 		{"account", func(b *browser) page { return b.accountSignIn(hEmail, hPassword) }, "account.title"},
 	}
@@ -345,6 +352,11 @@ func TestLanguagePickerOnEveryPage(t *testing.T) {
 			}
 			if b.cookie("/", webui.LangCookie) != "de" {
 				t.Errorf("language cookie %q, want de", b.cookie("/", webui.LangCookie))
+			}
+			// Picking a language changes nothing but the language: the
+			// address link is not used up by it.
+			if u, _ := h.applier.State().User(hUser); u.Email != hEmail {
+				t.Fatalf("picking a language changed the address to %s", u.Email)
 			}
 			// The page again has its form and the picker, German selected.
 			formWith(t, p, "method", methodLanguage)

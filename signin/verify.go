@@ -32,7 +32,13 @@ func (p *Signin) handleVerifyEmail(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	c, ok := s.common(selfStep{Stage: stageVerifyEmail, Hash: hash}, PathVerify, s.text(keyVerifyEmailTitle))
+	s.showVerify(hash, l, u)
+}
+
+// showVerify is the link's page for link l of person u, with the language
+// picker: choosing a language shows it again and confirms nothing.
+func (s *selfPage) showVerify(hash string, l fsm.Link, u fsm.User) {
+	c, ok := s.common(selfStep{Stage: stageVerifyEmail, Hash: hash, Ctx: s.step.Ctx}, PathVerify, s.text(keyVerifyEmailTitle))
 	if !ok {
 		return
 	}
@@ -43,7 +49,7 @@ func (p *Signin) handleVerifyEmail(w http.ResponseWriter, r *http.Request) {
 		// is not theirs.
 		lead = s.text(keyVerifyLeadOther, l.Email, u.Email)
 	}
-	p.cfg.UI.Confirm(w, http.StatusOK, webui.ConfirmPage{Common: c, Lead: lead, Button: s.text(keyConfirmSubmit)})
+	s.p.cfg.UI.Confirm(s.w, http.StatusOK, webui.ConfirmPage{Common: c, Lead: lead, Button: s.text(keyConfirmSubmit), LanguagePicker: true})
 }
 
 // linkPerson is the person of a link; ok is false when it has answered.
@@ -67,7 +73,8 @@ func (s *selfPage) linkPerson(l fsm.Link) (fsm.User, bool) {
 // address unchanged).
 func (p *Signin) handleVerifyEmailPost(w http.ResponseWriter, r *http.Request) {
 	s := p.selfPage(w, r)
-	if _, ok := s.form(stageVerifyEmail); !ok {
+	form, ok := s.form(stageVerifyEmail)
+	if !ok {
 		return
 	}
 	l, ok := s.link(s.step.Hash, fsm.LinkVerifyEmail)
@@ -76,6 +83,11 @@ func (p *Signin) handleVerifyEmailPost(w http.ResponseWriter, r *http.Request) {
 	}
 	u, ok := s.linkPerson(l)
 	if !ok {
+		return
+	}
+	if pickedLanguage(form) {
+		s.pickLanguage(form)
+		s.showVerify(s.step.Hash, l, u)
 		return
 	}
 	cmd := fsm.UseLink{Hash: l.Hash, Purpose: fsm.LinkVerifyEmail, At: s.now}

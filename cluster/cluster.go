@@ -142,6 +142,10 @@ type Cluster struct {
 	// asked: what the members gossip does not see answered opAnnounce
 	// (announce.go).
 	asked askTable
+	// reannounced, set only by tests (export_test.go reannounce), is
+	// the version and format this node announces after an upgrade in
+	// place, which selfAnnounced answers from then on.
+	reannounced atomic.Pointer[selfAnnouncement]
 
 	// Set by New for Start.
 	raftConfig *raft.Config

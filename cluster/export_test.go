@@ -18,6 +18,9 @@ func announcing(version string, f fsm.Format) func(*Config) {
 // reannounce changes what a running node announces, as if it had been
 // upgraded (or downgraded) in place; 0 announces no format at all.
 func (c *Cluster) reannounce(version string, f fsm.Format) error {
+	// What the node counts itself as (selfAnnounced: the leader's raise
+	// and its answer to opAnnounce) changes with what gossip carries.
+	c.reannounced.Store(&selfAnnouncement{version: version, format: announcedFormat(int(f))})
 	g := c.gossip
 	g.mu.Lock()
 	g.meta.Version, g.meta.Format = version, int(f)

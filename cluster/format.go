@@ -57,7 +57,16 @@ func announcedFormat(n int) fsm.Format {
 // no gossip state: opAnnounce is served from before gossip starts, and
 // c.gossip is set while the forwarding server already runs.
 func (c *Cluster) selfAnnounced() (string, fsm.Format) {
+	if r := c.reannounced.Load(); r != nil {
+		return r.version, r.format
+	}
 	return c.cfg.Gossip.Version, c.announceFormat()
+}
+
+// selfAnnouncement is what a test's reannounce makes this node announce.
+type selfAnnouncement struct {
+	version string
+	format  fsm.Format
 }
 
 // announceFormat is the format this node announces: fsm.CurrentFormat

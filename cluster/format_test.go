@@ -492,6 +492,17 @@ func TestStateFormatRaisedOnceEveryMemberAnnouncesIt(t *testing.T) {
 	holdsAt(t, fsm.FormatBase, "the non-voter announces format 1", all...)
 	refusedNaming(t, nodes[1], "e1 (0.3.0)")
 
+	// n3, upgraded in place, leads from here: the raise below is its own,
+	// so it must count itself as what it announces now, not as the
+	// release it started as (a leader that did once never raised).
+	n3 := nodes[2]
+	if l := leaderOf(t, nodes...); l != n3 {
+		if err := l.c.raft.LeadershipTransferToServer(raft.ServerID(n3.id), raft.ServerAddress(n3.c.RaftAddr())).Error(); err != nil {
+			t.Fatalf("leadership to n3: %v", err)
+		}
+	}
+	waitFor(t, 10*time.Second, "n3 to lead", n3.c.IsLeader)
+
 	// The edge replica stops for its upgrade: down, it holds the format
 	// back too (it may come back on any release).
 	edge.stop()

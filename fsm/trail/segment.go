@@ -522,6 +522,7 @@ func (w *segWriter) finish() (*segment, error) {
 	}
 	s, err := openSealed(path)
 	if err != nil {
+		_ = os.Remove(path) // the active segment still holds its events
 		return nil, err
 	}
 	return s, nil

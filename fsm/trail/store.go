@@ -50,6 +50,9 @@ func (o *Options) defaults() {
 	}
 }
 
+// sealFault, when set (tests), fails every seal before it begins.
+var sealFault func() error
+
 // ErrClosed is returned by every method of a closed store.
 var ErrClosed = errors.New("trail: closed")
 
@@ -187,6 +190,15 @@ func (s *Store) settleActive() error {
 		return nil
 	case s.act.first == top.first && actLast == top.last:
 		return s.dropActive()
+	case s.act.first == top.first && actLast > top.last:
+		// A seal renamed its segment but failed after, and the active
+		// one took more events since: the active one holds them all.
+		s.sealed = s.sealed[:len(s.sealed)-1]
+		top.release()
+		if err := os.Remove(top.path); err != nil {
+			return fmt.Errorf("trail: %w", err)
+		}
+		return syncDir(s.dir)
 	case s.act.first == top.first && actLast < top.last:
 		s.sealed = s.sealed[:len(s.sealed)-1]
 		top.release()
@@ -568,9 +580,14 @@ type pblock struct {
 }
 
 // appendChecked writes checked events to the active segment, a block at
-// a time, sealing it when full. The events are durable even when the
-// seal fails: the next Append tries it again.
+// a time, sealing it when full. The events are durable once their block
+// is synced, so a seal that fails does not fail the Append: the active
+// segment stays as it is (readable, one block more), and the next Append
+// tries the seal again.
 func (s *Store) appendChecked(events []Event) error {
+	if s.actFull() {
+		_ = s.seal() // a seal that failed before: try again
+	}
 	for len(events) > 0 {
 		n := len(events)
 		if room := s.opt.SegmentEvents - s.actCount(); room > 0 && room < n {
@@ -585,9 +602,7 @@ func (s *Store) appendChecked(events []Event) error {
 		}
 		events = events[n:]
 		if s.actFull() {
-			if err := s.seal(); err != nil {
-				return err
-			}
+			_ = s.seal() // the events are durable; the next Append seals
 		}
 	}
 	return nil
@@ -674,6 +689,11 @@ func writeSync(f *os.File, b []byte, off int64) error {
 // BlockEvents, index, trailer), renames it into place and removes the
 // active file.
 func (s *Store) seal() error {
+	if sealFault != nil {
+		if err := sealFault(); err != nil {
+			return err
+		}
+	}
 	w := newSegWriter(s.dir, s.opt.BlockEvents)
 	for _, b := range s.actBlocks {
 		p, err := s.act.readFrame(b.off, b.size)

@@ -34,26 +34,55 @@ func (s *Store) Export(w io.Writer, from, to uint64) error {
 	if v.first == 0 || from < v.first || from > to {
 		return fmt.Errorf("trail: export %d-%d: the store holds %d-%d", from, to, v.first, v.last)
 	}
+	return s.export(w, v, from, to, nil)
+}
+
+// ExportWith is Export of the events from from to to that the store
+// holds (none when it ends before from), followed by the events more
+// gives (consecutive, continuing them; the state machine's events not
+// yet appended), in one stream. more calls emit with batches of events
+// in seq order; an error of emit or of more ends the export.
+func (s *Store) ExportWith(w io.Writer, from, to uint64, more func(emit func([]Event) error) error) error {
+	v, err := s.snapshot(nil)
+	if err != nil {
+		return err
+	}
+	defer v.release()
+	if from == 0 {
+		return errors.New("trail: export from 0")
+	}
+	if end := min(to, v.last); from <= end && (v.first == 0 || from < v.first) {
+		return fmt.Errorf("trail: export %d-%d: the store holds %d-%d", from, end, v.first, v.last)
+	}
+	return s.export(w, v, from, to, more)
+}
+
+func (s *Store) export(w io.Writer, v *view, from, to uint64, more func(emit func([]Event) error) error) error {
 	bw := bufio.NewWriterSize(w, 1<<20)
 	if _, err := bw.Write(magicStream); err != nil {
 		return fmt.Errorf("trail: export: %w", err)
 	}
 	var frame []byte
+	var count, last uint64
+	storeTo := min(to, v.last)
 	for i := range v.segs {
+		if from > storeTo {
+			break
+		}
 		sv := &v.segs[i]
-		if sv.last < from || sv.first > to {
+		if sv.last < from || sv.first > storeTo {
 			continue
 		}
 		for _, b := range sv.blocks[sv.blockOf(from):] {
-			if b.first > to {
+			if b.first > storeTo {
 				break
 			}
 			p, err := sv.seg.readFrame(b.off, b.size)
 			if err != nil {
 				return err
 			}
-			if b.first < from || b.last() > to {
-				if p, err = cutBlock(p, from, to); err != nil {
+			if b.first < from || b.last() > storeTo {
+				if p, err = cutBlock(p, from, storeTo); err != nil {
 					return sv.seg.errorf("block at %d: %v", b.off, err)
 				}
 			}
@@ -61,16 +90,102 @@ func (s *Store) Export(w io.Writer, from, to uint64) error {
 			if _, err := bw.Write(frame); err != nil {
 				return fmt.Errorf("trail: export: %w", err)
 			}
+			count += uint64(min(b.last(), storeTo) - max(b.first, from) + 1)
+			last = min(b.last(), storeTo)
 		}
 	}
-	end := binary.LittleEndian.AppendUint64(make([]byte, frameHead), to-from+1)
-	end = binary.LittleEndian.AppendUint64(end, to)
+	if more != nil {
+		emit := func(evs []Event) error {
+			for len(evs) > 0 {
+				n := min(len(evs), s.opt.BlockEvents)
+				blk := evs[:n]
+				evs = evs[n:]
+				want := from
+				if count > 0 {
+					want = last + 1
+				}
+				for i := range blk {
+					if blk[i].Seq != want+uint64(i) {
+						return fmt.Errorf("trail: export: event %d where %d was due", blk[i].Seq, want+uint64(i))
+					}
+				}
+				if blk[n-1].Seq > to {
+					return fmt.Errorf("trail: export: event %d beyond %d", blk[n-1].Seq, to)
+				}
+				p, err := encodeBlock(nil, blk)
+				if err != nil {
+					return err
+				}
+				frame = appendFrame(frame[:0], p)
+				if _, err := bw.Write(frame); err != nil {
+					return fmt.Errorf("trail: export: %w", err)
+				}
+				count += uint64(n)
+				last = blk[n-1].Seq
+			}
+			return nil
+		}
+		if err := more(emit); err != nil {
+			return err
+		}
+	}
+	if count == 0 {
+		return fmt.Errorf("trail: export %d-%d: no event", from, to)
+	}
+	end := binary.LittleEndian.AppendUint64(make([]byte, frameHead), count)
+	end = binary.LittleEndian.AppendUint64(end, last)
 	end = binary.LittleEndian.AppendUint32(end, checksum(end[frameHead:]))
 	if _, err := bw.Write(end); err != nil {
 		return fmt.Errorf("trail: export: %w", err)
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("trail: export: %w", err)
+	}
+	return nil
+}
+
+// Scan calls fn with the events from seq from to seq to that readers see
+// (below the floor hidden), in seq order, a block at a time (fn must not
+// keep the slice). It reads a snapshot and never holds back the writer.
+func (s *Store) Scan(from, to uint64, fn func([]Event) error) error {
+	v, err := s.snapshot(nil)
+	if err != nil {
+		return err
+	}
+	defer v.release()
+	if v.first == 0 {
+		return nil
+	}
+	from, to = max(from, v.first), min(to, v.last)
+	for i := range v.segs {
+		sv := &v.segs[i]
+		if from > to {
+			break
+		}
+		if sv.last < from || sv.first > to {
+			continue
+		}
+		for _, b := range sv.blocks[sv.blockOf(from):] {
+			if b.first > to {
+				break
+			}
+			evs, err := sv.seg.readBlock(b)
+			if err != nil {
+				return err
+			}
+			lo, hi := 0, len(evs)
+			for lo < hi && evs[lo].Seq < from {
+				lo++
+			}
+			for hi > lo && evs[hi-1].Seq > to {
+				hi--
+			}
+			if lo < hi {
+				if err := fn(evs[lo:hi]); err != nil {
+					return err
+				}
+			}
+		}
 	}
 	return nil
 }

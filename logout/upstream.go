@@ -126,6 +126,14 @@ func (s *Service) upstreamLogout(r *http.Request, req logoutRequest, sso fsm.SSO
 	return location, true
 }
 
+// UpstreamSignOut is where a sign-out that ended the SSO session sso
+// outside /logout (the person's own, on /account) goes on: through the
+// upstream's end session as upstreamLogout decides, and back to the
+// signed-out page, since no application asked for it.
+func (s *Service) UpstreamSignOut(r *http.Request, sso fsm.SSOSession) (location string, ok bool) {
+	return s.upstreamLogout(r, logoutRequest{}, sso)
+}
+
 // handleLoggedOut is GET /federation/{slug}/logged-out, where the
 // upstream sends the browser back after ending its session: the sealed
 // state says where the sign-out goes on, the application's

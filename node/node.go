@@ -296,19 +296,20 @@ func (n *Node) buildServices() (err error) {
 func (n *Node) newProvider(ui *webui.UI) (err error) {
 	cfg := n.cfg
 	n.signin, err = signin.New(signin.Config{
-		Issuer:     cfg.Issuer,
-		State:      n.fsm.State(),
-		Applier:    n.cluster,
-		UI:         ui,
-		Hasher:     n.hasher,
-		Now:        cfg.Now,
-		Logger:     n.log,
-		Registerer: n.registry,
-		Sessions:   n.sessions,
-		ReadIndex:  n.readIndex,
-		KEK:        n.kek,
-		Mail:       cfg.MailEnabled(),
-		Federation: n.federation,
+		Issuer:          cfg.Issuer,
+		State:           n.fsm.State(),
+		Applier:         n.cluster,
+		UI:              ui,
+		Hasher:          n.hasher,
+		Now:             cfg.Now,
+		Logger:          n.log,
+		Registerer:      n.registry,
+		Sessions:        n.sessions,
+		ReadIndex:       n.readIndex,
+		KEK:             n.kek,
+		Mail:            cfg.MailEnabled(),
+		Federation:      n.federation,
+		UpstreamSignOut: n.logout.UpstreamSignOut,
 		SMS: sms.New(cfg.SMSOutbox, cfg.SMSWebhook, func(err error) {
 			n.log.Error("text message not sent", "err", err)
 		}),

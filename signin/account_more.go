@@ -335,6 +335,16 @@ func (a *account) signOut(live bool) {
 	}
 	a.p.sessions.ClearSSOCookie(a.w)
 	a.clearQRCookie()
+	if live && a.p.cfg.UpstreamSignOut != nil {
+		// A session opened through a provider with end_upstream_session
+		// ends there too, as an application's sign-out does; the
+		// upstream sends the browser back to the signed-out page.
+		if location, ok := a.p.cfg.UpstreamSignOut(a.r, a.sess); ok {
+			a.w.Header().Set("Cache-Control", "no-store")
+			http.Redirect(a.w, a.r, location, http.StatusSeeOther)
+			return
+		}
+	}
 	a.p.cfg.UI.Message(a.w, http.StatusOK, webui.MessagePage{Frame: a.frame(), Title: a.text(keySignedOutTitle), Message: a.text(keySignedOut),
 		LinkURL: PathAccount, LinkText: a.text(keySignIn)})
 }

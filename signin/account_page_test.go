@@ -183,6 +183,54 @@ func TestAccountSignOut(t *testing.T) {
 	}
 }
 
+// TestAccountSignOutGoesUpstream: a sign-out on /account of a session
+// opened through an upstream with end_upstream_session ends the session
+// here first, then sends the browser on to the upstream's end session
+// (logout's UpstreamSignOut decides); when it declines, the signed-out
+// page is shown as before.
+func TestAccountSignOutGoesUpstream(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		location string // what UpstreamSignOut answers; "" for no
+	}{
+		{"through the upstream", "https://upstream.example/session/end?state=s"},
+		{"ends here", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var asked []fsm.SSOSession
+			h := newHarness(t, func(c *Config) {
+				c.UpstreamSignOut = func(_ *http.Request, sso fsm.SSOSession) (string, bool) {
+					asked = append(asked, sso)
+					return tc.location, tc.location != ""
+				}
+			})
+			b := h.browser()
+			home := b.accountSignIn(hEmail, hPassword)
+			sessions, _, err := h.applier.State().SSOSessionsOf(hUser, h.clock.Now())
+			if err != nil || len(sessions) != 1 {
+				t.Fatalf("sessions: %+v %v", sessions, err)
+			}
+			p := b.submit(formWith(t, home, "action", webui.ActionSignOut), "action", webui.ActionSignOut, nil)
+			if len(asked) != 1 || asked[0].ID != sessions[0].ID {
+				t.Fatalf("UpstreamSignOut asked for %+v, want the browser's session %s", asked, sessions[0].ID)
+			}
+			if tc.location != "" {
+				if p.status != http.StatusSeeOther || p.header.Get("Location") != tc.location {
+					t.Fatalf("sign-out: %d to %q, want 303 to %s", p.status, p.header.Get("Location"), tc.location)
+				}
+			} else {
+				wantPage(t, "sign-out", p, http.StatusOK, en(keySignedOutTitle), en(keySignedOut))
+			}
+			if b.cookie("/", session.SSOCookie) != "" {
+				t.Error("the session cookie stays")
+			}
+			if s, err := h.applier.State().SSOSession(sessions[0].ID); err != nil || s.EndedAt.IsZero() {
+				t.Errorf("session after signing out: %+v %v, want ended before the browser leaves", s, err)
+			}
+		})
+	}
+}
+
 // TestAccountPasskeysOffSaysWhy: with an issuer at an IP address the
 // passkeys section says why there is no button, naming the host, instead
 // of "No passkey yet."; with a domain name it offers the button.

@@ -59,6 +59,12 @@ type Config struct {
 	// Federation talks to the site's upstream providers (nil: no provider
 	// is offered, and a sign-in never leaves for one).
 	Federation *federation.Client
+	// UpstreamSignOut, when set, is where /account's sign-out goes on
+	// after it ended the browser's SSO session sso: the end-session URL of
+	// the upstream provider the session was opened through, when that
+	// provider has end_upstream_session (logout builds it, as for an
+	// application's sign-out); ok false when the sign-out ends here.
+	UpstreamSignOut func(r *http.Request, sso fsm.SSOSession) (location string, ok bool)
 }
 
 // Signin serves the interactive sign-in steps of /authorize (Step) and

@@ -156,6 +156,25 @@ func TestSignOutEndsTheUpstreamSession(t *testing.T) {
 			chrometest.Do(t, ctx, chromedp.WaitVisible(`input[name=`+PasswordField+`]`))
 			chrometest.Screenshot(t, ctx, "upstream-logout-asks-again")
 			logIn()
+			if size > 1 {
+				return
+			}
+
+			// The person's own sign-out, on /account, goes through the
+			// upstream's end session as well, and back to oidcd's
+			// signed-out page; after it the upstream asks again.
+			chrometest.Open(t, ctx, issuer+"/account")
+			chrometest.Click(t, ctx, `button[name="action"][value="sign-out"]`)
+			chrometest.WaitLocation(t, ctx, up.Issuer()+"/session/end")
+			chrometest.Click(t, ctx, "#"+LogoutButtonID)
+			chrometest.WaitLocation(t, ctx, postLogout)
+			chrometest.Screenshot(t, ctx, "account-sign-out-upstream-done")
+			if got := chrometest.Text(t, ctx, "h1"); got == "" {
+				t.Fatal("no signed-out page after the upstream")
+			}
+			chrometest.Open(t, ctx, app.srv.URL+"/login?idp_hint=corp")
+			chrometest.WaitLocation(t, ctx, up.Issuer()+"/interaction/")
+			chrometest.Do(t, ctx, chromedp.WaitVisible(`input[name=`+PasswordField+`]`))
 		})
 	}
 }

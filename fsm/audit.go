@@ -14,6 +14,8 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/oidcd/oidcd/fsm/trail"
 )
 
 // The audit trail. An event is written by the apply of the command that
@@ -67,23 +69,9 @@ const (
 	ActorSystem = "system"
 )
 
-// Event is one entry of the trail, stored under its seq.
-type Event struct {
-	Seq      uint64      `json:"seq" cbor:"1,keyasint"`
-	Time     time.Time   `json:"time" cbor:"2,keyasint"`
-	Type     string      `json:"type" cbor:"3,keyasint"`
-	Outcome  string      `json:"outcome" cbor:"4,keyasint"`
-	Actor    string      `json:"actor" cbor:"5,keyasint"`
-	Subject  string      `json:"subject,omitempty" cbor:"6,keyasint,omitempty"`
-	ClientID string      `json:"client_id,omitempty" cbor:"7,keyasint,omitempty"`
-	OrgID    string      `json:"organization_id,omitempty" cbor:"8,keyasint,omitempty"`
-	SID      string      `json:"sid,omitempty" cbor:"9,keyasint,omitempty"`
-	IP       string      `json:"ip,omitempty" cbor:"10,keyasint,omitempty"`
-	Node     string      `json:"node" cbor:"11,keyasint"`
-	Detail   EventDetail `json:"detail,omitempty" cbor:"12,keyasint,omitempty"`
-	PrevHash string      `json:"prev_hash" cbor:"13,keyasint"`
-	Hash     string      `json:"hash" cbor:"14,keyasint"`
-}
+// Event is one entry of the trail (package trail's: the trail lives in
+// it from state format 3 on, and its hash is the same).
+type Event = trail.Event
 
 // Audit is a proposer's stamp: the event a command records, less what
 // apply computes (seq, prev_hash, hash). A stamp without Type records no
@@ -265,22 +253,9 @@ var hashEnc = func() cbor.EncMode {
 // EventHash is an event's hash: hex SHA-256 over the 32 bytes of
 // prev_hash (none for the first event ever written) followed by the
 // deterministic CBOR encoding (hashEnc) of the event with hash empty.
-// Every field but hash is covered, seq and prev_hash included.
-func EventHash(e Event) (string, error) {
-	prev, err := hex.DecodeString(e.PrevHash)
-	if err != nil {
-		return "", fmt.Errorf("prev_hash: %w", err)
-	}
-	e.Hash = ""
-	b, err := hashEnc.Marshal(e)
-	if err != nil {
-		return "", err
-	}
-	h := sha256.New()
-	h.Write(prev)
-	h.Write(b)
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
+// Every field but hash is covered, seq and prev_hash included. It is
+// trail.EventHash, which encodes without reflection.
+func EventHash(e Event) (string, error) { return trail.EventHash(e) }
 
 // auditHead is the seq and hash of the newest event (0 and "" before the
 // first).
@@ -293,8 +268,9 @@ func auditHead(tx *bolt.Tx) (uint64, string) {
 }
 
 // appendEvent gives e the next seq, chains it and stores it with its
-// index entries.
-func appendEvent(tx *bolt.Tx, e Event) Event {
+// index entries; with the trail's layout (format 3), it stages it without
+// index entries and records the time of a chunk's last event.
+func appendEvent(tx *bolt.Tx, e Event, trailLayout bool) Event {
 	seq, prev := auditHead(tx)
 	e.Seq, e.PrevHash = seq+1, prev
 	e.Time = e.Time.UTC()
@@ -310,10 +286,16 @@ func appendEvent(tx *bolt.Tx, e Event) Event {
 	if err := tx.Bucket(bucketAudit).Put(seqKey(e.Seq), b); err != nil {
 		panic(err)
 	}
-	idx := tx.Bucket(bucketAuditIdx)
-	for _, k := range indexEntries(&e) {
-		if err := idx.Put(k, nil); err != nil {
-			panic(err)
+	if trailLayout {
+		if e.Seq%trailChunk == 0 {
+			putChunk(tx, &e)
+		}
+	} else {
+		idx := tx.Bucket(bucketAuditIdx)
+		for _, k := range indexEntries(&e) {
+			if err := idx.Put(k, nil); err != nil {
+				panic(err)
+			}
 		}
 	}
 	raw, _ := hex.DecodeString(h)
@@ -472,8 +454,9 @@ func auditApply(tx *bolt.Tx, cmd Command, res Result) []string {
 		return nil
 	}
 	types := make([]string, len(events))
+	layout := trailLayout(tx)
 	for i, e := range events {
-		appendEvent(tx, e)
+		appendEvent(tx, e, layout)
 		types[i] = e.Type
 	}
 	return types

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/oidcd/oidcd/fsm/trail"
 )
 
 // AuditQuery selects events: those after seq After, at most Limit, that
@@ -36,6 +38,11 @@ func (s *State) AuditEvents(q AuditQuery) ([]Event, error) {
 	}
 	var out []Event
 	err := s.f.view(func(tx *bolt.Tx) error {
+		if s.f.tr != nil && trailLayout(tx) {
+			var err error
+			out, err = s.f.queryTrail(tx, q)
+			return err
+		}
 		b := tx.Bucket(bucketAudit)
 		if b == nil {
 			return nil
@@ -143,6 +150,11 @@ type AuditVerification struct {
 func (s *State) VerifyAudit() (AuditVerification, error) {
 	var v AuditVerification
 	err := s.f.view(func(tx *bolt.Tx) error {
+		if s.f.tr != nil && trailLayout(tx) {
+			var err error
+			v, err = s.f.verifyTrail(tx)
+			return err
+		}
 		headSeq, headHash := auditHead(tx)
 		v.HeadHash = headHash
 		b := tx.Bucket(bucketAudit)
@@ -211,14 +223,205 @@ func (s *State) AuditStats() (AuditStats, error) {
 		if b == nil {
 			return nil
 		}
+		if trailLayout(tx) {
+			if floor := auditFloor(tx); st.HeadSeq >= floor {
+				st.Events = int(st.HeadSeq - floor + 1) // #nosec G115 -- a count of kept events
+			}
+			bs := b.Stats()
+			st.Bytes = bs.LeafInuse + bs.BranchInuse + bs.InlineBucketInuse + s.f.trailBytes()
+			return nil
+		}
 		if k, _ := b.Cursor().First(); len(k) == 8 {
 			st.Events = int(st.HeadSeq - binary.BigEndian.Uint64(k) + 1) // #nosec G115 -- a count of kept events
 		}
 		for _, bk := range []*bolt.Bucket{b, tx.Bucket(bucketAuditIdx)} {
+			if bk == nil {
+				continue
+			}
 			bs := bk.Stats()
 			st.Bytes += bs.LeafInuse + bs.BranchInuse + bs.InlineBucketInuse
 		}
 		return nil
 	})
 	return st, err
+}
+
+// queryTrail answers q on a state of format 3: the trail's events up to
+// its Last (read once, after tx began, and never above tx's head), then
+// the staged events above it, all at or above the floor.
+func (f *FSM) queryTrail(tx *bolt.Tx, q AuditQuery) ([]Event, error) {
+	head, _ := auditHead(tx)
+	floor := auditFloor(tx)
+	last, _ := f.tr.store.Last()
+	last = min(last, head)
+	tq := trail.Query{Limit: q.Limit, Type: q.Type, Subject: q.Subject, ClientID: q.ClientID, OrgID: q.OrgID}
+	match := func(e *Event) bool {
+		return (q.Type == "" || e.Type == q.Type) && (q.Subject == "" || e.Subject == q.Subject) &&
+			(q.ClientID == "" || e.ClientID == q.ClientID) && (q.OrgID == "" || e.OrgID == q.OrgID)
+	}
+	var out []Event
+	c := tx.Bucket(bucketAudit).Cursor()
+	staged := func(k, v []byte) (Event, bool, error) {
+		var e Event
+		if len(k) != 8 {
+			return e, false, nil
+		}
+		if err := decodeRecord(v, &e); err != nil {
+			return e, false, fmt.Errorf("fsm: audit event %d: %w", binary.BigEndian.Uint64(k), err)
+		}
+		return e, match(&e), nil
+	}
+	if !q.Newest {
+		if q.After == ^uint64(0) {
+			return nil, nil
+		}
+		lo := max(q.After+1, floor)
+		if last >= lo {
+			tq.After = lo - 1
+			es, err := f.tr.store.Query(tq)
+			if err != nil {
+				return nil, err
+			}
+			for _, e := range es {
+				if e.Seq > last {
+					break
+				}
+				out = append(out, e)
+			}
+		}
+		for k, v := c.Seek(seqKey(max(lo, last+1))); k != nil && len(out) < q.Limit; k, v = c.Next() {
+			e, ok, err := staged(k, v)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				out = append(out, e)
+			}
+		}
+		return out, nil
+	}
+	hi := head
+	if q.After > 0 {
+		hi = min(hi, q.After-1)
+	}
+	if hi < floor {
+		return nil, nil
+	}
+	low := max(floor, last+1)
+	if hi >= low {
+		k, v := c.Seek(seqKey(hi))
+		if k == nil || binary.BigEndian.Uint64(k) > hi {
+			k, v = c.Prev()
+		}
+		for ; k != nil && len(out) < q.Limit; k, v = c.Prev() {
+			if len(k) == 8 && binary.BigEndian.Uint64(k) < low {
+				break
+			}
+			e, ok, err := staged(k, v)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				out = append(out, e)
+			}
+		}
+	}
+	if len(out) < q.Limit && last >= floor {
+		tq.Newest, tq.After, tq.Limit = true, min(hi, last)+1, q.Limit-len(out)
+		es, err := f.tr.store.Query(tq)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range es {
+			if e.Seq < floor {
+				break
+			}
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// verifyTrail is VerifyAudit on a state of format 3: the trail from the
+// floor (trail.Verify) up to its Last, then the staged events above it
+// continuing the chain, the last of which must be the recorded head.
+func (f *FSM) verifyTrail(tx *bolt.Tx) (AuditVerification, error) {
+	head, headHash := auditHead(tx)
+	floor := auditFloor(tx)
+	v := AuditVerification{HeadHash: headHash}
+	if head < floor {
+		v.OK = true // nothing kept
+		return v, nil
+	}
+	broken := func(seq uint64, why string) (AuditVerification, error) {
+		v.BrokenAt, v.Reason = &seq, why
+		return v, nil
+	}
+	last, _ := f.tr.store.Last()
+	last = min(last, head)
+	var prev string
+	if last >= floor {
+		tv, err := f.tr.store.Verify(floor)
+		if err != nil {
+			return v, err
+		}
+		if !tv.OK {
+			at := floor
+			if tv.BrokenAt != nil {
+				at = *tv.BrokenAt
+			}
+			v.Count, v.FirstSeq, v.LastSeq = tv.Count, tv.FirstSeq, tv.LastSeq
+			return broken(at, "the trail: "+tv.Reason)
+		}
+		if tv.FirstSeq != floor {
+			return broken(floor, fmt.Sprintf("the trail begins at %d, not at the oldest kept %d", tv.FirstSeq, floor))
+		}
+		es, err := f.tr.store.Query(trail.Query{After: last - 1, Limit: 1})
+		if err != nil {
+			return v, err
+		}
+		if len(es) != 1 || es[0].Seq != last {
+			return broken(last, "the trail does not hold its last event")
+		}
+		prev = es[0].Hash
+		v.FirstSeq, v.LastSeq, v.Count = floor, last, last-floor+1
+	}
+	want := max(floor, last+1)
+	c := tx.Bucket(bucketAudit).Cursor()
+	for k, raw := c.Seek(seqKey(want)); k != nil; k, raw = c.Next() {
+		if len(k) != 8 {
+			return broken(want, "a key that is not a seq")
+		}
+		seq := binary.BigEndian.Uint64(k)
+		if seq != want { // seq > want: Seek
+			return broken(want, fmt.Sprintf("events %d-%d are missing: not on this node yet (its trail is catching up) or removed", want, seq-1))
+		}
+		var e Event
+		if err := decodeRecord(raw, &e); err != nil {
+			return broken(seq, "the event does not decode")
+		}
+		if e.Seq != seq {
+			return broken(seq, "the event's seq is not its key")
+		}
+		if v.Count > 0 && e.PrevHash != prev {
+			return broken(seq, "prev_hash is not the previous event's hash")
+		}
+		if h, err := EventHash(e); err != nil || h != e.Hash {
+			return broken(seq, "the hash does not match the event")
+		}
+		if v.Count == 0 {
+			v.FirstSeq = seq
+		}
+		v.Count++
+		v.LastSeq, prev = seq, e.Hash
+		want = seq + 1
+	}
+	if v.LastSeq < head {
+		return broken(want, fmt.Sprintf("events %d-%d are missing: not on this node yet (its trail is catching up) or removed", want, head))
+	}
+	if prev != headHash {
+		return broken(v.LastSeq, fmt.Sprintf("the last event is not the recorded head %d", head))
+	}
+	v.OK = true
+	return v, nil
 }

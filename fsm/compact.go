@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/oidcd/oidcd/fsm/trail"
 )
 
 // compactTxBytes bounds what one write transaction of a compacted copy
@@ -35,6 +38,38 @@ const compactSuffix = ".compact-"
 // against 22 s at a million signed-in people), which then reads the copy,
 // and the stream may be slow (a snapshot sent to a far replica).
 func (f *FSM) writeCompact(tx *bolt.Tx, w io.Writer) (int64, error) {
+	return f.writeCompactFill(tx, w, nil)
+}
+
+// auditFill is what a backup puts back into the audit bucket of its
+// compacted copy: the events from to to of the local trail (the kept
+// events the mover moved out), so that a backup stays one bbolt file that
+// restores on a fresh node, whose mover moves them out again. A raft
+// snapshot carries none of it (Persist).
+type auditFill struct {
+	store    *trail.Store
+	from, to uint64
+	first    uint64 // the first seq put back (0: none), set by the copy
+}
+
+// backupFill is the trail's part of a backup of tx's state (nil: none).
+func (f *FSM) backupFill(tx *bolt.Tx) *auditFill {
+	if f.tr == nil || !trailLayout(tx) {
+		return nil
+	}
+	head, _ := auditHead(tx)
+	floor := auditFloor(tx)
+	last, _ := f.tr.store.Last() // after tx began: it holds what tx staged up to there
+	last = min(last, head)
+	if last < floor {
+		return nil
+	}
+	return &auditFill{store: f.tr.store, from: floor, to: last}
+}
+
+// writeCompactFill is writeCompact with the trail's events put back
+// (fill, when set).
+func (f *FSM) writeCompactFill(tx *bolt.Tx, w io.Writer, fill *auditFill) (int64, error) {
 	pages, err := f.compactTemp()
 	if err != nil {
 		_ = tx.Rollback()
@@ -51,7 +86,7 @@ func (f *FSM) writeCompact(tx *bolt.Tx, w io.Writer) (int64, error) {
 		return 0, err
 	}
 	defer os.Remove(compact)
-	if err := compactFile(pages, compact); err != nil {
+	if err := compactFile(pages, compact, fill); err != nil {
 		return 0, fmt.Errorf("fsm: compact copy: %w", err)
 	}
 	_ = os.Remove(pages)         // before the stream: it is as large as the state file
@@ -91,23 +126,23 @@ func writePages(tx *bolt.Tx, path string) error {
 
 // compactFile copies the bbolt file at src, opened read-only, into a new
 // one at dst (compactInto).
-func compactFile(src, dst string) error {
+func compactFile(src, dst string, fill *auditFill) error {
 	db, err := bolt.Open(src, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})
 	if err != nil {
 		return err
 	}
-	err = db.View(func(tx *bolt.Tx) error { return compactInto(tx, dst) })
+	err = db.View(func(tx *bolt.Tx) error { return compactInto(tx, dst, fill) })
 	return errors.Join(err, db.Close())
 }
 
 // compactInto copies what tx sees into a new bbolt file at path (which
 // exists and is empty). The file is temporary: it is not synced.
-func compactInto(tx *bolt.Tx, path string) error {
+func compactInto(tx *bolt.Tx, path string, fill *auditFill) error {
 	dst, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoSync: true, NoFreelistSync: true})
 	if err != nil {
 		return err
 	}
-	c := &compactor{dst: dst}
+	c := &compactor{dst: dst, fill: fill}
 	err = tx.ForEach(func(name []byte, b *bolt.Bucket) error {
 		return c.bucket([][]byte{name}, b)
 	})
@@ -124,6 +159,53 @@ type compactor struct {
 	dst  *bolt.DB
 	tx   *bolt.Tx
 	size int
+	fill *auditFill
+}
+
+// put puts k, v into the bucket at path, committing first when the
+// transaction is full (dst is found again then).
+func (c *compactor) put(path [][]byte, dst **bolt.Bucket, k, v []byte) error {
+	if c.size+len(k)+len(v) > compactTxBytes && c.size > 0 {
+		if err := c.commit(); err != nil {
+			return err
+		}
+		b, err := c.open(path)
+		if err != nil {
+			return err
+		}
+		*dst = b
+	}
+	c.size += len(k) + len(v)
+	return (*dst).Put(k, v)
+}
+
+// fillAudit puts the trail's events back, before the staged ones (which
+// all follow them), and reports whether a staged key is to be skipped:
+// one the trail gave, or below the floor.
+func (c *compactor) fillAudit(path [][]byte, dst **bolt.Bucket) (skip func(k []byte) bool, err error) {
+	fl := c.fill
+	err = fl.store.Scan(fl.from, fl.to, func(evs []Event) error {
+		for i := range evs {
+			v, err := encodeRecord(evs[i])
+			if err != nil {
+				return err
+			}
+			if fl.first == 0 {
+				fl.first = evs[i].Seq
+			}
+			if err := c.put(path, dst, seqKey(evs[i].Seq), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return func(k []byte) bool {
+		if len(k) != 8 {
+			return false
+		}
+		s := binary.BigEndian.Uint64(k)
+		return s <= fl.to || s < fl.from
+	}, err
 }
 
 // bucket copies src, found at path (outermost first), and its nested
@@ -133,8 +215,26 @@ func (c *compactor) bucket(path [][]byte, src *bolt.Bucket) error {
 	if err != nil {
 		return err
 	}
+	skip := func([]byte) bool { return false }
+	top := ""
+	if len(path) == 1 {
+		top = string(path[0])
+	}
+	if c.fill != nil && top == string(bucketAudit) {
+		if skip, err = c.fillAudit(path, &dst); err != nil {
+			return err
+		}
+	}
 	cur := src.Cursor()
 	for k, v := cur.First(); k != nil; k, v = cur.Next() {
+		if skip(k) {
+			continue
+		}
+		if c.fill != nil && top == string(bucketMeta) && string(k) == string(keyAuditFloor) && c.fill.first > c.fill.from {
+			// Retention dropped the oldest meanwhile: the copy's
+			// floor is its oldest event.
+			v = seqKey(c.fill.first)
+		}
 		if v == nil { // a nested bucket
 			if err := c.bucket(append(path[:len(path):len(path)], k), src.Bucket(k)); err != nil {
 				return err
@@ -145,18 +245,9 @@ func (c *compactor) bucket(path [][]byte, src *bolt.Bucket) error {
 			}
 			continue
 		}
-		if c.size+len(k)+len(v) > compactTxBytes && c.size > 0 {
-			if err := c.commit(); err != nil {
-				return err
-			}
-			if dst, err = c.open(path); err != nil {
-				return err
-			}
-		}
-		if err := dst.Put(k, v); err != nil {
+		if err := c.put(path, &dst, k, v); err != nil {
 			return err
 		}
-		c.size += len(k) + len(v)
 	}
 	return dst.SetSequence(src.Sequence())
 }

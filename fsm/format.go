@@ -31,17 +31,28 @@ const (
 	// FormatGate adds set_state_format, the command that raises the
 	// cluster's format.
 	FormatGate Format = 2
+	// FormatTrail moves the audit trail out of the replicated state into
+	// each node's local trail (package trail; audit_trail.go): from the
+	// apply of the SetStateFormat that reaches it, events are staged in
+	// the audit bucket without an index, retention moves a replicated
+	// floor over whole chunks, and the migration drops the index. No
+	// command type or field comes with it: a node of an older format
+	// applies every entry a cluster at format 2 is sent, and the leader
+	// raises the format only once every member applies it, so every
+	// replica changes layout at the same log index.
+	FormatTrail Format = 3
 
 	// CurrentFormat is the newest format this build applies.
-	CurrentFormat = FormatGate
+	CurrentFormat = FormatTrail
 )
 
 // formatReleases names the first release of each format, for the messages
 // that ask for an upgrade. A format this build does not know is named by
 // the version its SetStateFormat carries.
 var formatReleases = map[Format]string{
-	FormatBase: "0.3.0",
-	FormatGate: "0.4.0",
+	FormatBase:  "0.3.0",
+	FormatGate:  "0.4.0",
+	FormatTrail: "0.5.0",
 }
 
 // FormatRelease is the first release that applies format f ("" when
@@ -482,8 +493,12 @@ func init() { register(TypeSetStateFormat, applySetStateFormat) }
 
 func applySetStateFormat(tx *bolt.Tx, _ uint64, p []byte) Result {
 	c := decode[SetStateFormat](p)
-	if have, _ := getFormat(tx); c.Format <= have {
+	have, _ := getFormat(tx)
+	if c.Format <= have {
 		return Result{Value: have}
+	}
+	if have < FormatTrail && c.Format >= FormatTrail {
+		migrateToTrail(tx)
 	}
 	meta := tx.Bucket(bucketMeta)
 	if err := meta.Put(keyStateFormat, []byte(strconv.Itoa(int(c.Format)))); err != nil {

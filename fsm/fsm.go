@@ -95,6 +95,9 @@ type FSM struct {
 	// node stops with the error's message. It must not block.
 	OnHalt    func(error)
 	closeOnce sync.Once
+
+	// tr is the local audit trail and its mover (audit_trail.go).
+	tr *trailState
 }
 
 // SetAuditForBenchmark turns the writing of audit events off (false) or
@@ -138,6 +141,10 @@ func Open(path string) (*FSM, error) {
 	f := &FSM{path: path, db: db, appliedCh: make(chan struct{}), closing: make(chan struct{})}
 	f.applied = readApplied(db)
 	f.loadFormat(db)
+	if err := f.openTrail(); err != nil {
+		db.Close()
+		return nil, err
+	}
 	return f, nil
 }
 
@@ -162,6 +169,7 @@ func openDB(path string) (*bolt.DB, error) {
 // Close closes the database.
 func (f *FSM) Close() error {
 	f.StopWaiting()
+	f.closeTrail()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.db.Close()
@@ -281,8 +289,16 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 				break
 			}
 		}
+		before := f.stateFormat()
 		if slices.Contains(types, TypeSetStateFormat) {
 			f.loadFormat(f.db)
+			if before < FormatTrail && f.stateFormat() >= FormatTrail && f.tr != nil {
+				f.tr.reconcile.Store(true)
+				f.wakeMover()
+			}
+		}
+		if f.stateFormat() >= FormatTrail && (len(events) > 0 || slices.Contains(types, TypeReap)) {
+			f.wakeMover()
 		}
 		f.setApplied(last)
 		if f.OnApply != nil && len(types) > 0 {
@@ -298,6 +314,10 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 // applyTx applies logs in one transaction, filling out, types, events
 // and last.
 func (f *FSM) applyTx(logs []*raft.Log, out []any, types *[]Type, events *[]string, last *uint64) error {
+	var moved uint64
+	if f.tr != nil {
+		moved, _ = f.tr.store.Last()
+	}
 	return f.db.Update(func(tx *bolt.Tx) error {
 		done := getApplied(tx)
 		for i, l := range logs {
@@ -337,6 +357,9 @@ func (f *FSM) applyTx(logs []*raft.Log, out []any, types *[]Type, events *[]stri
 		}
 		if *last == 0 {
 			return nil
+		}
+		if f.tr != nil && trailLayout(tx) {
+			trimStaged(tx, moved)
 		}
 		return putApplied(tx, *last)
 	})
@@ -417,7 +440,7 @@ func (f *FSM) WriteTo(w io.Writer) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return f.writeCompact(tx, w)
+	return f.writeCompactFill(tx, w, f.backupFill(tx))
 }
 
 // ExpectRestore tells the FSM the raft index of the snapshot that the next
@@ -492,6 +515,12 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	// one while it is open (POSIX: the old inode lives on for its readers),
 	// the new one is opened and swapped in, and the old one is closed once
 	// its last reader is done.
+	if f.tr != nil {
+		// The trail's writer (the mover, an import) waits until the
+		// trail is held against the restored state.
+		f.tr.mu.Lock()
+		defer f.tr.mu.Unlock()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := os.Rename(tmp, f.path); err != nil {
@@ -511,6 +540,17 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	go old.Close()
 	f.setApplied(readApplied(db))
 	f.loadFormat(db)
+	if f.tr != nil {
+		// Keep what matches, cut what is beyond, forget another
+		// history; what it lacks is TrailGap's.
+		// The state is in place whatever the trail says: a failure is
+		// the mover's to retry, and TrailStatus shows it.
+		if err := f.reconcileTrail(db); err != nil {
+			f.tr.reconcile.Store(true)
+			f.tr.err.Store(&err)
+		}
+		f.wakeMover()
+	}
 	f.restores.Add(1)
 	f.brandingGen.Add(1)
 	if f.OnApply != nil {

@@ -94,7 +94,13 @@ func expiring[T any](bucket []byte, count func(*ReapStats) *int, dead func(r *T,
 func applyReap(tx *bolt.Tx, _ uint64, p []byte) Result {
 	r := decode[Reap](p)
 	var st ReapStats
-	if !r.AuditBefore.IsZero() {
+	switch {
+	case r.AuditBefore.IsZero():
+	case trailLayout(tx):
+		// Format 3: the floor moves over whole chunks; the nodes drop
+		// their trail below it after the commit (audit_trail.go).
+		st.AuditEvents = advanceFloor(tx, r.AuditBefore)
+	default:
 		st.AuditEvents = pruneAudit(tx, r.AuditBefore, AuditPruneBatch)
 	}
 	if r.Before.IsZero() { // only the audit trail's backlog (reapOn)

@@ -94,6 +94,9 @@ var allBuckets = [][]byte{
 
 func initSchema(tx *bolt.Tx) error {
 	for _, b := range allBuckets {
+		if string(b) == string(bucketAuditIdx) && trailLayout(tx) {
+			continue // the trail indexes itself from format 3 on
+		}
 		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 			return err
 		}

@@ -40,9 +40,10 @@ func (s *Store) Export(w io.Writer, from, to uint64) error {
 // ExportWith is Export of the events from from to to that the store
 // holds (none when it ends before from), followed by the events more
 // gives (consecutive, continuing them; the state machine's events not
-// yet appended), in one stream. more calls emit with batches of events
-// in seq order; an error of emit or of more ends the export.
-func (s *Store) ExportWith(w io.Writer, from, to uint64, more func(emit func([]Event) error) error) error {
+// yet appended), in one stream. more is given the seq due next (the one
+// after the store's part) and calls emit with batches of events in seq
+// order from it; an error of emit or of more ends the export.
+func (s *Store) ExportWith(w io.Writer, from, to uint64, more func(next uint64, emit func([]Event) error) error) error {
 	v, err := s.snapshot(nil)
 	if err != nil {
 		return err
@@ -57,7 +58,7 @@ func (s *Store) ExportWith(w io.Writer, from, to uint64, more func(emit func([]E
 	return s.export(w, v, from, to, more)
 }
 
-func (s *Store) export(w io.Writer, v *view, from, to uint64, more func(emit func([]Event) error) error) error {
+func (s *Store) export(w io.Writer, v *view, from, to uint64, more func(next uint64, emit func([]Event) error) error) error {
 	bw := bufio.NewWriterSize(w, 1<<20)
 	if _, err := bw.Write(magicStream); err != nil {
 		return fmt.Errorf("trail: export: %w", err)
@@ -125,7 +126,11 @@ func (s *Store) export(w io.Writer, v *view, from, to uint64, more func(emit fun
 			}
 			return nil
 		}
-		if err := more(emit); err != nil {
+		next := from
+		if count > 0 {
+			next = last + 1
+		}
+		if err := more(next, emit); err != nil {
 			return err
 		}
 	}

@@ -23,12 +23,24 @@ import (
 // by hand (moveAll), so what is staged and what is moved is theirs.
 func newAt(t *testing.T, format Format) *harness {
 	t.Helper()
+	withTrailFormat(t)
 	h := newHarness(t)
 	h.f.tr.manual.Store(true)
 	if format > FormatBase {
 		h.mustApply(TypeSetStateFormat, SetStateFormat{Format: format, Version: FormatRelease(format)})
 	}
 	return h
+}
+
+// withTrailFormat lets this build apply FormatTrail for the length of
+// the test (applyFormat), as a build that announces it will.
+func withTrailFormat(t *testing.T) {
+	t.Helper()
+	if applyFormat >= FormatTrail {
+		return
+	}
+	applyFormat = FormatTrail
+	t.Cleanup(func() { applyFormat = CurrentFormat })
 }
 
 // auditCmd is the stamped event number i: its subject, type, client and
@@ -303,7 +315,7 @@ func TestTrailNeverHoldsUncommitted(t *testing.T) {
 	h.record(0, 5, 5)
 	logs := []*raft.Log{
 		{Index: h.index + 1, Type: raft.LogCommand, Data: auditCmd(5, t0).Encode()},
-		{Index: h.index + 2, Type: raft.LogCommand, Data: MustCommand(TypeSetStateFormat, SetStateFormat{Format: CurrentFormat + 1, Version: "9.0.0"}).Encode()},
+		{Index: h.index + 2, Type: raft.LogCommand, Data: MustCommand(TypeSetStateFormat, SetStateFormat{Format: FormatTrail + 1, Version: "9.0.0"}).Encode()},
 	}
 	h.f.ApplyBatch(logs)
 	moveAll(t, h.f)

@@ -42,9 +42,20 @@ const (
 	// replica changes layout at the same log index.
 	FormatTrail Format = 3
 
-	// CurrentFormat is the newest format this build applies.
-	CurrentFormat = FormatTrail
+	// CurrentFormat is the newest format this build applies and
+	// announces. FormatTrail is not yet announced: until the node fetches
+	// a trail's gap from its peers (FSM.TrailGap, ExportTrail,
+	// ImportTrail over the cluster's RPC), a node that installs a
+	// snapshot of format 3 would lack the events its peers moved out.
+	// The release that wires that fetch raises CurrentFormat to it.
+	CurrentFormat = FormatGate
 )
+
+// applyFormat is the newest format this build applies: CurrentFormat,
+// which the tests of package fsm raise to FormatTrail (withTrailFormat),
+// so the trail's layout is built and tested before a cluster can raise
+// the format to it.
+var applyFormat = CurrentFormat
 
 // formatReleases names the first release of each format, for the messages
 // that ask for an upgrade. A format this build does not know is named by
@@ -483,7 +494,7 @@ func getFormat(tx *bolt.Tx) (Format, string) {
 
 // checkFormat refuses a state file of a format this build cannot apply.
 func checkFormat(tx *bolt.Tx, where string) error {
-	if f, v := getFormat(tx); f > CurrentFormat {
+	if f, v := getFormat(tx); f > applyFormat {
 		return &NewerFormatError{Format: f, Version: v, Where: where}
 	}
 	return nil
@@ -517,7 +528,7 @@ func peekNewerFormat(cmd Command, index uint64) error {
 		return nil
 	}
 	c := decode[SetStateFormat](cmd.Payload)
-	if c.Format > CurrentFormat {
+	if c.Format > applyFormat {
 		return &NewerFormatError{Format: c.Format, Version: c.Version, Where: "log entry " + strconv.FormatUint(index, 10)}
 	}
 	return nil

@@ -289,10 +289,9 @@ func (f *FSM) reconcileTrail(db *bolt.DB) error {
 		if err := st.Truncate(head); err != nil {
 			return err
 		}
-		if last, lastHash = st.Last(); true {
-			if err := read(); err != nil {
-				return err
-			}
+		last, lastHash = st.Last()
+		if err := read(); err != nil {
+			return err
 		}
 	}
 	same := true

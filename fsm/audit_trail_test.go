@@ -761,3 +761,98 @@ func TestTrailSnapshotSize(t *testing.T) {
 
 var _ = binary.BigEndian
 var _ = errors.New
+
+// TestTrailReadersSeeOneTrailWhileTheMoverRuns: the background mover
+// moves and the applies trim while readers page and verify: every
+// answer is whole (consecutive seqs from 1, each chained onto the one
+// before) and every verify holds.
+func TestTrailReadersSeeOneTrailWhileTheMoverRuns(t *testing.T) {
+	h := newAt(t, FormatTrail)
+	h.f.tr.manual.Store(false)
+	stop := make(chan struct{})
+	errs := make(chan error, 1)
+	go func() {
+		defer close(errs)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			v, err := h.f.State().VerifyAudit()
+			if err != nil || !v.OK {
+				errs <- fmt.Errorf("verify: %+v %v", v, err)
+				return
+			}
+			var after uint64
+			prev := ""
+			for {
+				es, err := h.f.State().AuditEvents(AuditQuery{After: after, Limit: 97})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if len(es) == 0 {
+					break
+				}
+				for _, e := range es {
+					if e.Seq != after+1 || (prev != "" && e.PrevHash != prev) {
+						errs <- fmt.Errorf("event %d after %d", e.Seq, after)
+						return
+					}
+					after, prev = e.Seq, e.Hash
+				}
+			}
+			es, err := h.f.State().AuditEvents(AuditQuery{Newest: true, Limit: 50})
+			if err != nil {
+				errs <- err
+				return
+			}
+			for i := 1; i < len(es); i++ {
+				if es[i].Seq != es[i-1].Seq-1 {
+					errs <- fmt.Errorf("newest: %d after %d", es[i].Seq, es[i-1].Seq)
+					return
+				}
+			}
+		}
+	}()
+	for i := range 40 {
+		h.record(i*50, 50, 1+i%7)
+	}
+	close(stop)
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for trailLast(h.f) != 2000 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if trailLast(h.f) != 2000 {
+		t.Fatalf("the background mover moved %d of 2000", trailLast(h.f))
+	}
+}
+
+// TestTrailRestoreOfAnOlderFormat: a format-2 snapshot restored on a
+// node whose trail holds events: the state keeps its events in bbolt
+// again, and the trail is emptied (a later raise migrates afresh).
+func TestTrailRestoreOfAnOlderFormat(t *testing.T) {
+	h := newAt(t, FormatTrail)
+	h.record(0, 100, 10)
+	h.settle()
+	old := newAt(t, FormatGate)
+	old.record(500, 60, 10)
+	restoreBytes(t, h.f, snapshotBytes(t, old.f))
+	h.index = h.f.Applied()
+	if trailLast(h.f) != 0 {
+		t.Fatalf("the trail kept %d events under a format-2 state", trailLast(h.f))
+	}
+	want := answers(t, old.f)
+	if got := answers(t, h.f); got != want {
+		t.Fatalf("restored:\n%s\nwant\n%s", got, want)
+	}
+	h.mustApply(TypeSetStateFormat, SetStateFormat{Format: FormatTrail, Version: "0.5.0"})
+	h.settle()
+	if got := answers(t, h.f); got != want {
+		t.Fatalf("raised again:\n%s\nwant\n%s", got, want)
+	}
+}

@@ -198,6 +198,10 @@ func (a *account) overview(page *webui.AccountPage) error {
 	if err != nil {
 		return err
 	}
+	// Newest first, as the activity is.
+	slices.SortFunc(sessions, func(x, y fsm.SSOSession) int {
+		return cmp.Or(y.CreatedAt.Compare(x.CreatedAt), cmp.Compare(x.ID, y.ID))
+	})
 	for _, s := range sessions {
 		line := webui.SessionLine{ID: s.ID, Started: a.dateTime(s.CreatedAt), Strength: a.strength(s.ACR), Current: s.ID == a.sess.ID}
 		for _, app := range apps[s.ID] {
@@ -247,13 +251,20 @@ func (a *account) activity() ([]fsm.Event, error) {
 var refusalReasons = map[string]bool{authn.ReasonNoSecondFactor: true, authn.ReasonRecoveryTooWeak: true}
 
 // folded reports whether the event older, just before newer in the
-// trail, is the successful step whose sign-in newer refused: the same
-// person and application, from the same address, a moment before. The
-// page shows the refusal alone.
+// trail, is the first step of the same sign-in: the same person and
+// application, from the same address, a moment before, signed in by a
+// first factor, where newer is either that sign-in refused (the page
+// shows the refusal alone) or its second factor (the page shows one
+// line, of two factors, not a password sign-in and then another).
 func folded(newer, older fsm.Event) bool {
-	return newer.Type == fsm.EventSignin && newer.Outcome == fsm.OutcomeFailure && refusalReasons[newer.Detail["reason"]] &&
-		older.Type == fsm.EventSignin && older.Outcome == fsm.OutcomeSuccess &&
-		older.ClientID == newer.ClientID && older.IP == newer.IP && newer.Time.Sub(older.Time) <= time.Minute
+	if newer.Type != fsm.EventSignin || older.Type != fsm.EventSignin || older.Outcome != fsm.OutcomeSuccess ||
+		older.ClientID != newer.ClientID || older.IP != newer.IP || newer.Time.Sub(older.Time) > time.Minute {
+		return false
+	}
+	if newer.Outcome == fsm.OutcomeFailure {
+		return refusalReasons[newer.Detail["reason"]]
+	}
+	return newer.Detail["acr"] == authn.ACRMFA && older.Detail["acr"] != authn.ACRMFA
 }
 
 // activityLine is the page's line of the event e.

@@ -414,3 +414,71 @@ func TestLanguagePickerOnEveryPage(t *testing.T) {
 		})
 	}
 }
+
+// TestActivityFolded: a sign-in's first step is folded into the line of
+// its refusal or of its second factor when both come from the same
+// application and address within a minute; anything else stays a line.
+func TestActivityFolded(t *testing.T) {
+	at := time.Date(2026, 3, 4, 17, 5, 0, 0, time.UTC)
+	ev := func(outcome, acr, reason string, d time.Duration) fsm.Event {
+		e := fsm.Event{Type: fsm.EventSignin, Outcome: outcome, ClientID: "app", IP: "192.0.2.1", Time: at.Add(d),
+			Detail: map[string]string{}}
+		if acr != "" {
+			e.Detail["acr"] = acr
+		}
+		if reason != "" {
+			e.Detail["reason"] = reason
+		}
+		return e
+	}
+	pwd := ev(fsm.OutcomeSuccess, authn.ACRPwd, "", 0)
+	other := func(e fsm.Event, f func(*fsm.Event)) fsm.Event { f(&e); return e }
+	for _, tc := range []struct {
+		name         string
+		newer, older fsm.Event
+		want         bool
+	}{
+		{"second factor after the password", ev(fsm.OutcomeSuccess, authn.ACRMFA, "", 20*time.Second), pwd, true},
+		{"refused for want of a second factor", ev(fsm.OutcomeFailure, "", authn.ReasonNoSecondFactor, time.Second), pwd, true},
+		{"a wrong code after the password", ev(fsm.OutcomeFailure, "", "wrong_code", time.Second), pwd, false},
+		{"two password sign-ins", ev(fsm.OutcomeSuccess, authn.ACRPwd, "", 20*time.Second), pwd, false},
+		{"second factor much later", ev(fsm.OutcomeSuccess, authn.ACRMFA, "", 2*time.Minute), pwd, false},
+		{"second factor of another application", other(ev(fsm.OutcomeSuccess, authn.ACRMFA, "", time.Second), func(e *fsm.Event) { e.ClientID = "other" }), pwd, false},
+		{"second factor from another address", other(ev(fsm.OutcomeSuccess, authn.ACRMFA, "", time.Second), func(e *fsm.Event) { e.IP = "192.0.2.9" }), pwd, false},
+		{"after a failed first step", ev(fsm.OutcomeSuccess, authn.ACRMFA, "", time.Second), ev(fsm.OutcomeFailure, "", "wrong_password", 0), false},
+		{"a step-up of a session already mfa", ev(fsm.OutcomeSuccess, authn.ACRMFA, "", time.Second), ev(fsm.OutcomeSuccess, authn.ACRMFA, "", 0), false},
+	} {
+		if got := folded(tc.newer, tc.older); got != tc.want {
+			t.Errorf("%s: folded %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestAccountSessionsNewestFirst: /account lists the person's sessions
+// newest first, whatever order the state keeps them in.
+func TestAccountSessionsNewestFirst(t *testing.T) {
+	h := newHarness(t)
+	var ids []string
+	for range 4 {
+		h.browser().accountSignIn(hEmail, hPassword)
+		h.clock.Add(2 * time.Minute)
+	}
+	p := h.browser().accountSignIn(hEmail, hPassword)
+	sessions, _, err := h.applier.State().SSOSessionsOf(hUser, h.clock.Now())
+	if err != nil || len(sessions) != 5 {
+		t.Fatalf("sessions: %d %v", len(sessions), err)
+	}
+	slices.SortFunc(sessions, func(x, y fsm.SSOSession) int { return y.CreatedAt.Compare(x.CreatedAt) })
+	last := -1
+	for _, s := range sessions {
+		ids = append(ids, s.ID)
+		i := strings.Index(p.body, s.ID)
+		if s.ID == sessions[0].ID {
+			continue // this browser's own session has no sign-out button naming it
+		}
+		if i < 0 || i < last {
+			t.Fatalf("session %s at %d, after %d: want newest first (%v)\n%s", s.ID, i, last, ids, p.body)
+		}
+		last = i
+	}
+}

@@ -152,7 +152,7 @@ func serve(ctx context.Context, args []string, env func(string) string, stdout, 
 	}
 	fmt.Fprintln(stdout, startLine(version, n.Issuer(), n.Addr(), n.DataDir()))
 	if quietDemo {
-		fmt.Fprintln(stdout, "(--demo: the log shows warnings and errors only; --log-level info shows all)")
+		fmt.Fprintln(stdout, "(--demo: the log shows warnings and errors only; OIDCD_LOG_LEVEL=info, or --log-level info, shows all)")
 	}
 	// SIGTERM drains first (--shutdown-drain, then a leader hands over);
 	// a second SIGTERM, or SIGINT from a terminal, stops at once. SIGHUP

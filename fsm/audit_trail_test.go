@@ -27,7 +27,7 @@ func newAt(t *testing.T, format Format) *harness {
 	h := newHarness(t)
 	h.f.tr.manual.Store(true)
 	if format > FormatBase {
-		h.mustApply(TypeSetStateFormat, SetStateFormat{Format: format, Version: FormatRelease(format)})
+		h.mustApply(TypeSetStateFormat, SetStateFormat{Format: format, Version: releaseOf(format)})
 	}
 	return h
 }
@@ -41,6 +41,14 @@ func withTrailFormat(t *testing.T) {
 	}
 	applyFormat = FormatTrail
 	t.Cleanup(func() { applyFormat = CurrentFormat })
+}
+
+// releaseOf is the release a SetStateFormat names for format.
+func releaseOf(f Format) string {
+	if f == FormatTrail {
+		return "0.5.0"
+	}
+	return FormatRelease(f)
 }
 
 // auditCmd is the stamped event number i: its subject, type, client and

@@ -171,8 +171,13 @@ func (a *account) overview(page *webui.AccountPage) error {
 	st := a.p.cfg.State
 	names := map[string]string{}
 	appName := func(id string) string {
-		if id == "" {
+		switch id {
+		case "":
 			return a.text(keyThisPage)
+		case adminClientID:
+			// The built-in client is no record of the state: it has no
+			// name there, and its id means nothing to the person.
+			return a.text(keyAdminApp)
 		}
 		if n, ok := names[id]; ok {
 			return n

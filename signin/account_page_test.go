@@ -482,3 +482,21 @@ func TestAccountSessionsNewestFirst(t *testing.T) {
 		last = i
 	}
 }
+
+// TestAccountActivityNamesTheConsole: a sign-in to the console or the
+// CLI (the built-in client, which has no record and so no name) is
+// "Administration (console, command line)" in the page's language, not
+// the client id.
+func TestAccountActivityNamesTheConsole(t *testing.T) {
+	h := newHarness(t)
+	e := h.p.signinEvent(hUser, adminClientID, map[string]string{"method": authn.AMRPassword, "acr": authn.ACRPwd})
+	e.Node, e.Time, e.IP = "n1", h.clock.Now(), "203.0.113.42"
+	if _, err := h.applier.Apply(context.Background(), fsm.NewAuditEvent(e)); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Add(time.Minute)
+	rows := activityRows(t, h.browser().accountSignIn(hEmail, hPassword))
+	if len(rows) != 2 || rows[1][1] != en(keyAdminApp) {
+		t.Fatalf("activity %q: want the console's sign-in named %q", rows, en(keyAdminApp))
+	}
+}

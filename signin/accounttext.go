@@ -36,6 +36,7 @@ const (
 	keyAddPasskey        = "account.passkeys.add"
 	keyPasskeyName       = "account.passkeys.default_name"
 	keyThisPage          = "account.activity.this_page"
+	keyAdminApp          = "account.activity.admin_app"
 	keyPasskeysOffHere   = "account.passkeys.off" // its argument is the issuer's host
 	keyRefusedWith       = "account.activity.refused_with"
 	keyResetPage         = "account.activity.reset_page"

@@ -2,8 +2,14 @@
 // snapshot: an append-only, crash-safe, compact log of events in segment
 // files under one directory. Package fsm writes each applied command's
 // events here (Append), answers the console and the person's page from it
-// (Query), checks the chain (Verify) and ships what a peer lacks (Export,
-// Import). It imports nothing of the module, so fsm can import it.
+// (Query), checks the chain (Verify) and ships what a peer lacks (Export;
+// ExportWith, followed by the events the state machine has not appended
+// yet; Import). Scan reads a range in order (a backup puts the trail back
+// into the state file). It imports nothing of the module, so fsm can
+// import it.
+//
+// An Append is durable once its block is synced: a seal that fails after
+// it does not fail the Append, and the next Append seals.
 //
 // Event and EventHash are fsm's: the hash is SHA-256 over the previous
 // hash and the core deterministic CBOR of the event, so a trail moved

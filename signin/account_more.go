@@ -220,10 +220,21 @@ func (a *account) overview(page *webui.AccountPage) error {
 	}
 	for _, c := range consents {
 		page.Apps = append(page.Apps, webui.ConsentLine{ClientID: c.ClientID, Name: appName(c.ClientID),
-			Scopes: strings.Join(c.Scopes, " "), Granted: a.dateTime(c.At)})
+			Scopes: a.scopeList(c.Scopes), Granted: a.dateTime(c.At)})
 	}
 	page.HasPassword = a.user.PasswordHash != ""
 	return nil
+}
+
+// scopeList names the scopes an application was allowed as the consent
+// page named them, in the page's language (every scope a request may
+// name has its text, consent.scope.<scope>).
+func (a *account) scopeList(scopes []string) string {
+	names := make([]string, len(scopes))
+	for i, s := range scopes {
+		names[i] = a.text("consent.scope." + s)
+	}
+	return strings.Join(names, a.text(keyScopeSeparator))
 }
 
 // activity is the person's recent sign-in steps and password resets,

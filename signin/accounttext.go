@@ -37,6 +37,7 @@ const (
 	keyPasskeyName       = "account.passkeys.default_name"
 	keyThisPage          = "account.activity.this_page"
 	keyAdminApp          = "account.activity.admin_app"
+	keyScopeSeparator    = "account.apps.scope_separator"
 	keyPasskeysOffHere   = "account.passkeys.off" // its argument is the issuer's host
 	keyRefusedWith       = "account.activity.refused_with"
 	keyResetPage         = "account.activity.reset_page"

@@ -688,6 +688,7 @@ func TestTrailQueryMergeMatchesTheOldLayout(t *testing.T) {
 			continue
 		}
 		last := uint64(k)
+		everything := all(t, twin.f)
 		for range 200 {
 			q := AuditQuery{Limit: 1 + r.Intn(60), Newest: r.Intn(2) == 0}
 			if r.Intn(3) > 0 {
@@ -708,6 +709,9 @@ func TestTrailQueryMergeMatchesTheOldLayout(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("round %d, %+v (trail to %d of %d): got %d events, want %d", round, q, trailLast(h.f), last, len(got), len(want))
 			}
+			if naive := naiveQuery(everything, q); !reflect.DeepEqual(got, naive) {
+				t.Fatalf("round %d, %+v: got %d events, the naive model %d", round, q, len(got), len(naive))
+			}
 		}
 		v, _ := h.f.State().VerifyAudit()
 		w, _ := twin.f.State().VerifyAudit()
@@ -715,6 +719,49 @@ func TestTrailQueryMergeMatchesTheOldLayout(t *testing.T) {
 			t.Fatalf("verify %+v, want %+v", v, w)
 		}
 	}
+}
+
+// all is every event f holds, paged through in ascending seq.
+func all(t *testing.T, f *FSM) []Event {
+	t.Helper()
+	var out []Event
+	for {
+		var after uint64
+		if len(out) > 0 {
+			after = out[len(out)-1].Seq
+		}
+		es, err := f.State().AuditEvents(AuditQuery{After: after, Limit: MaxAuditPage})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(es) == 0 {
+			return out
+		}
+		out = append(out, es...)
+	}
+}
+
+// naiveQuery answers q over every event by filtering the list.
+func naiveQuery(evs []Event, q AuditQuery) []Event {
+	var out []Event
+	ok := func(e *Event) bool {
+		return (q.Type == "" || e.Type == q.Type) && (q.Subject == "" || e.Subject == q.Subject) &&
+			(q.ClientID == "" || e.ClientID == q.ClientID) && (q.OrgID == "" || e.OrgID == q.OrgID)
+	}
+	if q.Newest {
+		for i := len(evs) - 1; i >= 0 && len(out) < q.Limit; i-- {
+			if (q.After == 0 || evs[i].Seq < q.After) && ok(&evs[i]) {
+				out = append(out, evs[i])
+			}
+		}
+		return out
+	}
+	for i := range evs {
+		if len(out) < q.Limit && evs[i].Seq > q.After && ok(&evs[i]) {
+			out = append(out, evs[i])
+		}
+	}
+	return out
 }
 
 // TestTrailTamperedSegmentIsNamed: a trail file altered on disk makes

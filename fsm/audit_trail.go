@@ -170,10 +170,11 @@ func trimStaged(tx *bolt.Tx, moved uint64) {
 	var keys [][]byte
 	c := b.Cursor()
 	for k, _ := c.First(); k != nil && len(keys) < trimBatch; k, _ = c.Next() {
-		if len(k) == 8 {
-			if s := binary.BigEndian.Uint64(k); s > moved && s >= floor {
-				break
-			}
+		if len(k) != 8 {
+			continue // not a seq (an altered file): verify names it
+		}
+		if s := binary.BigEndian.Uint64(k); s > moved && s >= floor {
+			break
 		}
 		keys = append(keys, append([]byte(nil), k...))
 	}

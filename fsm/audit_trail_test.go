@@ -961,3 +961,38 @@ func TestTrailRestoreOfAnOlderFormat(t *testing.T) {
 		t.Fatalf("raised again:\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestTrailRetentionPassesAGap: a replica that lacks old events (its gap)
+// needs them no more once the floor passes them: the gap goes, the mover
+// goes on from the floor, and it answers as the replica that had them.
+func TestTrailRetentionPassesAGap(t *testing.T) {
+	a := newAt(t, FormatTrail)
+	a.record(0, 3*trailChunk, 1000)
+	a.settle()
+	a.record(3*trailChunk, 300, 100)
+	b := newHarness(t)
+	b.f.tr.manual.Store(true)
+	restoreBytes(t, b.f, snapshotBytes(t, a.f))
+	b.index = a.index
+	if from, to, ok := b.f.TrailGap(); !ok || from != 1 || to != 3*trailChunk {
+		t.Fatalf("gap %d-%d %v", from, to, ok)
+	}
+	cut := t0.Add(time.Duration(3*trailChunk) * time.Minute) // every whole chunk is older
+	for _, h := range []*harness{a, b} {
+		if st := h.mustApply(TypeReap, Reap{AuditBefore: cut}).Value.(ReapStats); st.AuditEvents != 3*trailChunk {
+			t.Fatalf("reap: %+v", st)
+		}
+	}
+	if from, to, ok := b.f.TrailGap(); ok {
+		t.Fatalf("a gap below the floor: %d-%d", from, to)
+	}
+	b.settle()
+	a.settle()
+	want := answers(t, a.f)
+	if !strings.HasPrefix(want, fmt.Sprintf("verify ok=true count=300 first=%d", 3*trailChunk+1)) {
+		t.Fatalf("a: %s", want[:100])
+	}
+	if got := answers(t, b.f); got != want {
+		t.Fatalf("b:\n%s\nwant\n%s", got, want)
+	}
+}

@@ -70,6 +70,28 @@ type accountStep struct {
 	// Link is the token hash of the invitation whose page (invite.go)
 	// signs the person in and verifies their factors with these steps.
 	Link string `json:"link,omitempty"`
+	// Then, on the verification page, is the change that asked for it
+	// (one of resumable): once the factor is verified, the change goes on
+	// without a second click.
+	Then string `json:"then,omitempty"`
+}
+
+// resumable are the changes that take no field of their form, so a
+// verification they asked for goes on to them (accountStep.Then). The
+// others (a password, an address, a removal) show the home page again
+// to be posted once more, with what they need.
+var resumable = map[string]bool{"totp-setup": true, "recovery-new": true, "passkey-add": true}
+
+// then is the change a verification shown now goes on to: the one being
+// made, or the one the verification page already carries.
+func (a *account) then() string {
+	if resumable[a.action] {
+		return a.action
+	}
+	if a.step.Stage == accountVerify {
+		return a.step.Then
+	}
+	return ""
 }
 
 // account is one request to /account.
@@ -208,10 +230,10 @@ func (p *Signin) handleAccountPost(w http.ResponseWriter, r *http.Request) {
 		a.endAction(action, form)
 		return
 	}
+	a.action = action
 	if !a.mayChange() {
 		return
 	}
-	a.action = action
 	a.p.log.Info("account: credential change", "user_id", a.user.ID, "sso_session", a.sess.ID, "action", httpx.LogValue(action))
 	switch {
 	case a.step.Stage == accountHome && action == "password-change":
@@ -591,7 +613,7 @@ func (a *account) verifyMethods(f fsm.Factors) []string {
 }
 
 func (a *account) showVerify(status int, f fsm.Factors, errMsg string) {
-	c, ok := a.common(accountStep{Stage: accountVerify, SSOID: a.sess.ID})
+	c, ok := a.common(accountStep{Stage: accountVerify, SSOID: a.sess.ID, Then: a.then()})
 	if !ok {
 		return
 	}
@@ -639,6 +661,20 @@ func (a *account) verify(form url.Values) {
 		a.unavailable("account step-up: " + err.Error())
 		return
 	}
+	if a.inv == nil && resumable[a.step.Then] {
+		// The change that asked for the verification goes on.
+		a.action = a.step.Then
+		a.p.log.Info("account: credential change", "user_id", a.user.ID, "sso_session", a.sess.ID, "action", a.action)
+		switch a.action {
+		case "totp-setup":
+			a.totpSetup()
+		case "recovery-new":
+			a.recoveryNew()
+		case "passkey-add":
+			a.passkeyBegin()
+		}
+		return
+	}
 	a.next(http.StatusOK, a.text(keyConfirmed))
 }
 
@@ -658,7 +694,11 @@ func (a *account) beginVerifyPasskey(f fsm.Factors) {
 
 // ceremony shows page, a passkey ceremony of stage with the challenge id.
 func (a *account) ceremony(stage, id, title string, page webui.PasskeyPage) {
-	c, ok := a.common(accountStep{Stage: stage, SSOID: a.sess.ID, Challenge: id})
+	step := accountStep{Stage: stage, SSOID: a.sess.ID, Challenge: id}
+	if stage == accountVerify {
+		step.Then = a.then()
+	}
+	c, ok := a.common(step)
 	if !ok {
 		return
 	}

@@ -138,11 +138,8 @@ func TestAccountTOTPAndRecoveryCodes(t *testing.T) {
 	}
 	h.clock.Add(30 * time.Second) // the confirming code's step is spent
 	code, _ = factor.TOTPCode(secret, h.clock.Now())
+	// Verified, the change that asked goes on: no second click.
 	p = b.submit(postForm(t, p, "method"), "method", webui.MethodOTP, map[string]string{"code": code})
-	if p.status != http.StatusOK || !strings.Contains(p.body, "Confirmed.") {
-		t.Fatalf("verify: %d\n%s", p.status, p.body)
-	}
-	p = b.submit(formWith(t, p, "action", "recovery-new"), "action", "recovery-new", nil)
 	codes := regexp.MustCompile(`<li><code>([^<]+)</code></li>`).FindAllStringSubmatch(p.body, -1)
 	if p.status != http.StatusOK || len(codes) == 0 {
 		t.Fatalf("recovery codes page: %d\n%s", p.status, p.body)
@@ -166,5 +163,46 @@ func TestAccountFormChecks(t *testing.T) {
 	v.Set("method", "password")
 	if p := b.post(f.action, v); p.status != http.StatusForbidden {
 		t.Fatalf("CSRF mismatch: %d", p.status)
+	}
+}
+
+// TestVerifyGoesOnToTheChange: a change that takes no field of its own
+// (new recovery codes, a new authenticator app, a passkey) goes on once
+// the verification it asked for succeeds, also after a wrong code on the
+// way; a change with fields of its own (a password) shows the home page
+// again, confirmed, to be posted with them.
+func TestVerifyGoesOnToTheChange(t *testing.T) {
+	for _, tc := range []struct {
+		action string
+		want   string // what the page after the verification holds
+	}{
+		{"recovery-new", `id="recovery-codes"`},
+		{"totp-setup", `id="totp-secret"`},
+		{"password-change", "Confirmed."},
+	} {
+		t.Run(tc.action, func(t *testing.T) {
+			h := newHarness(t)
+			b := h.browser()
+			p := b.accountSignIn(hEmail, hPassword)
+			p = b.submit(formWith(t, p, "action", "totp-setup"), "action", "totp-setup", nil)
+			secret := strings.ReplaceAll(totpSecretRE.FindStringSubmatch(p.body)[1], " ", "")
+			code, _ := factor.TOTPCode(secret, h.clock.Now())
+			p = b.submit(formWith(t, p, "action", "totp-confirm"), "action", "totp-confirm", map[string]string{"code": code})
+			h.clock.Add(30 * time.Second) // the confirming code's step is spent; the session has no second factor yet
+
+			p = b.submit(formWith(t, p, "action", tc.action), "action", tc.action, nil)
+			if !strings.Contains(p.body, "Confirm it’s you") {
+				t.Fatalf("%s without a fresh factor: %d\n%s", tc.action, p.status, p.body)
+			}
+			p = b.submit(postForm(t, p, "method"), "method", webui.MethodOTP, map[string]string{"code": "000000"})
+			if p.status != http.StatusBadRequest {
+				t.Fatalf("a wrong code: %d", p.status)
+			}
+			code, _ = factor.TOTPCode(secret, h.clock.Now())
+			p = b.submit(postForm(t, p, "method"), "method", webui.MethodOTP, map[string]string{"code": code})
+			if p.status != http.StatusOK || !strings.Contains(p.body, tc.want) {
+				t.Fatalf("after the verification: %d, want %q\n%s", p.status, tc.want, p.body)
+			}
+		})
 	}
 }

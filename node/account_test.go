@@ -64,6 +64,11 @@ func TestAccountPageSessionsActivityPasswordAndApps(t *testing.T) {
 	if !strings.Contains(p.Body, `value="consent-revoke"`) {
 		t.Fatalf("no application listed:\n%s", p.Body)
 	}
+	// The application's line names what it may do as the consent page
+	// did, not by the scopes' codes.
+	if !strings.Contains(p.Body, "Sign you in") || strings.Contains(p.Body, "openid email") {
+		t.Errorf("the application's scopes are not named as on the consent page:\n%s", p.Body)
+	}
 	p = here.Submit(p, map[string]string{"client_id": w.confID}, "action", "consent-revoke")
 	if p.Status != http.StatusOK || !strings.Contains(p.Body, "access was revoked") {
 		t.Fatalf("revoke consent: %d\n%s", p.Status, p.Body)

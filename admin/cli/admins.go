@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"strings"
 )
 
 // Administrator grants name their person by user id, which no one
@@ -21,27 +19,6 @@ import (
 // emailMark is a key that no server field uses: the grant's person's
 // address, which these verbs look up.
 const emailMark = "\x00email"
-
-// isUUID reports whether s is a UUID in its canonical text form (any
-// case), which is how the admin API writes user ids.
-func isUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i, r := range s {
-		switch i {
-		case 8, 13, 18, 23:
-			if r != '-' {
-				return false
-			}
-		default:
-			if !strings.ContainsRune("0123456789abcdefABCDEF", r) {
-				return false
-			}
-		}
-	}
-	return true
-}
 
 func grantList(fs *flag.FlagSet) func(in *inv) (*request, error) {
 	pages := pageFlags(fs)
@@ -77,16 +54,16 @@ func grantList(fs *flag.FlagSet) func(in *inv) (*request, error) {
 }
 
 func grantCreate(fs *flag.FlagSet) func(in *inv) (*request, error) {
-	user := fs.String("user", "", "the person: their email `address` or user ID (required)")
+	user := fs.String("user", "", personFlagUsage+" (required)")
 	role := fs.String("role", "", "`role`: admin, org_admin or auditor (required)")
 	org := fs.String("org", "", "organization `ID` of an org_admin")
 	return func(in *inv) (*request, error) {
 		if err := required("user", *user, "role", *role); err != nil {
 			return nil, err
 		}
-		who := strings.TrimSpace(*user)
-		if !isUUID(who) && !strings.Contains(who, "@") {
-			return nil, errUsage("--user %q: want the person's email address or user ID (a UUID)", who)
+		who, err := personName("--user", *user)
+		if err != nil {
+			return nil, err
 		}
 		b, err := roleBody(*role, *org, in)
 		if err != nil {
@@ -153,30 +130,6 @@ func (c *conn) send(ctx context.Context, req *request, stderr io.Writer) (*answe
 		return nil, failed(stderr, a)
 	}
 	return a, ExitOK
-}
-
-// userByEmail is the id of the person with the address email, or a
-// printed failure: an address no person has is said so, with where to
-// look.
-func (c *conn) userByEmail(ctx context.Context, email string, stderr io.Writer) (string, int) {
-	a, code := c.send(ctx, &request{method: http.MethodGet, path: "/users", query: url.Values{"email": {email}}}, stderr)
-	if code != ExitOK {
-		return "", code
-	}
-	var list struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(a.body, &list); err != nil {
-		fmt.Fprintf(stderr, "error: HTTP %d: %v (correlation id %s)\n", a.status, err, a.correlationID(""))
-		return "", ExitServerError
-	}
-	if len(list.Data) == 0 || list.Data[0].ID == "" {
-		fmt.Fprintf(stderr, "error: no person has the address %s\nhint: \"oidcd admin user list\" lists the people; \"oidcd admin user create --email %s\" adds one\n", clean(email), clean(email))
-		return "", ExitServerError
-	}
-	return list.Data[0].ID, ExitOK
 }
 
 // emails looks up the address of each person of ids (GET /users/{id},

@@ -190,7 +190,7 @@ func commands() []noun {
 					"contrast ratio. An organization's own branding: org update --branding-...",
 				setup: brandingSet},
 		}},
-		{name: "user", aliases: []string{"users"}, summary: "people who sign in; a user's ID is the `sub` of its tokens", verbs: []verb{
+		{name: "user", aliases: []string{"users"}, summary: "people who sign in, named by their email address or user ID (the `sub` of their tokens)", verbs: []verb{
 			{name: "create", synopsis: "--email E [--email-verified] [--password-stdin | --password P] [--phone P]", summary: "create a user", setup: userCreate,
 				details: "Prefer --password-stdin: a --password value is visible to other local users\nin the process list and lands in shell history. With --password-stdin the\npassword is read from standard input, up to the end or a trailing newline."},
 			{name: "list", synopsis: "[--email E] [--page N] [--page-size N]", summary: "list users, all or the one with an address", setup: userList},
@@ -208,40 +208,45 @@ func commands() []noun {
 					"are left as they are and counted as already there. A person the server\n" +
 					"refuses is printed with their row; the exit code is then 1.",
 				setup: userImport},
-			{name: "get", args: []string{"ID"}, summary: "show one user", setup: getOne("/users", userTable)},
-			{name: "update", args: []string{"ID"}, synopsis: "[--email E] [--email-verified=true|false] [--password-stdin | --password P] [--phone P]", summary: "change a user",
-				details: "Only the flags given are sent; the other fields keep their values.",
-				setup:   userUpdate},
-			{name: "delete", args: []string{"ID"}, summary: "erase a user",
-				details: "Account erasure: every session of the person ends and sub-only back-channel\nlogout tokens go out.",
-				setup:   deleteOne("/users", "user")},
-			{name: "totp", args: []string{"ID"}, summary: "enrol an authenticator app; prints the secret and its otpauth:// URI",
-				details: "The secret is base32, SHA1, 6 digits, 30 s. It is shown only this once.",
-				setup:   userTOTP},
-			{name: "recovery-codes", args: []string{"ID"}, summary: "issue 10 single-use recovery codes, replacing earlier ones",
-				details: "The codes are shown only this once; each works once; earlier codes stop working.",
-				setup:   userRecoveryCodes},
-			{name: "totp-remove", args: []string{"ID"}, summary: "remove the user's authenticator app (a lost phone)",
-				setup: deleteSub("/users", "/totp", "authenticator app of user")},
-			{name: "factors", args: []string{"ID"}, summary: "show the user's second factors: authenticator app, recovery codes left, passkeys",
-				setup: userFactors},
-			{name: "unlock", args: []string{"ID"}, summary: "clear the user's password and code lockouts",
-				setup: deleteSub("/users", "/lockouts", "lockouts of user")},
-			{name: "verify-email", args: []string{"ID"}, synopsis: "[--locale L]", summary: "send the user a link that proves their address (email_verified)",
+			{name: "get", args: personArgs, summary: "show one user, by address or ID", setup: personCall(userGet),
+				details: personHelp},
+			{name: "update", args: personArgs, synopsis: "[--email E] [--email-verified=true|false] [--password-stdin | --password P] [--phone P]", summary: "change a user",
+				details: "Only the flags given are sent; the other fields keep their values.\n\n" + personHelp,
+				setup:   aboutPerson(userUpdate)},
+			{name: "delete", args: personArgs, summary: "erase a user",
+				details: "Account erasure: every session of the person ends and sub-only back-channel\nlogout tokens go out.\n\n" + personHelp,
+				setup:   personCall(func(id string) *request { return deleteRequest("/users", "user", id) })},
+			{name: "totp", args: personArgs, summary: "enrol an authenticator app; prints the secret and its otpauth:// URI",
+				details: "The secret is base32, SHA1, 6 digits, 30 s. It is shown only this once.\n\n" + personHelp,
+				setup:   personCall(userTOTP)},
+			{name: "recovery-codes", args: personArgs, summary: "issue 10 single-use recovery codes, replacing earlier ones",
+				details: "The codes are shown only this once; each works once; earlier codes stop working.\n\n" + personHelp,
+				setup:   personCall(userRecoveryCodes)},
+			{name: "totp-remove", args: personArgs, summary: "remove the user's authenticator app (a lost phone)",
+				details: personHelp,
+				setup:   personCall(userRemove("/totp", "authenticator app of user"))},
+			{name: "factors", args: personArgs, summary: "show the user's second factors: authenticator app, recovery codes left, passkeys",
+				details: personHelp,
+				setup:   personCall(userFactors)},
+			{name: "unlock", args: personArgs, summary: "clear the user's password and code lockouts",
+				details: personHelp,
+				setup:   personCall(userRemove("/lockouts", "lockouts of user"))},
+			{name: "verify-email", args: personArgs, synopsis: "[--locale L]", summary: "send the user a link that proves their address (email_verified)",
 				details: "A verify_email message goes to the user's current address with a link that\n" +
 					"works once, for 24 hours; following it sets email_verified. The message is\n" +
 					"in the language --locale names (" + strings.Join(i18n.Tags(), ", ") + "; default en). A newer link\n" +
 					"voids older ones. A person of a directory is refused (their address is the\n" +
-					"directory's), and so is every request while the provider sends no mail.",
-				setup: userVerifyEmail},
-			{name: "identities", args: []string{"ID"}, summary: "list the user's links to identity providers (their subject at each upstream)",
-				setup: userIdentities},
-			{name: "unlink", args: []string{"ID", "IDENTITY_ID"}, summary: "remove one of the user's links; every session opened through it ends",
+					"directory's), and so is every request while the provider sends no mail.\n\n" + personHelp,
+				setup: aboutPerson(userVerifyEmail)},
+			{name: "identities", args: personArgs, summary: "list the user's links to identity providers (their subject at each upstream)",
+				details: personHelp,
+				setup:   personCall(userIdentities)},
+			{name: "unlink", args: []string{personArg, "IDENTITY_ID"}, summary: "remove one of the user's links; every session opened through it ends",
 				details: "IDENTITY_ID is from user identities. The person no longer signs in through\n" +
 					"that upstream subject; their sessions opened through it end at once and the\n" +
 					"apps get back-channel logout tokens. It is done even when the link was the\n" +
-					"person's only way in.",
-				setup: userUnlink},
+					"person's only way in.\n\n" + personHelp,
+				setup: aboutPerson(userUnlink)},
 		}},
 		{name: "lockout", aliases: []string{"lockouts"}, summary: "sign-in lockouts after too many failures (accounts, IP addresses, phone numbers)", verbs: []verb{
 			{name: "list", summary: "list what is locked now and until when", setup: lockoutList},
@@ -279,8 +284,10 @@ func commands() []noun {
 				setup: invitationDelete},
 		}},
 		{name: "membership", aliases: []string{"memberships"}, summary: "links between a user and an organization", verbs: []verb{
-			{name: "create", synopsis: "--user U --org O [--status active|suspended]", summary: "add a user to an organization", setup: membershipCreate},
-			{name: "list", synopsis: "[--user U] [--page N] [--page-size N]", summary: "list memberships, all or one user's", setup: membershipList},
+			{name: "create", synopsis: "--user U --org O [--status active|suspended]", summary: "add a user, by address or ID, to an organization", setup: membershipCreate,
+				details: "--user is the person's email address (looked up first) or user ID."},
+			{name: "list", synopsis: "[--user U] [--page N] [--page-size N]", summary: "list memberships, all or one user's (by address or ID)", setup: membershipList,
+				details: "--user is the person's email address (looked up first) or user ID."},
 			{name: "get", args: []string{"ID"}, summary: "show one membership", setup: getOne("/memberships", membershipTable)},
 			{name: "update", args: []string{"ID"}, synopsis: "--status active|suspended", summary: "suspend or reactivate a membership", setup: membershipUpdate},
 			{name: "delete", args: []string{"ID"}, summary: "remove a membership", setup: deleteOne("/memberships", "membership")},
@@ -436,13 +443,17 @@ func getOne(path string, v view) func(fs *flag.FlagSet) func(in *inv) (*request,
 func deleteOne(path, what string) func(fs *flag.FlagSet) func(in *inv) (*request, error) {
 	return func(fs *flag.FlagSet) func(in *inv) (*request, error) {
 		return func(in *inv) (*request, error) {
-			id := in.args[0]
-			return &request{method: http.MethodDelete, path: idPath(path, id), show: func(w io.Writer, _ []byte) error {
-				_, err := fmt.Fprintf(w, "deleted %s %s\n", what, clean(id))
-				return err
-			}}, nil
+			return deleteRequest(path, what, in.args[0]), nil
 		}
 	}
+}
+
+// deleteRequest is the DELETE of the record path/id, a what.
+func deleteRequest(path, what, id string) *request {
+	return &request{method: http.MethodDelete, path: idPath(path, id), show: func(w io.Writer, _ []byte) error {
+		_, err := fmt.Fprintf(w, "deleted %s %s\n", what, clean(id))
+		return err
+	}}
 }
 
 // ---- administrators, API keys, the break-glass token
@@ -625,10 +636,17 @@ func userCreate(fs *flag.FlagSet) func(in *inv) (*request, error) {
 	}
 }
 
-func userUpdate(fs *flag.FlagSet) func(in *inv) (*request, error) {
+// personHelp is the help of the verbs whose argument is a person.
+const personHelp = "ADDRESS|ID is the person's email address (looked up first) or user ID."
+
+func userGet(id string) *request {
+	return &request{method: http.MethodGet, path: idPath("/users", id), show: userTable.one}
+}
+
+func userUpdate(fs *flag.FlagSet) func(in *inv) (func(id string) *request, error) {
 	var u userFlags
 	u.register(fs, false)
-	return func(in *inv) (*request, error) {
+	return func(in *inv) (func(id string) *request, error) {
 		b, err := u.body(in)
 		if err != nil {
 			return nil, err
@@ -636,47 +654,41 @@ func userUpdate(fs *flag.FlagSet) func(in *inv) (*request, error) {
 		if len(b) == 0 {
 			return nil, errUsage("nothing to update: give at least one of --email, --email-verified, --password, --password-stdin, --phone")
 		}
-		return &request{method: http.MethodPatch, path: idPath("/users", in.args[0]), body: b, show: userTable.one}, nil
+		return func(id string) *request {
+			return &request{method: http.MethodPatch, path: idPath("/users", id), body: b, show: userTable.one}
+		}, nil
 	}
 }
 
-func userTOTP(fs *flag.FlagSet) func(in *inv) (*request, error) {
-	return func(in *inv) (*request, error) {
-		return &request{method: http.MethodPost, path: idPath("/users", in.args[0]) + "/totp", body: struct{}{},
-			show: showTOTP,
-			note: func([]byte) string {
-				return "the TOTP secret is shown only this once: add it to the authenticator app now"
-			}}, nil
+func userTOTP(id string) *request {
+	return &request{method: http.MethodPost, path: idPath("/users", id) + "/totp", body: struct{}{},
+		show: showTOTP,
+		note: func([]byte) string {
+			return "the TOTP secret is shown only this once: add it to the authenticator app now"
+		}}
+}
+
+func userRecoveryCodes(id string) *request {
+	return &request{method: http.MethodPost, path: idPath("/users", id) + "/recovery-codes", body: struct{}{},
+		show: showCodes,
+		note: func([]byte) string {
+			return "these recovery codes are shown only this once and replace any earlier ones; each works once"
+		}}
+}
+
+// userRemove is the DELETE of a person's sub-resource, /users/ID+suffix,
+// a what.
+func userRemove(suffix, what string) func(id string) *request {
+	return func(id string) *request {
+		return &request{method: http.MethodDelete, path: idPath("/users", id) + suffix, show: func(w io.Writer, _ []byte) error {
+			_, err := fmt.Fprintf(w, "removed %s %s\n", what, clean(id))
+			return err
+		}}
 	}
 }
 
-func userRecoveryCodes(fs *flag.FlagSet) func(in *inv) (*request, error) {
-	return func(in *inv) (*request, error) {
-		return &request{method: http.MethodPost, path: idPath("/users", in.args[0]) + "/recovery-codes", body: struct{}{},
-			show: showCodes,
-			note: func([]byte) string {
-				return "these recovery codes are shown only this once and replace any earlier ones; each works once"
-			}}, nil
-	}
-}
-
-// deleteSub is a DELETE of a sub-resource of one record: prefix/ID+suffix.
-func deleteSub(prefix, suffix, what string) func(fs *flag.FlagSet) func(in *inv) (*request, error) {
-	return func(fs *flag.FlagSet) func(in *inv) (*request, error) {
-		return func(in *inv) (*request, error) {
-			id := in.args[0]
-			return &request{method: http.MethodDelete, path: idPath(prefix, id) + suffix, show: func(w io.Writer, _ []byte) error {
-				_, err := fmt.Fprintf(w, "removed %s %s\n", what, clean(id))
-				return err
-			}}, nil
-		}
-	}
-}
-
-func userFactors(fs *flag.FlagSet) func(in *inv) (*request, error) {
-	return func(in *inv) (*request, error) {
-		return &request{method: http.MethodGet, path: idPath("/users", in.args[0]) + "/factors", show: showFactors}, nil
-	}
+func userFactors(id string) *request {
+	return &request{method: http.MethodGet, path: idPath("/users", id) + "/factors", show: showFactors}
 }
 
 // ---- memberships
@@ -693,36 +705,50 @@ func checkEnum(flagName, v string, allowed []string) error {
 }
 
 func membershipCreate(fs *flag.FlagSet) func(in *inv) (*request, error) {
-	user := fs.String("user", "", "user `ID` (required)")
+	user := fs.String("user", "", personFlagUsage+" (required)")
 	org := fs.String("org", "", "organization `ID` (required)")
 	status := fs.String("status", "", "`status`: active or suspended (default: the server's, active)")
 	return func(in *inv) (*request, error) {
 		if err := required("user", *user, "org", *org); err != nil {
 			return nil, err
 		}
-		b := map[string]any{"user_id": *user, "org_id": *org}
+		who, err := personName("--user", *user)
+		if err != nil {
+			return nil, err
+		}
+		b := map[string]any{"org_id": *org}
 		if in.given("status") {
 			if err := checkEnum("status", *status, membershipStatuses); err != nil {
 				return nil, err
 			}
 			b["status"] = *status
 		}
-		return &request{method: http.MethodPost, path: "/memberships", body: b, show: membershipTable.one}, nil
+		return forPerson(who, func(id string) *request {
+			b["user_id"] = id
+			return &request{method: http.MethodPost, path: "/memberships", body: b, show: membershipTable.one}
+		}), nil
 	}
 }
 
 func membershipList(fs *flag.FlagSet) func(in *inv) (*request, error) {
-	user := fs.String("user", "", "only the memberships of this user `ID`")
+	user := fs.String("user", "", "only the memberships of this person: their email `address` or user ID")
 	pages := pageFlags(fs)
 	return func(in *inv) (*request, error) {
 		q, err := pages(in)
 		if err != nil {
 			return nil, err
 		}
-		if in.given("user") {
-			q.Set("user_id", *user)
+		if !in.given("user") {
+			return &request{method: http.MethodGet, path: "/memberships", query: q, show: membershipTable.list}, nil
 		}
-		return &request{method: http.MethodGet, path: "/memberships", query: q, show: membershipTable.list}, nil
+		who, err := personName("--user", *user)
+		if err != nil {
+			return nil, err
+		}
+		return forPerson(who, func(id string) *request {
+			q.Set("user_id", id)
+			return &request{method: http.MethodGet, path: "/memberships", query: q, show: membershipTable.list}
+		}), nil
 	}
 }
 

@@ -11,8 +11,9 @@
 // Invariants:
 //
 //   - One invocation, one request, but for the verbs that say otherwise
-//     (login, audit tail and verify, and the grants' verbs, which look up
-//     the person's address). Every request carries
+//     (login, audit tail and verify, the grants' verbs, and every verb
+//     given a person's address instead of their user ID, which looks the
+//     address up first: people.go). Every request carries
 //     `Authorization: Bearer <token>`, a fresh X-Correlation-ID and, when it
 //     has a body, `Content-Type: application/json`. Update verbs send only the
 //     fields whose flags were given on the command line.

@@ -132,11 +132,11 @@ once) go to stderr.
 `+exitHelp+`
 Examples:
   oidcd admin --addr 10.0.0.5:8080 --token-file /var/lib/oidcd/admin-token status
-  oidcd admin admins create --user USER_ID --role admin
+  oidcd admin admins create --user ann@example.com --role admin
   oidcd admin login && oidcd admin status
   oidcd admin org create --slug acme --name "Acme Inc."
   printf '%s\n' "$PW" | oidcd admin user create --email ann@example.com --email-verified --password-stdin
-  oidcd admin membership create --user USER_ID --org ORG_ID
+  oidcd admin membership create --user ann@example.com --org ORG_ID
   oidcd admin invitation create --email bob@example.com --org ORG_ID --expires-in 72h
   oidcd admin client create --name Portal --org ORG_ID \
       --redirect-uri https://portal.example.com/callback --scope openid,email,profile
@@ -144,6 +144,7 @@ Examples:
       --issuer https://sso.example.com/realms/staff --client-id oidcd \
       --client-secret-file /run/secrets/oidcd-staff
   oidcd admin user get USER_ID --json | jq -r .email
+  oidcd admin user totp-remove ann@example.com
   oidcd admin keys rotate
   oidcd admin snapshot save /var/backups/oidcd-$(date +%F).db
 `)

@@ -234,19 +234,19 @@ func idpShow(fs *flag.FlagSet) func(in *inv) (*request, error) {
 	}
 }
 
-func userIdentities(fs *flag.FlagSet) func(in *inv) (*request, error) {
-	return func(in *inv) (*request, error) {
-		return &request{method: http.MethodGet, path: idPath("/users", in.args[0]) + "/identities", show: identityTable.list}, nil
-	}
+func userIdentities(id string) *request {
+	return &request{method: http.MethodGet, path: idPath("/users", id) + "/identities", show: identityTable.list}
 }
 
-func userUnlink(fs *flag.FlagSet) func(in *inv) (*request, error) {
-	return func(in *inv) (*request, error) {
-		user, identity := in.args[0], in.args[1]
-		return &request{method: http.MethodDelete, path: idPath(idPath("/users", user)+"/identities", identity), show: func(w io.Writer, _ []byte) error {
-			_, err := fmt.Fprintf(w, "unlinked identity %s of user %s\n", clean(identity), clean(user))
-			return err
-		}}, nil
+func userUnlink(fs *flag.FlagSet) func(in *inv) (func(id string) *request, error) {
+	return func(in *inv) (func(id string) *request, error) {
+		identity := in.args[1]
+		return func(user string) *request {
+			return &request{method: http.MethodDelete, path: idPath(idPath("/users", user)+"/identities", identity), show: func(w io.Writer, _ []byte) error {
+				_, err := fmt.Fprintf(w, "unlinked identity %s of user %s\n", clean(identity), clean(user))
+				return err
+			}}
+		}, nil
 	}
 }
 

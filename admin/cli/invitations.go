@@ -97,9 +97,9 @@ func localeFlag(fs *flag.FlagSet) func(in *inv, body map[string]any) error {
 	}
 }
 
-func userVerifyEmail(fs *flag.FlagSet) func(in *inv) (*request, error) {
+func userVerifyEmail(fs *flag.FlagSet) func(in *inv) (func(id string) *request, error) {
 	locale := localeFlag(fs)
-	return func(in *inv) (*request, error) {
+	return func(in *inv) (func(id string) *request, error) {
 		b := map[string]any{}
 		if err := locale(in, b); err != nil {
 			return nil, err
@@ -108,14 +108,16 @@ func userVerifyEmail(fs *flag.FlagSet) func(in *inv) (*request, error) {
 		if len(b) > 0 {
 			send = b
 		}
-		return &request{method: http.MethodPost, path: idPath("/users", in.args[0]) + "/verify-email", body: send, show: func(w io.Writer, body []byte) error {
-			obj, err := decodeObject(body)
-			if err != nil {
+		return func(id string) *request {
+			return &request{method: http.MethodPost, path: idPath("/users", id) + "/verify-email", body: send, show: func(w io.Writer, body []byte) error {
+				obj, err := decodeObject(body)
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintf(w, "sent a link to %s; it works until %s\n", text(obj["email"]), text(obj["expires_at"]))
 				return err
-			}
-			_, err = fmt.Fprintf(w, "sent a link to %s; it works until %s\n", text(obj["email"]), text(obj["expires_at"]))
-			return err
-		}}, nil
+			}}
+		}, nil
 	}
 }
 

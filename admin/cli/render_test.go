@@ -6,6 +6,7 @@ import (
 )
 
 func TestOutput(t *testing.T) {
+	const uid = "0b1e6c3a-8d2f-4f7e-9a51-3c2d1e0f9a8b" // the user verbs take an address or a UUID
 	tests := []struct {
 		name       string
 		args       []string
@@ -47,10 +48,10 @@ func TestOutput(t *testing.T) {
 			wantStderr: "note: the invitation is on its way; withdraw it with: oidcd admin invitation delete ID\n"},
 		{name: "invitation delete", args: []string{"invitation", "delete", "i1"}, status: 204,
 			wantStdout: "withdrew invitation i1; its link no longer works\n"},
-		{name: "user verify-email", args: []string{"user", "verify-email", "u1"}, status: 202,
+		{name: "user verify-email", args: []string{"user", "verify-email", uid}, status: 202,
 			body:       `{"user_id":"u1","email":"ann@example.com","expires_at":"2025-01-02T00:00:00Z"}`,
 			wantStdout: "sent a link to ann@example.com; it works until 2025-01-02T00:00:00Z\n"},
-		{name: "user get", args: []string{"user", "get", "u1"},
+		{name: "user get", args: []string{"user", "get", uid},
 			body:       `{"id":"u1","email":"ann@example.com","email_verified":true,"password_scheme":"bcrypt"}`,
 			wantStdout: "ID  EMAIL            VERIFIED  PHONE  PASSWORD\nu1  ann@example.com  true      -      bcrypt\n"},
 		{name: "membership list", args: []string{"membership", "list"},
@@ -95,11 +96,11 @@ func TestOutput(t *testing.T) {
 			wantStdout: "{\n  \"id\": \"x\",\n  \"slug\": \"acme\",\n  \"name\": \"Acme\",\n  \"status\": \"active\"\n}\n"},
 		{name: "delete", args: []string{"org", "delete", "x"}, status: 204, wantStdout: "deleted organization x\n"},
 		{name: "delete with --json prints nothing", args: []string{"--json", "org", "delete", "x"}, status: 204},
-		{name: "totp", args: []string{"user", "totp", "u1"}, status: 201,
+		{name: "totp", args: []string{"user", "totp", uid}, status: 201,
 			body:       `{"secret":"JBSWY3DPEHPK3PXP","uri":"otpauth://totp/oidcd:ann?secret=JBSWY3DPEHPK3PXP"}`,
 			wantStdout: "secret  JBSWY3DPEHPK3PXP\nuri     otpauth://totp/oidcd:ann?secret=JBSWY3DPEHPK3PXP\n",
 			wantStderr: "note: the TOTP secret is shown only this once: add it to the authenticator app now\n"},
-		{name: "recovery codes", args: []string{"user", "recovery-codes", "u1"}, status: 201,
+		{name: "recovery codes", args: []string{"user", "recovery-codes", uid}, status: 201,
 			body:       `{"codes":["aaaa-1111","bbbb-2222"]}`,
 			wantStdout: "aaaa-1111\nbbbb-2222\n",
 			wantStderr: "note: these recovery codes are shown only this once and replace any earlier ones; each works once\n"},

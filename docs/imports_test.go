@@ -52,7 +52,7 @@ func with(set []string, names ...string) []string {
 // importRules is the table of docs/architecture.md, "The rules".
 var importRules = []importRule{
 	{from: []string{"fsm"}, never: []string{"...", "!fsm/trail"},
-		reason: "every node replays the raft log through the state machine; it stays deterministic and is tested alone, so it depends on nothing of ours"},
+		reason: "every node replays the raft log through the state machine; it stays deterministic and is tested alone, so it depends on nothing of ours but the store of its own audit trail"},
 	{from: []string{"fsm/trail"}, never: []string{"..."},
 		reason: "the audit trail's store on each node's disk, outside the raft snapshot: fsm keeps its events in it, so it imports nothing of ours"},
 	{from: []string{"webui"}, only: []string{"internal/i18n"},

@@ -384,11 +384,8 @@ func TestFactorChangeEndsOtherSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The right code: the change that asked for it goes on.
 	page = b.Submit(page, map[string]string{"code": code}, "method", "otp")
-	if !strings.Contains(page.Body, "Confirmed") {
-		t.Fatalf("right code: %d\n%s", page.Status, page.Body)
-	}
-	page = b.Submit(page, nil, "action", "recovery-new")
 	if !strings.Contains(page.Body, "recovery-codes") {
 		t.Fatalf("recovery-new after the factor: %d\n%s", page.Status, page.Body)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -106,6 +107,9 @@ type Config struct {
 	// onLeaderApply, set only by tests, runs in leaderApply once a
 	// forwarded write is read and accepted, before raft sees it.
 	onLeaderApply func(ctx context.Context)
+	// exportTrail, set only by tests, serves the audit trail fetches
+	// (trail.go) instead of FSM.ExportTrail.
+	exportTrail func(w io.Writer, from, to uint64) error
 }
 
 // Cluster is one node's membership in the raft group.
@@ -142,6 +146,8 @@ type Cluster struct {
 	// asked: what the members gossip does not see answered opAnnounce
 	// (announce.go).
 	asked askTable
+	// trail: the audit trail fetches this node serves (trail.go).
+	trail trailServer
 	// reannounced, set only by tests (export_test.go reannounce), is
 	// the version and format this node announces after an upgrade in
 	// place, which selfAnnounced answers from then on.

@@ -43,6 +43,7 @@ func (c *Cluster) startForwarding() error {
 	}
 	c.fwd.asks.dial = c.fwd.pool.dial
 	c.fwd.server = rpcServer{handle: c.serveOp, base: base}
+	c.stream.trail = c.serveTrail
 	c.stream.serve(c.fwd.server.serveConn)
 	return nil
 }

@@ -28,6 +28,9 @@ type streamLayer struct {
 	tls       *nodeTLS // nil: plaintext
 	log       *slog.Logger
 	conns     connSet
+	// trail serves the audit trail fetches (protoTrail, trail.go); set
+	// before serve.
+	trail func(net.Conn)
 
 	raftCh    chan net.Conn
 	closed    chan struct{}
@@ -162,6 +165,12 @@ func (s *streamLayer) route(raw net.Conn, rpc func(net.Conn)) {
 		}
 	case protoForward:
 		rpc(conn)
+	case protoTrail:
+		if s.trail == nil {
+			conn.Close()
+			return
+		}
+		s.trail(conn)
 	default:
 		s.log.Warn("refused node connection", "remote", raw.RemoteAddr().String(), "protocol", proto)
 		conn.Close()

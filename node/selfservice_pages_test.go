@@ -380,8 +380,9 @@ func TestSelfServicePagesInBrowser(t *testing.T) {
 	verify := outboxLink(t, outbox, annNew, "verify_email", seen)
 	f = a.facts("13-verify-email", 200, a.open(verify))
 	f.wantText(t, "verify-email", "Confirm that "+annNew+" becomes the address")
-	if !slices.Equal(f.Submits, []string{"Confirm"}) {
-		t.Errorf("verify-email: buttons %q, want one Confirm", f.Submits)
+	// One button that confirms, and the language picker's.
+	if !slices.Equal(f.Submits, []string{"Confirm", "Change language"}) {
+		t.Errorf("verify-email: buttons %q, want Confirm and the language picker's", f.Submits)
 	}
 	f = a.facts("14-verify-email-done", 200, a.submit())
 	f.wantText(t, "verify-email-done", "is now "+annNew)

@@ -11,22 +11,14 @@ import (
 )
 
 // AuditQuery selects events: those after seq After, at most Limit, that
-// match every filter given.
-type AuditQuery struct {
-	After    uint64
-	Limit    int
-	Type     string
-	Subject  string
-	ClientID string
-	OrgID    string
-	// Newest answers the newest events first (descending seq), those
-	// before After when After is set (the person's page shows their last
-	// sign-ins, the console the newest events).
-	Newest bool
-}
+// match every filter given; with Newest, the newest first, those before
+// After when After is set (the person's page shows their last sign-ins,
+// the console the newest events). It is the trail's own query, which
+// answers the same on either layout.
+type AuditQuery = trail.Query
 
 // MaxAuditPage bounds one page of events.
-const MaxAuditPage = 1000
+const MaxAuditPage = trail.MaxPage
 
 // AuditEvents answers q in ascending seq. With a filter it walks the
 // index of the most selective one given (subject, client, organization,
@@ -128,21 +120,10 @@ func (s *State) AuditEvents(q AuditQuery) ([]Event, error) {
 	return out, err
 }
 
-// AuditVerification is what VerifyAudit found.
-type AuditVerification struct {
-	OK       bool   `json:"ok"`
-	Count    uint64 `json:"count"`
-	FirstSeq uint64 `json:"first_seq"`
-	LastSeq  uint64 `json:"last_seq"`
-	HeadHash string `json:"head_hash"`
-	// BrokenAt is the seq of the first event that does not verify: it does
-	// not decode, its seq is not its key or not the next one, its
-	// prev_hash is not the previous event's hash, or its hash is not the
-	// hash of its fields; or the last event is not the head the state
-	// recorded.
-	BrokenAt *uint64 `json:"broken_at,omitempty"`
-	Reason   string  `json:"reason,omitempty"`
-}
+// AuditVerification is what VerifyAudit found: the trail's Verification,
+// whose BrokenAt here also names the last event when it is not the head
+// the state recorded.
+type AuditVerification = trail.Verification
 
 // VerifyAudit recomputes the chain of the kept events, from the oldest
 // (whose prev_hash is taken as it stands: the events before it were

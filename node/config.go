@@ -145,6 +145,10 @@ type Config struct {
 	SnapshotInterval  time.Duration
 	TrailingLogs      uint64
 	RetainSnapshots   int
+
+	// trailGate, set only by tests (export_test.go), holds the audit
+	// trail's catch-up (trail.go) before each fetch until it is closed.
+	trailGate <-chan struct{}
 }
 
 // MinAdminTokenLen is the shortest --admin-token a node accepts.

@@ -68,6 +68,7 @@ type Node struct {
 	draining   atomic.Bool        // Drain began: /readyz answers 503
 	stopWatch  context.CancelFunc // ends certs.watch
 	audit      *auditMetrics
+	trail      *trailCatchUp // trail.go
 	dirSync    *directory.Syncer
 	diskFull   diskFullState
 	provider   *oidc.Provider
@@ -346,6 +347,7 @@ func (n *Node) wireHooks() {
 	n.fsm.OnDiskFull = n.onDiskFull
 	n.fsm.OnHalt = n.onHalt
 	n.initAudit()
+	n.initTrail()
 }
 
 // ErrNewerFormat: the node stopped, or would not start, because its data
@@ -493,6 +495,7 @@ func (n *Node) onApply(types []fsm.Type) {
 	n.adminTokenApplied(types)
 	n.logout.OnApply(types)
 	n.mail.OnApply(types)
+	n.trailApplied()
 }
 
 // Bounds of the cluster calls a request waits for: a node cut off from the
@@ -542,6 +545,7 @@ func (n *Node) Start() error {
 	go n.catchUpOnce()
 	go n.notifyReady()
 	go n.auditVerifyLoop()
+	go n.trailLoop()
 	if n.certs != nil {
 		var ctx context.Context
 		ctx, n.stopWatch = context.WithCancel(context.Background())
@@ -682,6 +686,9 @@ func (n *Node) close() error {
 		<-drained
 	}
 	n.cluster.Stop()
+	if n.trail != nil && n.server != nil {
+		<-n.trail.done // started with the node; stops with n.closing
+	}
 	return errors.Join(n.cluster.Shutdown(), n.fsm.Close())
 }
 

@@ -84,6 +84,12 @@ func (n *Node) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	}
 	if !ready || r.URL.Query().Has("verbose") {
 		body["checks"] = checks
+		if r.URL.Query().Get("scope") == "" {
+			// Not a check: a node that lacks older audit events (a
+			// snapshot installed, the rest being fetched) serves
+			// sign-ins all the same.
+			body["audit_trail"] = n.trailReadiness()
+		}
 	}
 	httpx.WriteJSON(w, status, body)
 }

@@ -93,9 +93,11 @@ func TestApplyRefusedByTheFormatGate(t *testing.T) {
 
 	// Without the members (a proposer that does not know them), and the
 	// bare sentinel wrapped: still 409, still saying what to do.
-	e.app.Fail = &fsm.FormatError{Feature: "PutClient.Foo", Need: 3, Have: 2}
+	// A made-up format past this build's, which no release names.
+	madeUp := fsm.CurrentFormat + 1
+	e.app.Fail = &fsm.FormatError{Feature: "PutClient.Foo", Need: madeUp, Have: fsm.CurrentFormat}
 	env := checkEnvelope(t, e.do("POST", "/admin/v1/organizations", `{"slug":"x","name":"X"}`), http.StatusConflict, httpx.CodeConflict)
-	if want := "PutClient.Foo needs state format 3; the cluster runs format 2. Nothing was written: send it again once every node runs the newer release"; env.Message != want || len(env.Details) != 0 {
+	if want := fmt.Sprintf("PutClient.Foo needs state format %d; the cluster runs format %d. Nothing was written: send it again once every node runs the newer release", madeUp, fsm.CurrentFormat); env.Message != want || len(env.Details) != 0 {
 		t.Errorf("no members: got %q %+v, want %q and no details", env.Message, env.Details, want)
 	}
 	e.app.Fail = fmt.Errorf("cluster: refused: %w", fsm.ErrFormat)

@@ -55,21 +55,21 @@ func TestCountedMembers(t *testing.T) {
 		return member{state: memberlist.StateAlive, meta: nodeMeta{Version: v, Format: f}}
 	}
 	gossip := map[string]member{
-		"new":      alive("0.4.0", 2),
+		"new":      alive("0.4.0", int(fsm.CurrentFormat)),
 		"old":      alive("0.3.0", 0),
 		"bare":     alive("", 0),
-		"stopping": {state: memberlist.StateAlive, meta: nodeMeta{Version: "0.4.0", Format: 2, Stopping: true}},
-		"dead":     {state: memberlist.StateDead, meta: nodeMeta{Version: "0.4.0", Format: 2}},
+		"stopping": {state: memberlist.StateAlive, meta: nodeMeta{Version: "0.4.0", Format: int(fsm.CurrentFormat), Stopping: true}},
+		"dead":     {state: memberlist.StateDead, meta: nodeMeta{Version: "0.4.0", Format: int(fsm.CurrentFormat)}},
 		"self":     alive("wrong", 1), // this node's own view wins
 	}
 	// What the members gossip has no entry for answered an ask
 	// (announce.go); gossip's view, where it has one, wins.
 	now := time.Now()
-	c.asked.record("asked", true, "0.4.0", 2, now)
+	c.asked.record("asked", true, "0.4.0", fsm.CurrentFormat, now)
 	c.asked.record("asked-old", true, "", fsm.FormatBase, now) // a release that does not know the ask
-	c.asked.record("asked-gone", true, "0.4.0", 2, now)
+	c.asked.record("asked-gone", true, "0.4.0", fsm.CurrentFormat, now)
 	c.asked.record("asked-gone", false, "", 0, now) // answered once, not lately
-	c.asked.record("asked-stale", true, "0.4.0", 2, now.Add(-askFresh-time.Second))
+	c.asked.record("asked-stale", true, "0.4.0", fsm.CurrentFormat, now.Add(-askFresh-time.Second))
 	c.asked.record("never-answered", false, "", 0, now)
 	c.asked.record("old", true, "0.4.0", 2, now)
 	var servers []raft.Server
@@ -79,14 +79,14 @@ func TestCountedMembers(t *testing.T) {
 	}
 	got := c.counted(servers, gossip)
 	want := []announcement{
-		{id: "self", version: "0.4.0", format: 2},
-		{id: "new", version: "0.4.0", format: 2},
+		{id: "self", version: "0.4.0", format: fsm.CurrentFormat}, // this build's
+		{id: "new", version: "0.4.0", format: fsm.CurrentFormat},
 		{id: "old", version: "0.3.0", format: 1},
 		{id: "bare", format: 1},
 		{id: "stopping", version: "0.4.0", format: 1, state: "down"},
 		{id: "dead", version: "0.4.0", format: 1, state: "down"},
 		{id: "unseen", format: 1, state: "not seen"},
-		{id: "asked", version: "0.4.0", format: 2},
+		{id: "asked", version: "0.4.0", format: fsm.CurrentFormat},
 		{id: "asked-old", format: 1},
 		{id: "asked-gone", version: "0.4.0", format: 1, state: "down"},
 		{id: "asked-stale", version: "0.4.0", format: 1, state: "down"},
@@ -102,7 +102,7 @@ func TestCountedMembers(t *testing.T) {
 		t.Fatalf("lowest of the upgraded: got %d %q, want %d 0.4.0", low, v, fsm.CurrentFormat)
 	}
 	if low, _ := lowest([]announcement{got[0], got[7]}); low != fsm.CurrentFormat {
-		t.Fatalf("lowest with a member that answered format 2: got %d, want %d", low, fsm.CurrentFormat)
+		t.Fatalf("lowest with a member that answered this build's format: got %d, want %d", low, fsm.CurrentFormat)
 	}
 	wantBehind := []string{"old (0.3.0)", "bare (no version announced)", "stopping (down, last announced 0.4.0)",
 		"dead (down, last announced 0.4.0)", "unseen (not seen)", "asked-old (no version announced)",
@@ -472,7 +472,8 @@ func TestStateFormatRaisedOnceEveryMemberAnnouncesIt(t *testing.T) {
 	for _, m := range st.Members {
 		shown[m.ID] = m.Version + "/" + strconv.Itoa(m.StateFormat)
 	}
-	want := map[string]string{"n1": "test/2", "n2": "test/2", "n3": "0.3.0/1", "e1": "0.3.0/1"}
+	now := "test/" + strconv.Itoa(int(fsm.CurrentFormat))
+	want := map[string]string{"n1": now, "n2": now, "n3": "0.3.0/1", "e1": "0.3.0/1"}
 	if !maps.Equal(shown, want) {
 		t.Fatalf("status shows %v, want %v", shown, want)
 	}
@@ -487,7 +488,7 @@ func TestStateFormatRaisedOnceEveryMemberAnnouncesIt(t *testing.T) {
 	}
 	waitFor(t, 5*time.Second, "n1 to see n3 upgraded", func() bool {
 		st, err := n1.c.Status(t.Context())
-		return err == nil && slices.ContainsFunc(st.Members, func(m Member) bool { return m.ID == "n3" && m.StateFormat == 2 })
+		return err == nil && slices.ContainsFunc(st.Members, func(m Member) bool { return m.ID == "n3" && m.StateFormat == int(fsm.CurrentFormat) })
 	})
 	holdsAt(t, fsm.FormatBase, "the non-voter announces format 1", all...)
 	refusedNaming(t, nodes[1], "e1 (0.3.0)")
@@ -513,14 +514,14 @@ func TestStateFormatRaisedOnceEveryMemberAnnouncesIt(t *testing.T) {
 	holdsAt(t, fsm.FormatBase, "the non-voter is down", nodes...)
 	refusedNaming(t, n1, "e1 (down, last announced 0.3.0)")
 
-	// It comes back upgraded: every member announces format 2. The wait
+	// It comes back upgraded: every member announces this build's format. The wait
 	// covers a gossip rejoin and the leader's next announce round on a
 	// loaded machine (10 s ran out once in a clean-clone run of the whole
 	// suite); it bounds the wait, and the assertion is the same.
 	edge = startGossipNode(t, "e1", edgeDir, edgeCfg)
 	all = append(slices.Clone(nodes), edge)
-	waitFor(t, 30*time.Second, "format 2 on every node", func() bool {
-		return slices.Equal(stateFormats(all...), []fsm.Format{2, 2, 2, 2})
+	waitFor(t, 30*time.Second, "the current format on every node", func() bool {
+		return slices.Equal(stateFormats(all...), []fsm.Format{fsm.CurrentFormat, fsm.CurrentFormat, fsm.CurrentFormat, fsm.CurrentFormat})
 	})
 	for _, n := range all {
 		if v := n.f.State().StateFormatVersion(); v != "test" {
@@ -529,18 +530,19 @@ func TestStateFormatRaisedOnceEveryMemberAnnouncesIt(t *testing.T) {
 	}
 	waitFor(t, 5*time.Second, "status no longer mixed", func() bool {
 		st, err := n1.c.Status(t.Context())
-		return err == nil && !st.Mixed && st.StateFormat == 2
+		return err == nil && !st.Mixed && st.StateFormat == int(fsm.CurrentFormat)
 	})
-	if m, f := metric(t, n1.c, "oidcd_cluster_mixed_versions"), metric(t, n1.c, "oidcd_state_format"); m != 0 || f != 2 {
-		t.Fatalf("gauges: mixed %v, format %v; want 0 and 2", m, f)
+	if m, f := metric(t, n1.c, "oidcd_cluster_mixed_versions"), metric(t, n1.c, "oidcd_state_format"); m != 0 || f != float64(fsm.CurrentFormat) {
+		t.Fatalf("gauges: mixed %v, format %v; want 0 and %d", m, f, fsm.CurrentFormat)
 	}
-	// The gate lets format 2 through now (raising to 2 again changes nothing).
+	// The gate lets format 2 through now (raising to 2 below the current
+	// format changes nothing).
 	leader := applyOnLeader(t, raiseTo(fsm.FormatGate), all...)
 	if _, err := edge.c.Apply(withTimeout(t, 5*time.Second), raiseTo(fsm.FormatGate)); err != nil {
 		t.Fatalf("format 2 on the edge replica after the raise: %v", err)
 	}
-	if got := leader.f.State().StateFormat(); got != 2 {
-		t.Fatalf("format %d after a second raise, want 2", got)
+	if got := leader.f.State().StateFormat(); got != fsm.CurrentFormat {
+		t.Fatalf("format %d after a raise to 2, want %d", got, fsm.CurrentFormat)
 	}
 }
 
@@ -554,8 +556,8 @@ func TestNodeOfAnOlderFormatIsNotAdded(t *testing.T) {
 		c.Logger = slog.New(countingHandler{msg: "not adding a node of an older release to the cluster; upgrade it", n: &warned})
 	}
 	nodes := formWith(t, map[string]func(*Config){"n1": counting, "n2": counting, "n3": counting})
-	waitFor(t, 30*time.Second, "format 2 on every node", func() bool {
-		return slices.Equal(stateFormats(nodes...), []fsm.Format{2, 2, 2})
+	waitFor(t, 30*time.Second, "the current format on every node", func() bool {
+		return slices.Equal(stateFormats(nodes...), []fsm.Format{fsm.CurrentFormat, fsm.CurrentFormat, fsm.CurrentFormat})
 	})
 	n4 := startGossipNode(t, "n4", t.TempDir(), func(c *Config) {
 		c.Gossip.Join = []string{nodes[1].c.GossipAddr()}

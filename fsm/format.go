@@ -43,12 +43,10 @@ const (
 	FormatTrail Format = 3
 
 	// CurrentFormat is the newest format this build applies and
-	// announces. FormatTrail is not yet announced: until the node fetches
-	// a trail's gap from its peers (FSM.TrailGap, ExportTrail,
-	// ImportTrail over the cluster's RPC), a node that installs a
-	// snapshot of format 3 would lack the events its peers moved out.
-	// The release that wires that fetch raises CurrentFormat to it.
-	CurrentFormat = FormatGate
+	// announces. A node that installs a snapshot of format 3 lacks the
+	// events its peers moved out (FSM.TrailGap); node fetches them from
+	// a peer (cluster.FetchTrail: ExportTrail there, ImportTrail here).
+	CurrentFormat = FormatTrail
 )
 
 // applyFormat is the newest format this build applies: CurrentFormat,
@@ -61,11 +59,9 @@ var applyFormat = CurrentFormat
 // that ask for an upgrade. A format this build does not know is named by
 // the version its SetStateFormat carries.
 var formatReleases = map[Format]string{
-	FormatBase: "0.3.0",
-	FormatGate: "0.4.0",
-	// FormatTrail: "0.5.0", once CurrentFormat is raised to it (then
-	// admin's TestApplyRefusedByTheFormatGate, whose made-up format 3
-	// has no release, takes a higher one).
+	FormatBase:  "0.3.0",
+	FormatGate:  "0.4.0",
+	FormatTrail: "0.5.0",
 }
 
 // FormatRelease is the first release that applies format f ("" when

@@ -4,16 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
 	"golang.org/x/oauth2"
 
 	"github.com/oidcd/oidcd/admin/cli"
@@ -250,26 +252,24 @@ func TestAuditTamperOnAStoppedNode(t *testing.T) {
 	victim := c.Followers()[0]
 	c.Node(victim).Cluster().ReadIndex(context.Background())
 	es, _ := auditOn(t, c, victim)
-	target := es[len(es)-2].Seq
-	c.Kill(victim)
-	db, err := bolt.Open(filepath.Join(c.DataDir(victim), "state.db"), 0o600, &bolt.Options{Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		bk := tx.Bucket([]byte("audit"))
-		k := binary.BigEndian.AppendUint64(nil, target)
-		v := append([]byte(nil), bk.Get(k)...)
-		i := bytes.Index(v, []byte("org"))
-		if i < 0 {
-			i = len(v) / 2
+	target := es[len(es)-2]
+	// From format 3 the events are in the node's trail (fsm/trail), not
+	// in state.db: wait until the mover has moved the target there.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if st := c.Node(victim).FSM().TrailStatus(); st.Last >= target.Seq {
+			break
 		}
-		v[i] ^= 0x20
-		return bk.Put(k, v)
-	})
-	db.Close()
-	if err != nil {
-		t.Fatal(err)
+		if time.Now().After(deadline) {
+			t.Fatalf("event %d not moved to the trail: %+v", target.Seq, c.Node(victim).FSM().TrailStatus())
+		}
+	}
+	c.Kill(victim)
+	// An operator with a shell alters the event in the trail's active
+	// segment as a forger would: its hash changed, the frame's CRC made
+	// good again, so the file loads as sound (a bad CRC is a torn tail:
+	// cut, and fetched again from a peer).
+	if n := forgeTrailHash(t, filepath.Join(c.DataDir(victim), "trail"), target.Hash); n == 0 {
+		t.Fatalf("event %d's hash is in no frame of the trail", target.Seq)
 	}
 	c.Restart(victim)
 	var v struct {
@@ -285,8 +285,8 @@ func TestAuditTamperOnAStoppedNode(t *testing.T) {
 	}
 	json.NewDecoder(resp.Body).Decode(&v)
 	resp.Body.Close()
-	if v.OK || v.BrokenAt == nil || *v.BrokenAt != target {
-		t.Fatalf("verify on the tampered node: %+v, want broken_at %d", v, target)
+	if v.OK || v.BrokenAt == nil || *v.BrokenAt != target.Seq {
+		t.Fatalf("verify on the tampered node: %+v, want broken_at %d", v, target.Seq)
 	}
 	var out, errb bytes.Buffer
 	env := func(k string) string {
@@ -296,9 +296,51 @@ func TestAuditTamperOnAStoppedNode(t *testing.T) {
 		return ""
 	}
 	nodes := c.URL(0) + "," + c.URL(1) + "," + c.URL(2)
-	if code := cli.Run(context.Background(), []string{"--addr", c.URL((victim + 1) % 3), "audit", "verify", "--nodes", nodes}, env, nil, &out, &errb); code == 0 || !strings.Contains(out.String(), fmt.Sprintf("broken at seq %d", target)) {
-		t.Fatalf("audit verify: exit %d, want a failure naming seq %d\n%s%s", code, target, out.String(), errb.String())
+	if code := cli.Run(context.Background(), []string{"--addr", c.URL((victim + 1) % 3), "audit", "verify", "--nodes", nodes}, env, nil, &out, &errb); code == 0 || !strings.Contains(out.String(), fmt.Sprintf("broken at seq %d", target.Seq)) {
+		t.Fatalf("audit verify: exit %d, want a failure naming seq %d\n%s%s", code, target.Seq, out.String(), errb.String())
 	}
+}
+
+// forgeTrailHash changes, in every frame of the trail's active segments
+// under dir that holds it, the raw bytes of hash (the event's hash in
+// its block, and the next block's prev_hash when the event ends one),
+// and makes each such frame's CRC good again. It returns the frames it
+// changed. The layout is fsm/trail's: a 20-byte header, then frames of
+// length (uint32 LE), CRC-32C (uint32 LE) and payload.
+func forgeTrailHash(t *testing.T, dir, hash string) int {
+	t.Helper()
+	raw, err := hex.DecodeString(hash)
+	if err != nil || len(raw) != 32 {
+		t.Fatalf("hash %q", hash)
+	}
+	forged := bytes.Clone(raw)
+	forged[0] ^= 0x20
+	paths, _ := filepath.Glob(filepath.Join(dir, "active-*.trail"))
+	crc := crc32.MakeTable(crc32.Castagnoli)
+	changed := 0
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for off := 20; off+8 <= len(b); {
+			n := int(binary.LittleEndian.Uint32(b[off:]))
+			if n == 0 || off+8+n > len(b) {
+				break
+			}
+			payload := b[off+8 : off+8+n]
+			if bytes.Contains(payload, raw) {
+				copy(payload, bytes.ReplaceAll(payload, raw, forged))
+				binary.LittleEndian.PutUint32(b[off+4:], crc32.Checksum(payload, crc))
+				changed++
+			}
+			off += 8 + n
+		}
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return changed
 }
 
 // TestAuditFloodIsBoundedByTheThrottles: a flood of wrong passwords

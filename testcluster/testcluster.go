@@ -259,9 +259,11 @@ func (c *Cluster) start(i int, httpLn, raftLn net.Listener) {
 	c.mu.Unlock()
 }
 
-// WaitLeader waits up to 15 s until every running node knows a leader and
-// holds the signing key and the browser key, so tests start on a usable
-// provider.
+// WaitLeader waits up to 15 s until every running node knows a leader,
+// holds the signing key and the browser key, and applies this build's
+// state format (the leader raises it once every member announces it; until
+// then the format gate refuses newer writes with a 409), so tests start on
+// a usable provider.
 func (c *Cluster) WaitLeader() {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
@@ -279,12 +281,15 @@ func (c *Cluster) WaitLeader() {
 			if err == nil {
 				_, err = n.FSM().State().Secret(fsm.SecretBrowserKey)
 			}
+			if f := n.FSM().State().StateFormat(); err == nil && f < fsm.CurrentFormat {
+				err = fmt.Errorf("state format %d, not yet %d", f, fsm.CurrentFormat)
+			}
 			if err == nil {
 				break
 			}
 			select {
 			case <-ctx.Done():
-				c.t.Fatalf("testcluster: no signing key: %v", err)
+				c.t.Fatalf("testcluster: not usable: %v", err)
 			case <-time.After(10 * time.Millisecond):
 			}
 		}

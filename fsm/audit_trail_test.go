@@ -23,32 +23,12 @@ import (
 // by hand (moveAll), so what is staged and what is moved is theirs.
 func newAt(t *testing.T, format Format) *harness {
 	t.Helper()
-	withTrailFormat(t)
 	h := newHarness(t)
 	h.f.tr.manual.Store(true)
 	if format > FormatBase {
-		h.mustApply(TypeSetStateFormat, SetStateFormat{Format: format, Version: releaseOf(format)})
+		h.mustApply(TypeSetStateFormat, SetStateFormat{Format: format, Version: FormatRelease(format)})
 	}
 	return h
-}
-
-// withTrailFormat lets this build apply FormatTrail for the length of
-// the test (applyFormat), as a build that announces it will.
-func withTrailFormat(t *testing.T) {
-	t.Helper()
-	if applyFormat >= FormatTrail {
-		return
-	}
-	applyFormat = FormatTrail
-	t.Cleanup(func() { applyFormat = CurrentFormat })
-}
-
-// releaseOf is the release a SetStateFormat names for format.
-func releaseOf(f Format) string {
-	if f == FormatTrail {
-		return "0.5.0"
-	}
-	return FormatRelease(f)
 }
 
 // auditCmd is the stamped event number i: its subject, type, client and

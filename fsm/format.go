@@ -49,12 +49,6 @@ const (
 	CurrentFormat = FormatTrail
 )
 
-// applyFormat is the newest format this build applies: CurrentFormat,
-// which the tests of package fsm raise to FormatTrail (withTrailFormat),
-// so the trail's layout is built and tested before a cluster can raise
-// the format to it.
-var applyFormat = CurrentFormat
-
 // formatReleases names the first release of each format, for the messages
 // that ask for an upgrade. A format this build does not know is named by
 // the version its SetStateFormat carries.
@@ -492,7 +486,7 @@ func getFormat(tx *bolt.Tx) (Format, string) {
 
 // checkFormat refuses a state file of a format this build cannot apply.
 func checkFormat(tx *bolt.Tx, where string) error {
-	if f, v := getFormat(tx); f > applyFormat {
+	if f, v := getFormat(tx); f > CurrentFormat {
 		return &NewerFormatError{Format: f, Version: v, Where: where}
 	}
 	return nil
@@ -526,7 +520,7 @@ func peekNewerFormat(cmd Command, index uint64) error {
 		return nil
 	}
 	c := decode[SetStateFormat](cmd.Payload)
-	if c.Format > applyFormat {
+	if c.Format > CurrentFormat {
 		return &NewerFormatError{Format: c.Format, Version: c.Version, Where: "log entry " + strconv.FormatUint(index, 10)}
 	}
 	return nil

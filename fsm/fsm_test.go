@@ -156,18 +156,7 @@ func (s *sink) Cancel() error { s.cancelled = true; return nil }
 
 func restoreFrom(t *testing.T, src, dst *FSM) {
 	t.Helper()
-	snap, err := src.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s sink
-	if err := snap.Persist(&s); err != nil {
-		t.Fatal(err)
-	}
-	snap.Release()
-	if err := dst.Restore(io.NopCloser(&s)); err != nil {
-		t.Fatal(err)
-	}
+	restoreBytes(t, dst, snapshotBytes(t, src))
 }
 
 // dump reads every record through the State view.

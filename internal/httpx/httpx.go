@@ -2,7 +2,10 @@ package httpx
 
 import (
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -13,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -38,9 +42,11 @@ func CorrelationWith(more func(ctx context.Context, r *http.Request) context.Con
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			id := r.Header.Get(HeaderCorrelationID)
 			if !validCorrelationID(id) {
-				id = NewID()
+				id = newCorrelationID()
 			}
-			w.Header().Set(HeaderCorrelationID, id)
+			// The canonical key assigned directly: Set would canonicalize
+			// "X-Correlation-ID" into a new string on every request.
+			w.Header()[canonicalCorrelationID] = []string{id}
 			ctx := context.WithValue(r.Context(), ctxKey{}, id)
 			if more != nil {
 				ctx = more(ctx, r)
@@ -66,6 +72,44 @@ func validCorrelationID(id string) bool {
 func CorrelationID(ctx context.Context) string {
 	id, _ := ctx.Value(ctxKey{}).(string)
 	return id
+}
+
+// canonicalCorrelationID is HeaderCorrelationID as net/http keys it.
+var canonicalCorrelationID = http.CanonicalHeaderKey(HeaderCorrelationID)
+
+// correlationIDs numbers the correlation ids this process generates:
+// each is the AES encryption, under a key drawn at start, of the
+// process's random prefix and a counter. The ids are unique (a block
+// cipher is a permutation and the counter does not repeat) and, unlike
+// a bare counter, say nothing about how many requests came before; they
+// cost a block encryption, not a read of the system's random source.
+// They are not secrets: NewID is for values that must be.
+var correlationIDs struct {
+	block  cipher.Block
+	prefix uint64
+	n      atomic.Uint64
+}
+
+func init() {
+	var key [16]byte
+	rand.Read(key[:])
+	b, err := aes.NewCipher(key[:])
+	if err != nil {
+		panic(err) // unreachable: a 16-byte key is valid
+	}
+	correlationIDs.block = b
+	var p [8]byte
+	rand.Read(p[:])
+	correlationIDs.prefix = binary.BigEndian.Uint64(p[:])
+}
+
+// newCorrelationID is a fresh correlation id: 32 hex digits, as NewID's.
+func newCorrelationID() string {
+	var in, out [16]byte
+	binary.BigEndian.PutUint64(in[:8], correlationIDs.prefix)
+	binary.BigEndian.PutUint64(in[8:], correlationIDs.n.Add(1))
+	correlationIDs.block.Encrypt(out[:], in[:])
+	return hex.EncodeToString(out[:])
 }
 
 // NewID returns 16 random bytes in hex.

@@ -179,3 +179,35 @@ func TestCorrelationWith(t *testing.T) {
 		t.Fatalf("handler saw correlation id %q and %q, want abc and /p", gotID, gotMore)
 	}
 }
+
+// TestGeneratedCorrelationIDs: generated ids are 32 lowercase hex digits,
+// never repeat, and do not count up: two in a row share no prefix a
+// reader could take for a request counter.
+func TestGeneratedCorrelationIDs(t *testing.T) {
+	const n = 20000
+	seen := make(map[string]bool, n)
+	prev := ""
+	sharedPrefix := 0
+	for i := 0; i < n; i++ {
+		id := newCorrelationID()
+		if len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
+			t.Fatalf("id %q: want 32 lowercase hex digits", id)
+		}
+		if seen[id] {
+			t.Fatalf("id %q generated twice", id)
+		}
+		seen[id] = true
+		if prev != "" && id[:8] == prev[:8] {
+			sharedPrefix++
+		}
+		prev = id
+	}
+	if sharedPrefix > 2 {
+		t.Fatalf("%d of %d consecutive ids share their first 8 digits: they look counted, not encrypted", sharedPrefix, n)
+	}
+	rec := httptest.NewRecorder()
+	Correlation(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	if got := rec.Header().Get(HeaderCorrelationID); len(got) != 32 {
+		t.Fatalf("response X-Correlation-ID %q: want a generated id", got)
+	}
+}

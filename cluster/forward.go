@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -28,8 +29,15 @@ type forwarder struct {
 	// times out never drops a connection a write is waiting on.
 	asks   rpcPool
 	server rpcServer
-	reads  readIndexer
-	stop   context.CancelFunc
+	reads  readIndexer // the leader's rounds (leaderReadIndex)
+	// followerReads coalesces this node's own read indexes while it
+	// follows (followerReadIndex); its rounds run under base.
+	followerReads readIndexer
+	// followerRequests counts followerReads' rounds, as the metric
+	// oidcd_raft_forwarded_read_indexes_total does.
+	followerRequests atomic.Uint64
+	base             context.Context
+	stop             context.CancelFunc
 }
 
 // ErrNoRateLimiter: the leader has no Config.RateLimiter.
@@ -37,7 +45,7 @@ var ErrNoRateLimiter = errors.New("cluster: no rate limiter")
 
 func (c *Cluster) startForwarding() error {
 	base, stop := context.WithCancel(context.Background())
-	c.fwd = &forwarder{stop: stop}
+	c.fwd = &forwarder{base: base, stop: stop}
 	c.fwd.pool.dial = func(ctx context.Context, addr string) (net.Conn, error) {
 		return c.stream.dialNode(ctx, addr, protoForward)
 	}
@@ -95,6 +103,7 @@ func (c *Cluster) stopForwarding() {
 	c.stream.wait() // every serveConn has returned: no more server.wg.Add
 	c.fwd.server.wg.Wait()
 	c.fwd.reads.stop()
+	c.fwd.followerReads.stop() // base is cancelled: a round in progress ends
 }
 
 // serveOp runs one leader operation on this node: for a peer's request

@@ -12,6 +12,9 @@ type metrics struct {
 	applyErrors    prometheus.Counter
 	leaderChanges  prometheus.Counter
 	forwarded      prometheus.Counter
+	// forwardedReads: read-index requests this node sent while it
+	// followed, each shared by the callers that joined it.
+	forwardedReads prometheus.Counter
 	readIndex      prometheus.Histogram
 	readIndexFails prometheus.Counter
 	// formatRefusals: writes the format gate refused (format.go).
@@ -37,6 +40,10 @@ func newMetrics(c *Cluster, reg prometheus.Registerer) *metrics {
 			Name: "oidcd_raft_forwarded_writes_total",
 			Help: "Writes this node forwarded to the leader.",
 		}),
+		forwardedReads: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "oidcd_raft_forwarded_read_indexes_total",
+			Help: "Read-index requests this node sent to the leader while following; concurrent reads share one.",
+		}),
 		readIndex: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "oidcd_raft_read_index_duration_seconds",
 			Help:    "Time to obtain a read index and apply up to it (linearizable liveness checks).",
@@ -60,7 +67,7 @@ func newMetrics(c *Cluster, reg prometheus.Registerer) *metrics {
 			return v
 		}
 	}
-	reg.MustRegister(m.applyLatency, m.applyErrors, m.leaderChanges, m.forwarded, m.readIndex, m.readIndexFails, m.formatRefusals,
+	reg.MustRegister(m.applyLatency, m.applyErrors, m.leaderChanges, m.forwarded, m.forwardedReads, m.readIndex, m.readIndexFails, m.formatRefusals,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "oidcd_raft_state",
 			Help: "Raft state of this node: 0 follower, 1 candidate, 2 leader, 3 shutdown.",

@@ -914,3 +914,47 @@ func TestWriteOnALeaderThatLostLeadershipIsSettled(t *testing.T) {
 		}
 	}
 }
+
+// TestFollowerReadIndexesShareRequests: a follower's concurrent read
+// indexes share requests to the leader (far fewer requests than reads),
+// and each still sees every write acknowledged before it began: writers
+// on the other follower record each write once Apply returns, and a
+// reader that starts after that must find it.
+func TestFollowerReadIndexesShareRequests(t *testing.T) {
+	mc := newMCluster(t, 3, fwdKey)
+	_, fs := mc.roles()
+	writer, reader := fs[0], fs[1]
+	before := reader.c.fwd.followerRequests.Load()
+
+	const writes, readers, reads = 40, 32, 25
+	var acked atomic.Int64 // writes 0..acked-1 were acknowledged
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := range writes {
+			mustApply(t, writer, org(fmt.Sprint("w", i), fmt.Sprint("w", i)))
+			acked.Store(int64(i + 1))
+		}
+	})
+	var done atomic.Int64
+	for range readers {
+		wg.Go(func() {
+			for range reads {
+				seen := acked.Load()
+				readIndex(t, reader)
+				if seen > 0 {
+					id := fmt.Sprint("w", seen-1)
+					if _, err := reader.f.State().Org(id); err != nil {
+						t.Errorf("%s after read index: %s was acknowledged before it began, got %v", reader.id, id, err)
+					}
+				}
+				done.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	sent := float64(reader.c.fwd.followerRequests.Load() - before)
+	if n := done.Load(); sent <= 0 || sent > float64(n)/2 {
+		t.Fatalf("%d read indexes on a follower sent %.0f requests to the leader: want at least one and at most half", n, sent)
+	}
+	t.Logf("%d read indexes, %.0f requests to the leader", done.Load(), sent)
+}

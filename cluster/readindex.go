@@ -28,18 +28,61 @@ func (c *Cluster) ReadIndex(ctx context.Context) (err error) {
 	}()
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
-	reply, err := c.leaderDo(ctx, opReadIndex, nil)
+	var index uint64
+	if c.raft.State() == raft.Leader {
+		// The leader's rounds coalesce its own callers and its peers'.
+		index, err = c.askReadIndex(ctx)
+	} else {
+		index, err = c.followerReadIndex(ctx)
+	}
 	if err != nil {
 		return err
 	}
-	if len(reply) != 8 {
-		return fmt.Errorf("cluster: read index reply of %d bytes", len(reply))
-	}
-	index := binary.BigEndian.Uint64(reply)
 	if err := c.fsm.WaitApplied(ctx, index); err != nil {
 		return fmt.Errorf("%w: applying up to read index %d: %v", ErrNoLeader, index, err)
 	}
 	return nil
+}
+
+// askReadIndex asks the leader (this node, or a peer over the forwarding
+// connection) for its read index.
+func (c *Cluster) askReadIndex(ctx context.Context) (uint64, error) {
+	reply, err := c.leaderDo(ctx, opReadIndex, nil)
+	if err != nil {
+		return 0, err
+	}
+	if len(reply) != 8 {
+		return 0, fmt.Errorf("cluster: read index reply of %d bytes", len(reply))
+	}
+	return binary.BigEndian.Uint64(reply), nil
+}
+
+// followerReadIndex is askReadIndex for a node that does not lead, with
+// its concurrent callers sharing one request to the leader: without it,
+// every userinfo or introspection a follower serves costs a forwarded
+// round trip, the leader's handling of it and its share of a heartbeat
+// round. A caller joins the next request to be sent, never one already
+// on its way (the rule of the leader's rounds), so the index it gets was
+// read by the leader after the caller arrived. The request runs under
+// its own bound, not a caller's context: a caller that gives up leaves
+// the others their answer.
+func (c *Cluster) followerReadIndex(ctx context.Context) (uint64, error) {
+	r, err := c.fwd.followerReads.join(func() (uint64, error) {
+		rctx, cancel := context.WithTimeout(c.fwd.base, c.cfg.ApplyTimeout)
+		defer cancel()
+		c.metrics.forwardedReads.Inc()
+		c.fwd.followerRequests.Add(1)
+		return c.askReadIndex(rctx)
+	})
+	if err != nil {
+		return 0, err
+	}
+	select {
+	case <-r.done:
+		return r.index, r.err
+	case <-ctx.Done():
+		return 0, fmt.Errorf("%w: %v", ErrNoLeader, ctx.Err())
+	}
 }
 
 // leaderReadIndex is the read index of the Raft thesis (section 6.4), on

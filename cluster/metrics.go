@@ -8,10 +8,10 @@ import (
 )
 
 type metrics struct {
-	applyLatency   prometheus.Histogram
-	applyErrors    prometheus.Counter
-	leaderChanges  prometheus.Counter
-	forwarded      prometheus.Counter
+	applyLatency  prometheus.Histogram
+	applyErrors   prometheus.Counter
+	leaderChanges prometheus.Counter
+	forwarded     prometheus.Counter
 	// forwardedReads: read-index requests this node sent while it
 	// followed, each shared by the callers that joined it.
 	forwardedReads prometheus.Counter

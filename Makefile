@@ -162,6 +162,7 @@ FUZZTIME ?= 30s
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzAuthorizeQuery$$' -fuzztime $(FUZZTIME) ./oidc/
 	$(GO) test -run '^$$' -fuzz '^FuzzTokenForm$$' -fuzztime $(FUZZTIME) ./oidc/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseForm$$' -fuzztime $(FUZZTIME) ./oidc/
 	$(GO) test -run '^$$' -fuzz '^FuzzBearer$$' -fuzztime $(FUZZTIME) ./oidc/
 	$(GO) test -run '^$$' -fuzz '^FuzzIntrospectToken$$' -fuzztime $(FUZZTIME) ./oidc/
 	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime $(FUZZTIME) ./internal/seal/

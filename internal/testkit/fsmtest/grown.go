@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/oidcd/oidcd/fsm"
 )
 
@@ -83,6 +85,55 @@ func Grown(n int, at time.Time, emit func([]fsm.Command) error) error {
 	return nil
 }
 
+// GrownEventBatch is how many commands one batch of GrownEvents holds.
+const GrownEventBatch = 1 << 16
+
+// GrownEvents gives, in batches of at most GrownEventBatch commands, the
+// commands that record n audit events on a store grown by Grown(people,
+// at): each a TypeAuditEvent (the command that records only its stamp),
+// so every event is a real replicated one whose seq and hash each replica
+// computes in the apply. They are what a busy site's trail holds most
+// of: a token event (with its own jti) for every fourth, a sign-in (with
+// its own session id) for the rest, of person i mod people at the app,
+// from one of 458,752 addresses through one of three nodes, a
+// millisecond apart from at on. The commands of a batch do not
+// depend on each other (the order they are applied in gives their seqs).
+func GrownEvents(n, people int, at time.Time, emit func([]fsm.Command) error) error {
+	people = max(people, 1)
+	for first := 0; first < n; first += GrownEventBatch {
+		last := min(first+GrownEventBatch, n)
+		cmds := make([]fsm.Command, 0, last-first)
+		for i := first; i < last; i++ {
+			p := i % people
+			a := fsm.Audit{Type: fsm.EventSignin, Actor: fsm.ActorPerson, Subject: grownID(p), ClientID: grownClient,
+				OrgID: grownOrgA, SID: fmt.Sprintf("00000000-0000-4000-a000-%012d", i), IP: fmt.Sprintf("10.%d.%d.%d", i%7, (i/7)%256, (i/1792)%256),
+				Node: fmt.Sprintf("node-%d", i%3), Time: at.Add(time.Duration(i) * time.Millisecond).UTC(),
+				Detail: map[string]string{"method": "pwd"}}
+			if i%4 == 3 {
+				a.Type, a.Actor = fsm.EventToken, fsm.ActorClient
+				a.Detail = map[string]string{"grant_type": "authorization_code", "jti": fmt.Sprintf("00000000-0000-4000-b000-%012d", i)}
+			}
+			cmds = append(cmds, fsm.NewAuditEvent(a))
+		}
+		if err := emit(cmds); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// GrowEventsThrough applies GrownEvents(n, people, at) through apply as
+// GrowThrough does, and returns how many commands it applied.
+func GrowEventsThrough(n, people int, at time.Time, writers int, apply func(context.Context, fsm.Command) (fsm.Result, error)) (int, error) {
+	writes := 0
+	err := GrownEvents(n, people, at, func(cmds []fsm.Command) error {
+		err := applyAll(cmds, writers, apply)
+		writes += len(cmds)
+		return err
+	})
+	return writes, err
+}
+
 // GrowThrough applies Grown(n, at) through apply (a cluster's Apply),
 // the commands of each batch from writers goroutines at once, so that
 // raft batches them as it would a busy site's writes. It returns how
@@ -91,40 +142,94 @@ func Grown(n int, at time.Time, emit func([]fsm.Command) error) error {
 func GrowThrough(n int, at time.Time, writers int, apply func(context.Context, fsm.Command) (fsm.Result, error)) (int, error) {
 	writes := 0
 	err := Grown(n, at, func(cmds []fsm.Command) error {
-		var (
-			wg    sync.WaitGroup
-			mu    sync.Mutex
-			first error
-			next  = make(chan fsm.Command)
-		)
-		for range min(writers, len(cmds)) {
-			wg.Go(func() {
-				for cmd := range next {
-					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-					res, err := apply(ctx, cmd)
-					cancel()
-					if err == nil {
-						err = res.Err
-					}
-					if err != nil {
-						mu.Lock()
-						if first == nil {
-							first = fmt.Errorf("%v: %w", cmd.Type, err)
-						}
-						mu.Unlock()
-					}
-				}
-			})
-		}
-		for _, cmd := range cmds {
-			next <- cmd
-		}
-		close(next)
-		wg.Wait()
+		err := applyAll(cmds, writers, apply)
 		writes += len(cmds)
-		return first
+		return err
 	})
 	return writes, err
+}
+
+// applyAll applies cmds through apply from writers goroutines at once
+// and returns the first error (a failed apply or a command's own).
+func applyAll(cmds []fsm.Command, writers int, apply func(context.Context, fsm.Command) (fsm.Result, error)) error {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		next  = make(chan fsm.Command)
+	)
+	for range min(writers, len(cmds)) {
+		wg.Go(func() {
+			for cmd := range next {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				res, err := apply(ctx, cmd)
+				cancel()
+				if err == nil {
+					err = res.Err
+				}
+				if err != nil {
+					mu.Lock()
+					if first == nil {
+						first = fmt.Errorf("%v: %w", cmd.Type, err)
+					}
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for _, cmd := range cmds {
+		next <- cmd
+	}
+	close(next)
+	wg.Wait()
+	return first
+}
+
+// grownDirectBatch bounds the commands one ApplyBatch of GrowDirect
+// applies (one bbolt transaction).
+const grownDirectBatch = 8192
+
+// GrowDirect grows f as GrowThrough and GrowEventsThrough would through a
+// cluster, but straight through f.ApplyBatch (no raft, no network), at
+// the indexes after f.Applied(), up to grownDirectBatch commands a
+// transaction (raft's batches are 64 entries; here the fsync of each
+// commit is most of the time): first the state's format raised to
+// fsm.CurrentFormat (as a cluster's leader raises it), then Grown(people,
+// at), then GrownEvents(events, people, at). The apply is the replicas'
+// own, so every event's seq and hash are what a cluster's replicas
+// compute for the same commands in the same order; f's mover moves them
+// into its trail meanwhile. It returns the first command error.
+func GrowDirect(f *fsm.FSM, people, events int, at time.Time) error {
+	index := f.Applied()
+	apply := func(cmds []fsm.Command) error {
+		for len(cmds) > 0 {
+			k := min(len(cmds), grownDirectBatch)
+			logs := make([]*raft.Log, k)
+			for i, cmd := range cmds[:k] {
+				index++
+				logs[i] = &raft.Log{Index: index, Term: 1, Type: raft.LogCommand, Data: cmd.Encode()}
+			}
+			for i, r := range f.ApplyBatch(logs) {
+				res, ok := r.(fsm.Result)
+				if !ok {
+					return fmt.Errorf("fsmtest: apply %v at %d: %v", cmds[i].Type, logs[i].Index, r)
+				}
+				if res.Err != nil {
+					return fmt.Errorf("fsmtest: apply %v at %d: %w", cmds[i].Type, logs[i].Index, res.Err)
+				}
+			}
+			cmds = cmds[k:]
+		}
+		return nil
+	}
+	if err := apply([]fsm.Command{fsm.MustCommand(fsm.TypeSetStateFormat,
+		fsm.SetStateFormat{Format: fsm.CurrentFormat, Version: fsm.FormatRelease(fsm.CurrentFormat)})}); err != nil {
+		return err
+	}
+	if err := Grown(people, at, apply); err != nil {
+		return err
+	}
+	return GrownEvents(events, people, at, apply)
 }
 
 // GrownSizes are the store sizes the grown-store benchmarks measure

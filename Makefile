@@ -115,10 +115,11 @@ bench-grown:
 ## a peer, verified), a reap. Then one replica grown straight through its
 ## apply to the same sizes with GROWN_EVENTS events, its snapshot, and a
 ## second replica's restore of it and fetch of its trail (raft records
-## about 4,000 events a second here: 10 million would take the cluster
+## about 3,000 events a second here: 10 million would take the cluster
 ## most of an hour a size). And the FSM's own snapshot and restore.
 ## `make bench-grown-store GROWN_SIZES="100000 1000000" GROWN_EVENTS=10000000`
-## is the issue's run (about 40 minutes and 30 GiB of disk under TMPDIR).
+## is the issue's run (about an hour and a half, and 40 GiB of disk under
+## TMPDIR for the three nodes at a million people).
 GROWN_EVENTS         ?= 100000
 GROWN_CLUSTER_EVENTS ?= 100000
 bench-grown-store:

@@ -221,7 +221,7 @@ func grownMissing(b *testing.B, c *testcluster.Cluster, i int) int {
 // carrying many events, and building the trails beside the nodes before
 // they start (fsm/trail's Import) would need a state whose head, floor
 // and chunk table match them, which only the apply writes: so raft it
-// is, at what raft sustains (about 10,000 entries a second here).
+// is, at what raft sustains (3,000 to 3,600 entries a second here).
 func BenchmarkGrownCluster(b *testing.B) {
 	for _, n := range fsmtest.GrownSizes(*grownPeople) {
 		b.Run(fmt.Sprintf("people=%d", n), func(b *testing.B) {
@@ -427,9 +427,9 @@ func (s fileSink) Cancel() error { return s.Close() }
 // BenchmarkGrownReplica: the store and trail of one replica at sizes a
 // cluster cannot be grown to in a sitting here, and a second replica's
 // catch-up from it, without raft or the network. A cluster records about
-// 3,000 to 5,000 audit events a second through raft on this machine (one
+// 2,900 to 3,600 audit events a second through raft on this machine (one
 // entry each: the fsm has no command carrying many events), so 10
-// million take the best part of an hour a run. Instead replica A is grown
+// million take about 50 minutes a run. Instead replica A is grown
 // straight through its own FSM.ApplyBatch (fsmtest.GrowDirect: the same
 // commands in the same order as BenchmarkGrownCluster's, applied by the
 // replicas' own apply, 8,192 a transaction), its mover moving the events

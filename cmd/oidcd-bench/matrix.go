@@ -85,6 +85,11 @@ type matrixRun struct {
 	// Trivial is the trivial handler's runs around this scenario, its
 	// ceiling, when the trivial handler bounds it.
 	Trivial *trivialRun `json:"trivial,omitempty"`
+	// Near is the CPU ceiling (argon2id, two signatures) measured again
+	// just before and just after this scenario, when one bounds it: the
+	// machine's speed can move by half between the ceilings measured at
+	// the start and a scenario minutes later.
+	Near *nearCeiling `json:"near_ceiling,omitempty"`
 	// Federation is federated-signin's split by host; Beside the
 	// password sign-in of the same run it is judged against.
 	Federation *fedFigures `json:"federation,omitempty"`
@@ -266,6 +271,37 @@ type trivialRun struct {
 	Runs    []float64 `json:"runs_ops_per_s,omitempty"`
 }
 
+// nearCeiling is a CPU ceiling's runs just before and after a scenario
+// (Runs) and their mean (PerS), in the ceiling's own unit: argon2id
+// hashes a second on every core, or two-signature sign-ins a second.
+type nearCeiling struct {
+	PerS float64   `json:"per_s"`
+	Runs []float64 `json:"runs_per_s"`
+}
+
+// cpuBound reports whether a CPU ceiling bounds scenario.
+func cpuBound(scenario string) bool {
+	return scenario == "password-signin" || scenario == "silent-signin"
+}
+
+// measureNear measures the ceiling of a cpuBound scenario for about d,
+// as measureCPUCeilings does.
+func measureNear(ctx context.Context, scenario string, d time.Duration) (float64, error) {
+	procs := float64(runtime.GOMAXPROCS(0))
+	if scenario == "password-signin" {
+		hash, err := measureArgon2(ctx, d)
+		if err != nil {
+			return 0, fmt.Errorf("argon2id ceiling around %s: %w", scenario, err)
+		}
+		return procs / hash.Seconds(), nil
+	}
+	one, err := measureSign(ctx, 1, d)
+	if err != nil {
+		return 0, fmt.Errorf("RS256 ceiling around %s: %w", scenario, err)
+	}
+	return procs * one / 2, nil
+}
+
 // bracketed is the mean of the trivial runs just before and just after
 // a scenario: rates and costs per request (the profile's shares are the
 // first run's).
@@ -355,6 +391,13 @@ func matrixSize(ctx context.Context, mc *matrixConfig, size int, triv *trivialSe
 				return nil, nodeUsage{}, err
 			}
 		}
+		cpuBracket := max(mc.benchtime/8, time.Second)
+		var nearBefore float64
+		if cpuBound(name) {
+			if nearBefore, err = measureNear(ctx, name, cpuBracket); err != nil {
+				return nil, nodeUsage{}, err
+			}
+		}
 		c := *cfg
 		c.scenario = name
 		rep, cpu, err := loadExplained(ctx, &c, e, stderr, mc.explain, ch.info.Control)
@@ -370,9 +413,17 @@ func matrixSize(ctx context.Context, mc *matrixConfig, size int, triv *trivialSe
 			t := bracketed(before, after)
 			near = &t
 		}
+		var nc *nearCeiling
+		if cpuBound(name) {
+			after, err := measureNear(ctx, name, cpuBracket)
+			if err != nil {
+				return nil, nodeUsage{}, err
+			}
+			nc = &nearCeiling{PerS: round1((nearBefore + after) / 2), Runs: []float64{round1(nearBefore), round1(after)}}
+		}
 		logf(stderr, "%d node(s) %s: %.1f/s, p50 %.2f ms, p99 %.2f ms, %d errors", size, name,
 			rep.OpsPerS, rep.Latency.P50, rep.Latency.P99, errorCount(rep.Errors))
-		runs = append(runs, matrixRun{Scenario: name, Nodes: size, Ops: rep.Ops, OpsPerS: rep.OpsPerS, Latency: rep.Latency, Errors: rep.Errors, CPU: cpu, Trivial: near,
+		runs = append(runs, matrixRun{Scenario: name, Nodes: size, Ops: rep.Ops, OpsPerS: rep.OpsPerS, Latency: rep.Latency, Errors: rep.Errors, CPU: cpu, Trivial: near, Near: nc,
 			Federation: rep.Federation})
 	}
 	u := nodeUsage{Nodes: size, RSSBytes: -1, DataDirBytes: -1}

@@ -67,22 +67,17 @@ func (c *Cluster) askReadIndex(ctx context.Context) (uint64, error) {
 // its own bound, not a caller's context: a caller that gives up leaves
 // the others their answer.
 func (c *Cluster) followerReadIndex(ctx context.Context) (uint64, error) {
-	r, err := c.fwd.followerReads.join(func() (uint64, error) {
+	index, err := c.fwd.followerReads.await(ctx, func() (uint64, error) {
 		rctx, cancel := context.WithTimeout(c.fwd.base, c.cfg.ApplyTimeout)
 		defer cancel()
 		c.metrics.forwardedReads.Inc()
 		c.fwd.followerRequests.Add(1)
 		return c.askReadIndex(rctx)
 	})
-	if err != nil {
-		return 0, err
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return 0, fmt.Errorf("%w: %v", ErrNoLeader, err)
 	}
-	select {
-	case <-r.done:
-		return r.index, r.err
-	case <-ctx.Done():
-		return 0, fmt.Errorf("%w: %v", ErrNoLeader, ctx.Err())
-	}
+	return index, err
 }
 
 // leaderReadIndex is the read index of the Raft thesis (section 6.4), on
@@ -97,16 +92,7 @@ func (c *Cluster) leaderReadIndex(ctx context.Context) (uint64, error) {
 		// A round costs nothing to coalesce here: no heartbeat to share.
 		return c.verifiedReadIndex(true)
 	}
-	r, err := c.fwd.reads.join(func() (uint64, error) { return c.verifiedReadIndex(false) })
-	if err != nil {
-		return 0, err
-	}
-	select {
-	case <-r.done:
-		return r.index, r.err
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	}
+	return c.fwd.reads.await(ctx, func() (uint64, error) { return c.verifiedReadIndex(false) })
 }
 
 // verifiedReadIndex runs one round:
@@ -201,6 +187,21 @@ func (ri *readIndexer) join(verify func() (uint64, error)) (*readRound, error) {
 		go ri.run(verify)
 	}
 	return r, nil
+}
+
+// await joins the next round and waits for its answer, or for ctx to
+// end (ctx's error).
+func (ri *readIndexer) await(ctx context.Context, verify func() (uint64, error)) (uint64, error) {
+	r, err := ri.join(verify)
+	if err != nil {
+		return 0, err
+	}
+	select {
+	case <-r.done:
+		return r.index, r.err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
 }
 
 // run completes rounds until no request waits.

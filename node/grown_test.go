@@ -1,18 +1,14 @@
 package node_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -169,29 +165,6 @@ func fileSize(path string) int64 {
 	return fi.Size()
 }
 
-// grownMissing is node i's oidcd_audit_trail_missing_events from its
-// /metrics.
-func grownMissing(b *testing.B, c *testcluster.Cluster, i int) int {
-	b.Helper()
-	req, _ := http.NewRequest("GET", c.URL(i)+"/metrics", nil)
-	req.Header.Set("Authorization", "Bearer "+testcluster.AdminToken)
-	resp, err := c.Client().Do(req)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "oidcd_audit_trail_missing_events "); ok {
-			n, _ := strconv.ParseFloat(v, 64)
-			return int(n)
-		}
-	}
-	b.Fatalf("node %d: no oidcd_audit_trail_missing_events in /metrics (%d)", i, resp.StatusCode)
-	return 0
-}
-
 // BenchmarkGrownCluster: what grows with the state, on three nodes (one
 // process, 127.0.0.1) grown to n signed-in people (fsmtest.Grown: people
 // with two memberships, a live session and a live access token each),
@@ -327,7 +300,7 @@ func BenchmarkGrownCluster(b *testing.B) {
 					if node.FSM().Restores() < 1 {
 						b.Fatal("the wiped node caught up without a snapshot")
 					}
-					if m := grownMissing(b, c, victim); m != 0 {
+					if m := trailMissingMetric(b, c, victim); m != 0 {
 						b.Fatalf("oidcd_audit_trail_missing_events %d after the fetch", m)
 					}
 					vstart := time.Now()

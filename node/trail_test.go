@@ -36,7 +36,7 @@ func trailReadyz(t *testing.T, c *testcluster.Cluster, i int) (int, string) {
 }
 
 // trailMissingMetric is node i's oidcd_audit_trail_missing_events.
-func trailMissingMetric(t *testing.T, c *testcluster.Cluster, i int) int {
+func trailMissingMetric(t testing.TB, c *testcluster.Cluster, i int) int {
 	t.Helper()
 	req, _ := http.NewRequest("GET", c.URL(i)+"/metrics", nil)
 	req.Header.Set("Authorization", "Bearer "+testcluster.AdminToken)

@@ -87,6 +87,13 @@ func TestChaosMixedVersions(t *testing.T) {
 		u.waitReady(i)
 	}
 	t.Logf("faults %v; %d sign-ins, %d failed (faults allow it), %d organizations acknowledged", counts, load.signIns.Load(), len(load.failed), len(load.acked))
+	for i, f := range load.failed {
+		if i == 5 {
+			t.Logf("… and %d more failed sign-ins", len(load.failed)-i)
+			break
+		}
+		t.Logf("failed sign-in %s", f)
+	}
 	if load.signIns.Load() == 0 {
 		t.Fatalf("no sign-in succeeded (seed %d)\n%s", seed, u.logs())
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -33,11 +32,8 @@ type forwarder struct {
 	// followerReads coalesces this node's own read indexes while it
 	// follows (followerReadIndex); its rounds run under base.
 	followerReads readIndexer
-	// followerRequests counts followerReads' rounds, as the metric
-	// oidcd_raft_forwarded_read_indexes_total does.
-	followerRequests atomic.Uint64
-	base             context.Context
-	stop             context.CancelFunc
+	base          context.Context
+	stop          context.CancelFunc
 }
 
 // ErrNoRateLimiter: the leader has no Config.RateLimiter.

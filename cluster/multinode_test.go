@@ -18,6 +18,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/oidcd/oidcd/fsm"
 	"github.com/oidcd/oidcd/internal/ratelimit"
@@ -924,7 +925,7 @@ func TestFollowerReadIndexesShareRequests(t *testing.T) {
 	mc := newMCluster(t, 3, fwdKey)
 	_, fs := mc.roles()
 	writer, reader := fs[0], fs[1]
-	before := reader.c.fwd.followerRequests.Load()
+	before := counterValue(t, reader.c.metrics.forwardedReads)
 
 	const writes, readers, reads = 40, 32, 25
 	var acked atomic.Int64 // writes 0..acked-1 were acknowledged
@@ -952,9 +953,19 @@ func TestFollowerReadIndexesShareRequests(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	sent := float64(reader.c.fwd.followerRequests.Load() - before)
+	sent := counterValue(t, reader.c.metrics.forwardedReads) - before
 	if n := done.Load(); sent <= 0 || sent > float64(n)/2 {
 		t.Fatalf("%d read indexes on a follower sent %.0f requests to the leader: want at least one and at most half", n, sent)
 	}
 	t.Logf("%d read indexes, %.0f requests to the leader", done.Load(), sent)
+}
+
+// counterValue is c's current value.
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
 }

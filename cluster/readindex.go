@@ -71,7 +71,6 @@ func (c *Cluster) followerReadIndex(ctx context.Context) (uint64, error) {
 		rctx, cancel := context.WithTimeout(c.fwd.base, c.cfg.ApplyTimeout)
 		defer cancel()
 		c.metrics.forwardedReads.Inc()
-		c.fwd.followerRequests.Add(1)
 		return c.askReadIndex(rctx)
 	})
 	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {

@@ -78,16 +78,15 @@ func CorrelationID(ctx context.Context) string {
 var canonicalCorrelationID = http.CanonicalHeaderKey(HeaderCorrelationID)
 
 // correlationIDs numbers the correlation ids this process generates:
-// each is the AES encryption, under a key drawn at start, of the
-// process's random prefix and a counter. The ids are unique (a block
-// cipher is a permutation and the counter does not repeat) and, unlike
-// a bare counter, say nothing about how many requests came before; they
-// cost a block encryption, not a read of the system's random source.
-// They are not secrets: NewID is for values that must be.
+// each is a counter encrypted with AES under a key drawn at start. The
+// ids are unique (a block cipher is a permutation and the counter does
+// not repeat; another process has another key) and, unlike a bare
+// counter, say nothing about how many requests came before; they cost a
+// block encryption, not a read of the system's random source. They are
+// not secrets: NewID is for values that must be.
 var correlationIDs struct {
-	block  cipher.Block
-	prefix uint64
-	n      atomic.Uint64
+	block cipher.Block
+	n     atomic.Uint64
 }
 
 func init() {
@@ -98,15 +97,11 @@ func init() {
 		panic(err) // unreachable: a 16-byte key is valid
 	}
 	correlationIDs.block = b
-	var p [8]byte
-	rand.Read(p[:])
-	correlationIDs.prefix = binary.BigEndian.Uint64(p[:])
 }
 
 // newCorrelationID is a fresh correlation id: 32 hex digits, as NewID's.
 func newCorrelationID() string {
 	var in, out [16]byte
-	binary.BigEndian.PutUint64(in[:8], correlationIDs.prefix)
 	binary.BigEndian.PutUint64(in[8:], correlationIDs.n.Add(1))
 	correlationIDs.block.Encrypt(out[:], in[:])
 	return hex.EncodeToString(out[:])

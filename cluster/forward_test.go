@@ -213,6 +213,77 @@ func TestRPCGoawayFailsUnreadRequestsAsNotSent(t *testing.T) {
 	}
 }
 
+// gatedConn holds the client's reader back until open is closed, so that a
+// test can make a write fail before the reader has seen what came in.
+type gatedConn struct {
+	net.Conn
+	open chan struct{}
+}
+
+func (g *gatedConn) Read(b []byte) (int, error) {
+	<-g.open
+	return g.Conn.Read(b)
+}
+
+// A server that stops reading sends a goaway and closes with requests
+// unread, which resets the connection: a later write can fail before the
+// client's reader has taken in the goaway. The request that was sent but
+// never read must still come back "not sent" (the sender tries the next
+// leader), not "outcome unknown".
+func TestRPCWriteFailureStillReadsTheGoaway(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	sent2, gone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(gone)
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		r, w := bufio.NewReader(conn), bufio.NewWriter(conn)
+		readFrame(r) // request 1, then goaway(1); request 2 stays unread
+		head := make([]byte, replHeader)
+		binary.BigEndian.PutUint64(head, 1)
+		head[8] = classGoaway
+		writeFrame(w, head, nil)
+		<-sent2
+		time.Sleep(20 * time.Millisecond) // request 2 is in the socket: closing resets
+		conn.Close()
+	}()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gatedConn{Conn: conn, open: make(chan struct{})}
+	c := newRPCClient(g)
+	defer c.fail(errors.New("test over"))
+	first := make(chan error, 1)
+	go func() { _, err := c.call(withTimeout(t, 5*time.Second), opApply, nil); first <- err }()
+	time.Sleep(20 * time.Millisecond)
+	second := make(chan error, 1)
+	go func() { _, err := c.call(withTimeout(t, 5*time.Second), opApply, nil); second <- err }()
+	time.Sleep(20 * time.Millisecond)
+	close(sent2)
+	<-gone
+	time.Sleep(20 * time.Millisecond) // the reset has come back
+	if _, err := c.call(withTimeout(t, time.Second), opApply, nil); !errors.Is(err, errNotSent) {
+		t.Fatalf("a call after the reset: %v, want errNotSent", err)
+	}
+	if c.usable() {
+		t.Fatal("the connection is still used after a write failed")
+	}
+	close(g.open)
+	if err := <-first; err == nil || errors.Is(err, errNotSent) {
+		t.Fatalf("request 1 (read by the server): %v, want its fate unknown", err)
+	}
+	if err := <-second; !errors.Is(err, errNotSent) {
+		t.Fatalf("request 2 (never read): %v, want errNotSent", err)
+	}
+}
+
 func TestRPCSilentConnectionIsDropped(t *testing.T) {
 	p := newRPCPair(t, func(ctx context.Context, op byte, body []byte) ([]byte, error) {
 		time.Sleep(500 * time.Millisecond) // longer than the caller waits

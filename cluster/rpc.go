@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -111,6 +112,7 @@ type rpcClient struct {
 	next    uint64
 	goaway  bool   // the server stops: no new calls on this connection
 	last    uint64 // with goaway: the last request id the server read
+	werr    error  // a request's frame could not be written: no new calls
 	err     error  // why the connection broke; set once
 	done    chan struct{}
 }
@@ -174,17 +176,45 @@ func (c *rpcClient) fail(err error) {
 	if c.err != nil {
 		return
 	}
+	if c.werr != nil { // the reader timed out after a failed write: say why
+		err = c.werr
+	}
 	c.err = err
 	c.pending = nil
 	close(c.done)
 	c.conn.Close()
 }
 
+// writeFailGrace is how long the reader goes on after a write failed, to
+// take in what the server sent before the connection broke.
+const writeFailGrace = 500 * time.Millisecond
+
+// failWrite ends the connection's use after a request's frame could not be
+// written (the stream is broken mid-frame). It is not closed at once:
+// what the server sent before it went away (replies, a goaway naming the
+// last request it read) may still be waiting to be read, and the calls
+// waiting on it learn their fate from that. Closing at once would turn a
+// request the server never read into one whose outcome is unknown (a
+// server that stops reading closes with requests unread, which resets the
+// connection, so a write can fail before the reader has seen the goaway).
+// The reader gets writeFailGrace, then the connection fails.
+func (c *rpcClient) failWrite(err error) {
+	c.mu.Lock()
+	first := c.err == nil && c.werr == nil
+	if first {
+		c.werr = err
+	}
+	c.mu.Unlock()
+	if first {
+		c.conn.SetReadDeadline(time.Now().Add(writeFailGrace))
+	}
+}
+
 // usable reports whether new calls may use the connection.
 func (c *rpcClient) usable() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.err == nil && !c.goaway
+	return c.err == nil && c.werr == nil && !c.goaway
 }
 
 // lost is the error of call id on a broken connection: not sent when the
@@ -203,8 +233,8 @@ func (c *rpcClient) lost(id uint64, err error) error {
 func (c *rpcClient) call(ctx context.Context, op byte, body []byte) (rpcReply, error) {
 	ch := make(chan rpcReply, 1)
 	c.mu.Lock()
-	if c.err != nil || c.goaway {
-		err := c.err
+	if c.err != nil || c.werr != nil || c.goaway {
+		err := cmp.Or(c.err, c.werr)
 		c.mu.Unlock()
 		return rpcReply{}, fmt.Errorf("%w: connection closing (%v)", errNotSent, err)
 	}
@@ -230,7 +260,7 @@ func (c *rpcClient) call(ctx context.Context, op byte, body []byte) (rpcReply, e
 		// not all of it (a write that fails has not handed the frame's
 		// last bytes to the socket, nor TLS its last record), and a server
 		// acts only on a whole frame: this request was never read.
-		c.fail(err)
+		c.failWrite(err)
 		return rpcReply{}, fmt.Errorf("%w: %v", errNotSent, err)
 	}
 	select {

@@ -283,7 +283,11 @@ func appendEvent(tx *bolt.Tx, e Event, trailLayout bool) Event {
 	if err != nil {
 		panic(fmt.Sprintf("fsm: encode event: %v", err))
 	}
-	if err := tx.Bucket(bucketAudit).Put(seqKey(e.Seq), b); err != nil {
+	staged := tx.Bucket(bucketAudit)
+	// Seqs come in order, and bbolt's default split leaves a page half
+	// full for keys that come at random: fill each page instead.
+	staged.FillPercent = 1
+	if err := staged.Put(seqKey(e.Seq), b); err != nil {
 		panic(err)
 	}
 	if trailLayout {

@@ -2,6 +2,9 @@ package fsmtest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"sync"
 	"time"
@@ -20,8 +23,28 @@ const (
 // grownClient is the app every Grown person is signed in to.
 const grownClient = "00000000-0000-4000-8000-0000000000c1"
 
-// grownID is the i-th id of a Grown store.
-func grownID(i int) string { return fmt.Sprintf("00000000-0000-4000-9000-%012d", i) }
+// grownID is the i-th id of a Grown store: a version 4 UUID that looks
+// random, as the product's ids are (crypto/rand), but is fixed by i.
+// Ids in order would leave every bbolt page half full (it splits a full
+// page in two halves, and in-order keys never go back to fill them),
+// which no real store sees: its keys come in at random.
+func grownID(i int) string {
+	h := grownBytes("id", i)
+	h[6] = h[6]&0x0f | 0x40
+	h[8] = h[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", h[0:4], h[4:6], h[6:8], h[8:10], h[10:16])
+}
+
+// grownHash is the i-th token hash of kind (a code's or a cookie
+// secret's SHA-256, hex), fixed by i and looking random as a real one does.
+func grownHash(kind string, i int) string {
+	h := grownBytes(kind, i)
+	return hex.EncodeToString(h[:])
+}
+
+func grownBytes(kind string, i int) [sha256.Size]byte {
+	return sha256.Sum256(binary.BigEndian.AppendUint64([]byte("oidcd grown "+kind+" "), uint64(i)))
+}
 
 // Grown gives, in batches of at most fsm.MaxImportBatch commands, the
 // commands that grow a store to n signed-in people (to measure what grows
@@ -65,8 +88,8 @@ func Grown(n int, at time.Time, emit func([]fsm.Command) error) error {
 		var start, issue, redeem []fsm.Command
 		for i := first; i < last; i++ {
 			sso := grownID(30_000_000 + i)
-			code := fmt.Sprintf("%064x", 1<<40+i)
-			start = append(start, fsm.MustCommand(fsm.TypeStartSSOSession, fsm.StartSSOSession{TokenHash: fmt.Sprintf("%064x", i), Session: fsm.SSOSession{
+			code := grownHash("code", i)
+			start = append(start, fsm.MustCommand(fsm.TypeStartSSOSession, fsm.StartSSOSession{TokenHash: grownHash("sso", i), Session: fsm.SSOSession{
 				ID: sso, UserID: grownID(i), AuthTime: at, AMR: []string{"pwd"}, CreatedAt: at, LastSeen: at,
 				IdleExpiresAt: at.Add(time.Hour), ExpiresAt: at.Add(24 * time.Hour)}}))
 			issue = append(issue, fsm.MustCommand(fsm.TypeIssueCode, fsm.IssueCode{NewSID: grownID(40_000_000 + i), IdleExpiresAt: at.Add(time.Hour), Code: fsm.Code{
@@ -106,12 +129,12 @@ func GrownEvents(n, people int, at time.Time, emit func([]fsm.Command) error) er
 		for i := first; i < last; i++ {
 			p := i % people
 			a := fsm.Audit{Type: fsm.EventSignin, Actor: fsm.ActorPerson, Subject: grownID(p), ClientID: grownClient,
-				OrgID: grownOrgA, SID: fmt.Sprintf("00000000-0000-4000-a000-%012d", i), IP: fmt.Sprintf("10.%d.%d.%d", i%7, (i/7)%256, (i/1792)%256),
+				OrgID: grownOrgA, SID: grownID(60_000_000 + i), IP: fmt.Sprintf("10.%d.%d.%d", i%7, (i/7)%256, (i/1792)%256),
 				Node: fmt.Sprintf("node-%d", i%3), Time: at.Add(time.Duration(i) * time.Millisecond).UTC(),
 				Detail: map[string]string{"method": "pwd"}}
 			if i%4 == 3 {
 				a.Type, a.Actor = fsm.EventToken, fsm.ActorClient
-				a.Detail = map[string]string{"grant_type": "authorization_code", "jti": fmt.Sprintf("00000000-0000-4000-b000-%012d", i)}
+				a.Detail = map[string]string{"grant_type": "authorization_code", "jti": grownID(70_000_000 + i)}
 			}
 			cmds = append(cmds, fsm.NewAuditEvent(a))
 		}

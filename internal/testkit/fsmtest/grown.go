@@ -92,10 +92,13 @@ func Grown(n int, at time.Time, emit func([]fsm.Command) error) error {
 			start = append(start, fsm.MustCommand(fsm.TypeStartSSOSession, fsm.StartSSOSession{TokenHash: grownHash("sso", i), Session: fsm.SSOSession{
 				ID: sso, UserID: grownID(i), AuthTime: at, AMR: []string{"pwd"}, CreatedAt: at, LastSeen: at,
 				IdleExpiresAt: at.Add(time.Hour), ExpiresAt: at.Add(24 * time.Hour)}}))
+			// The code lives an hour, not a minute: growing a million people
+			// through a running node's raft takes longer than a minute, and
+			// its reaper removes a code still unredeemed past its expiry.
 			issue = append(issue, fsm.MustCommand(fsm.TypeIssueCode, fsm.IssueCode{NewSID: grownID(40_000_000 + i), IdleExpiresAt: at.Add(time.Hour), Code: fsm.Code{
 				Hash: code, ClientID: grownClient, RedirectURI: "https://app.example.com/callback", UserID: grownID(i), OrgID: grownOrgA,
 				SSOSessionID: sso, Scopes: []string{"openid", "email"}, Nonce: "n", Challenge: "c", AuthTime: at, AMR: []string{"pwd"},
-				IssuedAt: at, ExpiresAt: at.Add(time.Minute)}}))
+				IssuedAt: at, ExpiresAt: at.Add(time.Hour)}}))
 			redeem = append(redeem, fsm.MustCommand(fsm.TypeRedeemCode, fsm.RedeemCode{Hash: code, ClientID: grownClient, At: at.Add(time.Second),
 				AccessJTI: grownID(50_000_000 + i), AccessExpires: at.Add(time.Hour)}))
 		}
